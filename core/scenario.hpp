@@ -1,0 +1,158 @@
+// The validated scenario: plain structs with units in their names, produced by the loader
+// (core/scenario_loader.hpp) from JSON and consumed by every other layer.
+//
+// Units: sizes in bytes unless a name says otherwise, times in seconds (`_s`), bandwidths in
+// bytes per second (`_Bps`) after loading. The JSON files carry their own units in key names
+// (`hbm_GiB`, `nic_Gbps`, `latency_us`) and the loader converts them once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/nccl_settings.hpp"
+
+namespace clustersim {
+
+enum class Dtype { fp32, tf32, bf16, fp16, fp8 };
+const char* to_string(Dtype d);
+double bytes_per_element(Dtype d);
+
+enum class FfnKind { gelu, swiglu };
+enum class Recompute { none, selective, full };
+enum class PipelineSchedule { one_f_one_b, interleaved, gpipe };
+enum class Compression { none, onebit_adam };
+const char* to_string(FfnKind k);
+const char* to_string(Recompute r);
+const char* to_string(PipelineSchedule s);
+const char* to_string(Compression c);
+
+// Model architecture (a dense decoder-only Transformer).
+struct ModelSpec {
+  std::string name;
+  std::string source;  // citation for the shape
+  int num_layers = 0;
+  int hidden = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;  // == num_heads without grouped-query attention
+  int ffn_hidden = 0;
+  int vocab = 0;
+  int max_seq_len = 0;
+  FfnKind ffn = FfnKind::gelu;
+  bool tied_embeddings = false;        // LM head shares the input embedding matrix
+  bool learned_position_embeddings = false;  // GPT-style absolute positions (RoPE otherwise)
+  bool linear_biases = false;          // biases on the linear layers (GPT) or not (Llama)
+  std::string norm = "layernorm";      // "layernorm" (weight+bias) or "rmsnorm" (weight only)
+  int head_dim() const { return hidden / num_heads; }
+};
+
+// One GPU model. Peaks are dense (no sparsity), in FLOP/s.
+struct GpuSpec {
+  std::string name;
+  std::map<Dtype, double> peak_flops;  // dense peak per dtype, FLOP/s
+  double hbm_bytes = 0;                // capacity
+  double hbm_Bps = 0;                  // HBM bandwidth
+  double nvlink_Bps = 0;               // NVLink per GPU, one direction
+  double pcie_Bps = 0;                 // PCIe per GPU, one direction
+  double kernel_launch_s = 0;          // launch overhead per kernel
+  double peak(Dtype d) const;          // throws std::out_of_range with the dtype name if absent
+};
+
+enum class FabricKind { fat_tree };
+
+// The network between nodes.
+struct FabricSpec {
+  FabricKind kind = FabricKind::fat_tree;
+  int nodes_per_leaf = 0;        // nodes whose NICs (of one rail, if rail-optimized) share a leaf
+  double oversubscription = 1;   // leaf downlink : uplink bandwidth ratio (1 = non-blocking)
+  double nic_latency_s = 0;      // NIC + cable, one hop
+  double switch_latency_s = 0;   // per switch traversal
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string source;
+  GpuSpec gpu;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int nics_per_node = 0;         // 8 on a rail-optimized HGX node, 1 in the seed as written
+  double nic_Bps = 0;            // per NIC, one direction
+  bool rail_optimized = false;   // NIC i of every node on leaf/plane i
+  double nvlink_Bps = 0;         // per GPU, one direction, into the NVSwitch
+  double nvlink_latency_s = 0;
+  bool gpudirect_rdma = true;    // whether NICs can read GPU memory directly
+  FabricSpec fabric;
+  std::string calibration;       // path to a calibration file ("" = built-in defaults)
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+struct Parallelism {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;   // context parallelism (sequence split across GPUs for attention)
+  int vpp = 1;  // virtual pipeline stages per rank (interleaved schedule); 1 = none
+  bool sequence_parallel = false;
+  int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  std::vector<int> layers_per_stage;  // uneven split; empty = even
+};
+
+struct Training {
+  std::int64_t global_batch = 0;  // sequences per optimizer step
+  std::int64_t micro_batch = 0;   // sequences per micro-batch per DP rank
+  int seq_len = 0;
+  double tokens_total = 0;        // tokens for the whole run (campaign)
+  Dtype precision = Dtype::bf16;  // compute dtype of the GEMMs
+  Recompute recompute = Recompute::none;
+  bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
+  bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
+  double grad_bucket_bytes = 0;     // DP bucket size
+  bool reduce_per_micro_batch = false;  // DP reduction after every micro-batch (no accumulation)
+  std::int64_t num_micro_batches() const;  // global_batch / (dp * micro_batch)
+};
+
+struct CompressionSpec {
+  Compression kind = Compression::none;
+  // 1-bit Adam: fraction of the run in the full-precision warm-up phase.
+  double warmup_fraction = 0;
+};
+
+struct CommSpec {
+  Dtype grad_dtype = Dtype::bf16;
+  CompressionSpec compression;
+  // Layer groups whose gradients stay in FP32 ("embedding", "lm_head").
+  std::vector<std::string> fp32_layer_groups;
+  NcclSettings nccl;
+};
+
+// Sections filled in by later layers (faults, checkpointing, cost). They are kept as raw JSON
+// text with their location, validated by their own loaders (campaign/), so that scenario
+// loading and those layers stay decoupled.
+struct RawSection {
+  std::string file;
+  std::string pointer;
+  std::string json;  // serialized JSON of the section
+  bool present() const { return !json.empty(); }
+};
+
+struct Scenario {
+  std::string file;         // where it was loaded from
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  ClusterSpec cluster;
+  int gpus = 0;
+  Parallelism parallelism;
+  Training training;
+  CommSpec comm;
+  RawSection faults;
+  RawSection checkpointing;
+  RawSection cost;
+  RawSection campaign;
+  std::vector<std::string> warnings;  // valid but noteworthy (e.g. tp spans nodes)
+};
+
+}  // namespace clustersim

@@ -1,0 +1,59 @@
+// clustersim: simulate GPU training clusters. See README.md.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "tools/cli.hpp"
+#include "tools/commands.hpp"
+
+namespace {
+
+void print_help() {
+  std::cout << "clustersim — a discrete-event simulator of GPU training clusters\n\n"
+               "usage: clustersim COMMAND [ARGS...]\n"
+               "       clustersim COMMAND --help\n\ncommands:\n";
+  for (const auto& c : clustersim::cli::commands()) {
+    std::string name = c.name;
+    name.resize(12, ' ');
+    std::cout << "  " << name << c.summary << "\n";
+  }
+  std::cout << "\nWithout a scenario, `run` and `check` use the seed's optimized layout:\n  "
+            << clustersim::cli::default_scenario_path() << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_help();
+    return args.empty() ? 2 : 0;
+  }
+  const std::string name = args[0];
+  args.erase(args.begin());
+  for (const auto& c : clustersim::cli::commands()) {
+    if (name != c.name) continue;
+    for (const auto& a : args) {
+      if (a == "--help" || a == "-h") {
+        std::cout << c.usage();
+        return 0;
+      }
+    }
+    try {
+      return c.run(args);
+    } catch (const clustersim::ConfigError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    } catch (const clustersim::cli::UsageError& e) {
+      std::cerr << "error: " << e.what() << "\n\n" << c.usage();
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 3;
+    }
+  }
+  std::cerr << "error: unknown command \"" << name << "\"; run `clustersim --help`\n";
+  return 2;
+}

@@ -1,0 +1,38 @@
+#include "tools/output.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/atomic_file.hpp"
+
+namespace clustersim::cli {
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  write_file_atomically(path, value.dump(2) + "\n");
+}
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  return fixed(v, u == 0 ? 0 : 2) + " " + units[u];
+}
+
+std::string human_seconds(double s) {
+  if (!std::isfinite(s)) return "inf";
+  if (std::fabs(s) >= 1) return fixed(s, 3) + " s";
+  if (std::fabs(s) >= 1e-3) return fixed(s * 1e3, 3) + " ms";
+  return fixed(s * 1e6, 2) + " us";
+}
+
+}  // namespace clustersim::cli
