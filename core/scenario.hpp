@@ -138,6 +138,32 @@ struct RawSection {
   bool present() const { return !json.empty(); }
 };
 
+// Faults injected into one simulated step (parsed from the scenario's "faults" section by
+// campaign/, consumed by the step simulator in sim/).
+struct GpuSlowdown {
+  int rank = 0;               // global rank whose GPU runs slower
+  double speed_factor = 1;    // (0, 1]: 0.5 = half speed
+  double from_s = 0;          // simulated time the slowdown starts
+  std::string cause;          // e.g. "ECC down-clocking"
+};
+struct LinkFault {
+  std::string link;           // link name as the cluster graph names it (topologies/)
+  double bandwidth_factor = 1;  // remaining fraction of bandwidth (0 with down = true)
+  bool down = false;          // link unusable: collectives crossing it hang
+  double from_s = 0;
+  double until_s = 0;         // 0 = until the end
+};
+struct NodeLoss {
+  int node = 0;
+  double at_s = 0;
+};
+struct StepFaults {
+  std::vector<GpuSlowdown> slow_gpus;
+  std::vector<LinkFault> links;
+  std::vector<NodeLoss> lost_nodes;
+  bool empty() const { return slow_gpus.empty() && links.empty() && lost_nodes.empty(); }
+};
+
 struct Scenario {
   std::string file;         // where it was loaded from
   std::string name;
