@@ -111,7 +111,6 @@ struct Training {
   bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;     // DP bucket size
   bool reduce_per_micro_batch = false;  // DP reduction after every micro-batch (no accumulation)
-  std::int64_t num_micro_batches() const;  // global_batch / (dp * micro_batch)
 };
 
 struct CompressionSpec {
@@ -179,6 +178,15 @@ struct Scenario {
   RawSection cost;
   RawSection campaign;
   std::vector<std::string> warnings;  // valid but noteworthy (e.g. tp spans nodes)
+
+  // Micro-batches per optimizer step on each DP rank: global_batch / (dp * micro_batch).
+  std::int64_t micro_batches() const {
+    return training.global_batch / (parallelism.dp * training.micro_batch);
+  }
+  // Tokens per optimizer step.
+  double tokens_per_step() const {
+    return static_cast<double>(training.global_batch) * training.seq_len;
+  }
 };
 
 }  // namespace clustersim
