@@ -1,0 +1,250 @@
+#include "core/svg_plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace clustersim::svg {
+
+namespace {
+
+// Colour-blind-safe palette (Okabe & Ito, "Color Universal Design", 2008).
+const char* const kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                "#E69F00", "#56B4E9", "#F0E442", "#000000"};
+constexpr int kPaletteSize = 8;
+
+constexpr double kMarginLeft = 70;
+constexpr double kMarginRight = 170;  // room for the legend
+constexpr double kMarginTop = 40;
+constexpr double kMarginBottom = 55;
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string tick_label(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  if (a != 0 && (a >= 1e5 || a < 1e-2)) {
+    std::snprintf(buf, sizeof buf, "%.2g", v);
+  } else if (a >= 100 || v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2g", v);
+  }
+  return buf;
+}
+
+// "Nice" tick step for a range (1, 2 or 5 times a power of ten), about `count` ticks.
+double nice_step(double range, int count) {
+  if (!(range > 0)) return 1;
+  const double raw = range / count;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double r = raw / magnitude;
+  const double nice = r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10;
+  return nice * magnitude;
+}
+
+struct Frame {
+  double x0, x1, y0, y1;  // data range
+  double w, h;            // whole picture
+  bool x_log2;
+  double px(double x) const {
+    const double left = kMarginLeft, right = w - kMarginRight;
+    const double a = x_log2 ? std::log2(std::max(x, 1e-300)) : x;
+    const double lo = x_log2 ? std::log2(x0) : x0, hi = x_log2 ? std::log2(x1) : x1;
+    return hi > lo ? left + (a - lo) / (hi - lo) * (right - left) : (left + right) / 2;
+  }
+  double py(double y) const {
+    const double top = kMarginTop, bottom = h - kMarginBottom;
+    return y1 > y0 ? bottom - (y - y0) / (y1 - y0) * (bottom - top) : (top + bottom) / 2;
+  }
+};
+
+void header(std::ostringstream& os, const Axes& a) {
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(a.width) << "\" height=\""
+     << num(a.height) << "\" viewBox=\"0 0 " << num(a.width) << " " << num(a.height)
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+     << "<text x=\"" << num(a.width / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
+     << escape(a.title) << "</text>\n";
+}
+
+void axes(std::ostringstream& os, const Axes& a, const Frame& f, bool numeric_x) {
+  const double left = kMarginLeft, right = a.width - kMarginRight;
+  const double top = kMarginTop, bottom = a.height - kMarginBottom;
+  os << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(right - left)
+     << "\" height=\"" << num(bottom - top) << "\" fill=\"none\" stroke=\"#444\"/>\n";
+  const double ystep = nice_step(f.y1 - f.y0, 6);
+  for (double y = std::ceil(f.y0 / ystep) * ystep; y <= f.y1 + ystep * 1e-9; y += ystep) {
+    os << "<line x1=\"" << num(left) << "\" x2=\"" << num(right) << "\" y1=\"" << num(f.py(y))
+       << "\" y2=\"" << num(f.py(y)) << "\" stroke=\"#ddd\"/>\n"
+       << "<text x=\"" << num(left - 6) << "\" y=\"" << num(f.py(y) + 4)
+       << "\" text-anchor=\"end\">" << tick_label(y) << "</text>\n";
+  }
+  if (numeric_x) {
+    std::vector<double> ticks;
+    if (f.x_log2) {
+      for (double x = std::pow(2.0, std::floor(std::log2(f.x0))); x <= f.x1 * 1.0000001; x *= 2) {
+        if (x >= f.x0 * 0.9999999) ticks.push_back(x);
+      }
+    } else {
+      const double xstep = nice_step(f.x1 - f.x0, 8);
+      for (double x = std::ceil(f.x0 / xstep) * xstep; x <= f.x1 + xstep * 1e-9; x += xstep) {
+        ticks.push_back(x);
+      }
+    }
+    for (double x : ticks) {
+      os << "<text x=\"" << num(f.px(x)) << "\" y=\"" << num(bottom + 18)
+         << "\" text-anchor=\"middle\">" << tick_label(x) << "</text>\n";
+    }
+  }
+  os << "<text x=\"" << num((left + right) / 2) << "\" y=\"" << num(a.height - 12)
+     << "\" text-anchor=\"middle\">" << escape(a.x_label) << "</text>\n"
+     << "<text transform=\"translate(16," << num((top + bottom) / 2)
+     << ") rotate(-90)\" text-anchor=\"middle\">" << escape(a.y_label) << "</text>\n";
+}
+
+void legend_entry(std::ostringstream& os, const Axes& a, int row, const char* colour,
+                  const std::string& name) {
+  const double x = a.width - kMarginRight + 12, y = kMarginTop + 10 + row * 18;
+  os << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 9) << "\" width=\"12\" height=\"10\" fill=\""
+     << colour << "\"/>\n<text x=\"" << num(x + 18) << "\" y=\"" << num(y) << "\">"
+     << escape(name) << "</text>\n";
+}
+
+}  // namespace
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string line_chart(const Axes& a, const std::vector<Series>& series,
+                       const std::vector<Marker>& markers, bool identity_line) {
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0;
+  double y0 = 0, y1 = -std::numeric_limits<double>::infinity();
+  for (const auto& s : series) {
+    for (const auto& p : s.points) {
+      x0 = std::min(x0, p.x);
+      x1 = std::max(x1, p.x);
+      y0 = std::min(y0, p.y);
+      y1 = std::max(y1, p.y);
+    }
+  }
+  for (const auto& m : markers) {
+    x0 = std::min(x0, m.x);
+    x1 = std::max(x1, m.x);
+  }
+  if (!std::isfinite(x0)) x0 = 0, x1 = 1;
+  if (!std::isfinite(y1) || y1 <= y0) y1 = y0 + 1;
+  if (identity_line) {
+    x0 = y0 = std::min(x0, y0);
+    x1 = y1 = std::max(x1, y1);
+  }
+  y1 += (y1 - y0) * 0.05;
+  if (a.y_min) y0 = *a.y_min;
+  if (a.y_max) y1 = *a.y_max;
+  if (a.x_log2 && x0 <= 0) x0 = 1;
+  if (x1 <= x0) x1 = x0 + 1;
+  const Frame f{x0, x1, y0, y1, a.width, a.height, a.x_log2};
+
+  std::ostringstream os;
+  header(os, a);
+  axes(os, a, f, true);
+  if (identity_line) {
+    os << "<line x1=\"" << num(f.px(x0)) << "\" y1=\"" << num(f.py(x0)) << "\" x2=\""
+       << num(f.px(x1)) << "\" y2=\"" << num(f.py(x1))
+       << "\" stroke=\"#888\" stroke-dasharray=\"4 4\"/>\n";
+  }
+  int row = 0;
+  std::map<std::string, int> kinds;
+  for (const auto& m : markers) kinds.emplace(m.kind, 0);
+  int k = 0;
+  for (auto& [kind, colour] : kinds) colour = (series.size() + k++) % kPaletteSize;
+  for (const auto& m : markers) {
+    os << "<line x1=\"" << num(f.px(m.x)) << "\" x2=\"" << num(f.px(m.x)) << "\" y1=\""
+       << num(kMarginTop) << "\" y2=\"" << num(a.height - kMarginBottom) << "\" stroke=\""
+       << kPalette[kinds[m.kind]] << "\" stroke-width=\"1\" opacity=\"0.7\"/>\n";
+  }
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    const char* colour = kPalette[i % kPaletteSize];
+    if (s.line && s.points.size() > 1) {
+      os << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+      for (const auto& p : s.points) os << num(f.px(p.x)) << "," << num(f.py(p.y)) << " ";
+      os << "\"/>\n";
+    }
+    if (s.markers || !s.line || s.points.size() == 1) {
+      for (const auto& p : s.points) {
+        os << "<circle cx=\"" << num(f.px(p.x)) << "\" cy=\"" << num(f.py(p.y))
+           << "\" r=\"3.5\" fill=\"" << colour << "\"/>\n";
+        if (!p.label.empty()) {
+          os << "<text x=\"" << num(f.px(p.x) + 5) << "\" y=\"" << num(f.py(p.y) - 5)
+             << "\" font-size=\"10\">" << escape(p.label) << "</text>\n";
+        }
+      }
+    }
+    legend_entry(os, a, row++, colour, s.name);
+  }
+  for (const auto& [kind, colour] : kinds) legend_entry(os, a, row++, kPalette[colour], kind);
+  os << "</svg>\n";
+  return os.str();
+}
+
+std::string stacked_bars(const Axes& a, const std::vector<std::string>& segment_names,
+                         const std::vector<BarGroup>& bars) {
+  double top_value = 0;
+  for (const auto& b : bars) {
+    double sum = 0;
+    for (double v : b.values) sum += std::max(v, 0.0);
+    top_value = std::max(top_value, sum);
+  }
+  if (!(top_value > 0)) top_value = 1;
+  const Frame f{0, 1, a.y_min.value_or(0), a.y_max.value_or(top_value * 1.05), a.width,
+                a.height, false};
+  std::ostringstream os;
+  header(os, a);
+  axes(os, a, f, false);
+  const double left = kMarginLeft, right = a.width - kMarginRight;
+  const double slot = bars.empty() ? 1 : (right - left) / bars.size();
+  const double bar_width = slot * 0.7;
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const double x = left + slot * i + (slot - bar_width) / 2;
+    double base = 0;
+    for (std::size_t k = 0; k < bars[i].values.size(); ++k) {
+      const double v = std::max(bars[i].values[k], 0.0);
+      os << "<rect x=\"" << num(x) << "\" y=\"" << num(f.py(base + v)) << "\" width=\""
+         << num(bar_width) << "\" height=\"" << num(f.py(base) - f.py(base + v))
+         << "\" fill=\"" << kPalette[k % kPaletteSize] << "\"><title>"
+         << escape(bars[i].label) << ": "
+         << escape(k < segment_names.size() ? segment_names[k] : "") << " " << tick_label(v)
+         << "</title></rect>\n";
+      base += v;
+    }
+    os << "<text transform=\"translate(" << num(x + bar_width / 2) << ","
+       << num(a.height - kMarginBottom + 12) << ") rotate(30)\" font-size=\"10\">"
+       << escape(bars[i].label) << "</text>\n";
+  }
+  for (std::size_t k = 0; k < segment_names.size(); ++k) {
+    legend_entry(os, a, static_cast<int>(k), kPalette[k % kPaletteSize], segment_names[k]);
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+}  // namespace clustersim::svg

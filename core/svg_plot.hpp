@@ -1,0 +1,58 @@
+// Small SVG charts with no external plotting program: line and scatter charts with several
+// series and event markers, and stacked bar charts. Output is a complete SVG document.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace clustersim::svg {
+
+struct Point {
+  double x = 0;
+  double y = 0;
+  std::string label;  // optional text shown next to the point (scatter)
+};
+
+struct Series {
+  std::string name;
+  std::vector<Point> points;
+  bool line = true;     // connect the points
+  bool markers = false; // draw a dot at each point
+};
+
+// A vertical line across the plot at x, e.g. a failure or a checkpoint.
+struct Marker {
+  double x = 0;
+  std::string kind;  // markers of one kind share a colour and a legend entry
+};
+
+struct Axes {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  bool x_log2 = false;           // logarithmic x axis, base 2 (GPU counts)
+  std::optional<double> y_min;   // fixed y range (otherwise from the data, including 0)
+  std::optional<double> y_max;
+  double width = 800;
+  double height = 480;
+};
+
+// Line/scatter chart. A diagonal y = x reference line is drawn when `identity_line` is set
+// (predicted-against-reported plots).
+std::string line_chart(const Axes& axes, const std::vector<Series>& series,
+                       const std::vector<Marker>& markers = {}, bool identity_line = false);
+
+struct BarGroup {
+  std::string label;            // one bar
+  std::vector<double> values;   // stacked segments, in the order of `segment_names`
+};
+
+// Stacked bar chart: one bar per group, segments stacked bottom-up.
+std::string stacked_bars(const Axes& axes, const std::vector<std::string>& segment_names,
+                         const std::vector<BarGroup>& bars);
+
+// Escapes &, <, >, " for SVG text.
+std::string escape(const std::string& text);
+
+}  // namespace clustersim::svg
