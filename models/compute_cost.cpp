@@ -1,0 +1,227 @@
+#include "models/compute_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/scenario_loader.hpp"
+
+namespace clustersim::models {
+
+double GemmShape::min_dim() const { return std::min({m, n, k}); }
+
+double GemmEfficiencyCurve::at(double min_dim) const {
+  if (points.empty()) throw std::logic_error("GEMM efficiency curve without points");
+  double e = 0;
+  if (min_dim <= points.front().min_dim) {
+    e = points.front().efficiency;
+  } else if (min_dim >= points.back().min_dim) {
+    e = points.back().efficiency;
+  } else {
+    // Linear in log2(min_dim): the benchmarks double their sizes, so this is the natural axis.
+    const double x = std::log2(min_dim);
+    for (std::size_t i = 1; i < points.size(); ++i) {
+      if (min_dim <= points[i].min_dim) {
+        const double x0 = std::log2(points[i - 1].min_dim);
+        const double x1 = std::log2(points[i].min_dim);
+        const double t = (x - x0) / (x1 - x0);
+        e = points[i - 1].efficiency + t * (points[i].efficiency - points[i - 1].efficiency);
+        break;
+      }
+    }
+  }
+  return std::min(e, best_shape_efficiency);
+}
+
+OpCost& OpCost::operator+=(const OpCost& other) {
+  time_s += other.time_s;
+  compute_s += other.compute_s;
+  memory_s += other.memory_s;
+  launch_s += other.launch_s;
+  flops += other.flops;
+  bytes += other.bytes;
+  return *this;
+}
+
+namespace {
+
+const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8"};
+const std::vector<std::string> kAttentionDtypes = {"bf16", "fp16"};
+
+Dtype dtype_named(const std::string& name) {
+  if (name == "bf16") return Dtype::bf16;
+  if (name == "fp16") return Dtype::fp16;
+  if (name == "fp8") return Dtype::fp8;
+  if (name == "fp32") return Dtype::fp32;
+  return Dtype::tf32;
+}
+
+// {"tflops", "peak_tflops", "source"} -> efficiency in (0, 1].
+double measured_efficiency(const JsonNode& node, std::vector<std::string> extra_keys = {}) {
+  node.require_object();
+  std::vector<std::string> keys = {"tflops", "peak_tflops", "source"};
+  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
+  node.only_keys(keys);
+  const double tflops = node.positive_at("tflops");
+  const double peak = node.positive_at("peak_tflops");
+  if (node.string_at("source").empty()) node.fail_at("source", "a citation is required");
+  if (tflops > peak) {
+    node.fail_at("tflops", "measured " + std::to_string(tflops) + " TFLOPS exceeds the peak " +
+                               std::to_string(peak));
+  }
+  return tflops / peak;
+}
+
+GemmEfficiencyCurve load_curve(const JsonNode& node) {
+  node.require_object();
+  node.only_keys({"series", "best_shape", "points", "not_used"});
+  GemmEfficiencyCurve curve;
+  curve.series = node.string_at("series");
+  curve.best_shape_efficiency = measured_efficiency(node.at("best_shape"));
+  const JsonNode points = node.at("points");
+  if (!points.is_array() || points.items().empty()) {
+    points.fail("expected a non-empty array of calibration points");
+  }
+  for (const JsonNode& p : points.items()) {
+    EfficiencyPoint point;
+    point.min_dim = p.positive_at("min_dim");
+    point.efficiency = measured_efficiency(p, {"min_dim"});
+    point.source = p.string_at("source");
+    if (!curve.points.empty() && point.min_dim <= curve.points.back().min_dim) {
+      p.fail_at("min_dim", "points must have strictly increasing min_dim, got " +
+                               std::to_string(point.min_dim) + " after " +
+                               std::to_string(curve.points.back().min_dim));
+    }
+    curve.points.push_back(point);
+  }
+  return curve;
+}
+
+}  // namespace
+
+ComputeCalibration load_compute_calibration(const JsonDocument& document) {
+  const JsonNode root = document.root();
+  root.require_object();
+  root.only_keys({"description", "gemm", "attention", "memory"});
+  ComputeCalibration cal;
+  cal.file = document.file();
+
+  const JsonNode gemm = root.at("gemm");
+  gemm.require_object();
+  gemm.only_keys(kGemmDtypes);
+  for (const auto& [name, node] : gemm.members()) {
+    cal.gemm[dtype_named(name)] = load_curve(node);
+  }
+  for (const auto& name : {"bf16", "fp8"}) {
+    if (!gemm.has(name)) gemm.fail_at(name, "missing required GEMM curve");
+  }
+
+  const JsonNode attention = root.at("attention");
+  attention.require_object();
+  attention.only_keys({"kernel", "bf16", "fp16", "fp8_training", "not_used"});
+  cal.attention_kernel = attention.string_at("kernel");
+  for (const auto& name : kAttentionDtypes) {
+    if (const auto node = attention.find(name)) {
+      cal.attention_efficiency[dtype_named(name)] = measured_efficiency(*node);
+    }
+  }
+  if (!attention.has("bf16")) attention.fail_at("bf16", "missing required attention figure");
+
+  const JsonNode memory = root.at("memory");
+  memory.require_object();
+  memory.only_keys({"hbm_efficiency"});
+  const JsonNode hbm = memory.at("hbm_efficiency");
+  hbm.require_object();
+  hbm.only_keys({"achieved_TBps", "peak_TBps", "source"});
+  const double achieved = hbm.positive_at("achieved_TBps");
+  const double peak = hbm.positive_at("peak_TBps");
+  if (achieved > peak) hbm.fail_at("achieved_TBps", "exceeds peak_TBps");
+  if (hbm.string_at("source").empty()) hbm.fail_at("source", "a citation is required");
+  cal.hbm_efficiency = achieved / peak;
+  return cal;
+}
+
+ComputeCalibration load_compute_calibration(const std::string& path) {
+  return load_compute_calibration(JsonDocument::load(path));
+}
+
+std::string default_compute_calibration_path() {
+  return data_root() + "/validation/data/compute_efficiency.json";
+}
+
+ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
+    : gpu_(std::move(gpu)), calibration_(std::move(calibration)) {
+  if (!(gpu_.hbm_Bps > 0)) {
+    throw std::invalid_argument("ComputeCostModel: GPU " + gpu_.name + " has no HBM bandwidth");
+  }
+  if (calibration_.gemm.empty() || calibration_.attention_efficiency.empty()) {
+    throw std::invalid_argument("ComputeCostModel: calibration has no GEMM or attention data");
+  }
+}
+
+double ComputeCostModel::gemm_efficiency(const GemmShape& shape, Dtype dtype) const {
+  const auto it = calibration_.gemm.find(dtype);
+  if (it == calibration_.gemm.end()) {
+    throw std::invalid_argument(std::string("no GEMM calibration for dtype ") + to_string(dtype) +
+                                " in " + calibration_.file);
+  }
+  return it->second.at(shape.min_dim());
+}
+
+Dtype ComputeCostModel::attention_dtype(Dtype training_precision) {
+  // Transformer Engine runs dot-product attention in BF16 under FP8 recipes (fp8_dpa = False).
+  return training_precision == Dtype::fp8 ? Dtype::bf16 : training_precision;
+}
+
+double ComputeCostModel::attention_efficiency(Dtype dtype) const {
+  const Dtype d = attention_dtype(dtype);
+  const auto it = calibration_.attention_efficiency.find(d);
+  if (it != calibration_.attention_efficiency.end()) return it->second;
+  // FP16 and BF16 share the tensor-core rate on Hopper (H100 datasheet).
+  return calibration_.attention_efficiency.at(Dtype::bf16);
+}
+
+double ComputeCostModel::hbm_Bps() const { return gpu_.hbm_Bps * calibration_.hbm_efficiency; }
+
+OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {
+  OpCost c;
+  c.flops = flops;
+  c.bytes = bytes;
+  c.compute_s = flops > 0 ? flops / flops_per_s : 0.0;
+  c.memory_s = bytes > 0 ? bytes / hbm_Bps() : 0.0;
+  c.launch_s = gpu_.kernel_launch_s;
+  c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
+  return c;
+}
+
+OpCost ComputeCostModel::gemm(const GemmShape& shape, Dtype dtype, double count) const {
+  const double in_bytes = bytes_per_element(dtype);
+  const double out_bytes = dtype == Dtype::fp8 ? bytes_per_element(Dtype::bf16) : in_bytes;
+  const double bytes = (shape.m * shape.k + shape.k * shape.n) * in_bytes +
+                       shape.m * shape.n * out_bytes;
+  const double rate = gpu_.peak(dtype) * gemm_efficiency(shape, dtype);
+  OpCost one = roofline(shape.flops(), rate, bytes);
+  OpCost total;
+  total.time_s = one.time_s * count;
+  total.compute_s = one.compute_s * count;
+  total.memory_s = one.memory_s * count;
+  total.launch_s = one.launch_s * count;
+  total.flops = one.flops * count;
+  total.bytes = one.bytes * count;
+  return total;
+}
+
+OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype) const {
+  const Dtype d = attention_dtype(dtype);
+  return roofline(flops, gpu_.peak(d) * attention_efficiency(d), bytes);
+}
+
+OpCost ComputeCostModel::memory_op(double bytes, double flops) const {
+  // Element-wise FLOPs run on the CUDA cores far below the tensor-core peak; they never bind
+  // before HBM for the kernels modelled here, so they are counted but not timed.
+  OpCost c = roofline(0, 1, bytes);
+  c.flops = flops;
+  return c;
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,106 @@
+// Time of one GPU kernel: a roofline with measured efficiencies.
+//
+//   time = max(FLOPs / (peak(dtype) x efficiency(shape)), bytes / (HBM bandwidth x hbm_eff))
+//          + kernel launch overhead
+//
+// Efficiencies come from a calibration file (validation/data/compute_efficiency.json) whose
+// every point is a published microbenchmark (GEMM and attention), never a training MFU. GEMM
+// efficiency is piecewise-linear in log2 of the smallest GEMM dimension, clamped to the first
+// and last calibration points and capped by the best-shape (MAMF) efficiency. No SimGrid here.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.hpp"
+#include "core/scenario.hpp"
+
+namespace clustersim::models {
+
+// C[m x n] = A[m x k] * B[k x n]; dimensions in elements.
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double flops() const { return 2.0 * m * n * k; }  // one multiply-add = 2 FLOPs
+  double min_dim() const;
+};
+
+struct EfficiencyPoint {
+  double min_dim = 0;     // smallest GEMM dimension of the benchmark, elements
+  double efficiency = 0;  // achieved / dense peak, in (0, 1]
+  std::string source;
+};
+
+// Efficiency of one dtype's GEMMs as a function of the smallest dimension.
+struct GemmEfficiencyCurve {
+  std::string series;                  // what was measured
+  double best_shape_efficiency = 1;    // ceiling: the best shape measured on this dtype
+  std::vector<EfficiencyPoint> points; // strictly increasing min_dim, at least one
+  // Piecewise-linear in log2(min_dim), clamped at both ends, capped by best_shape_efficiency.
+  double at(double min_dim) const;
+};
+
+struct ComputeCalibration {
+  std::string file;                               // where it was loaded from
+  std::map<Dtype, GemmEfficiencyCurve> gemm;      // bf16, fp16, fp8
+  std::string attention_kernel;                   // e.g. "FlashAttention-3, head dimension 128"
+  std::map<Dtype, double> attention_efficiency;   // bf16, fp16 (fp8 training runs bf16)
+  double hbm_efficiency = 1;                      // achieved / peak HBM bandwidth
+};
+
+// Reads a calibration file. Throws ConfigError naming the file and JSON pointer on missing
+// keys, unknown keys, efficiencies outside (0, 1] or points out of order.
+ComputeCalibration load_compute_calibration(const std::string& path);
+ComputeCalibration load_compute_calibration(const JsonDocument& document);
+// data_root()/validation/data/compute_efficiency.json
+std::string default_compute_calibration_path();
+
+// Cost of one kernel, seconds, with its parts.
+struct OpCost {
+  double time_s = 0;     // max(compute_s, memory_s) + launch_s
+  double compute_s = 0;  // FLOPs / achieved FLOP/s
+  double memory_s = 0;   // bytes / achieved HBM bandwidth
+  double launch_s = 0;   // kernel launch overhead
+  double flops = 0;
+  double bytes = 0;
+  bool memory_bound() const { return memory_s > compute_s; }
+  OpCost& operator+=(const OpCost& other);
+};
+
+class ComputeCostModel {
+ public:
+  // Throws std::invalid_argument when the GPU lacks a peak or HBM bandwidth the model needs.
+  ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration);
+
+  const GpuSpec& gpu() const { return gpu_; }
+  const ComputeCalibration& calibration() const { return calibration_; }
+
+  // Efficiency of a GEMM of this shape in `dtype` (bf16, fp16 or fp8); throws
+  // std::invalid_argument for a dtype the calibration does not cover.
+  double gemm_efficiency(const GemmShape& shape, Dtype dtype) const;
+  // Efficiency of the attention kernel; fp8 maps to bf16 (attention stays in BF16).
+  double attention_efficiency(Dtype dtype) const;
+  // The dtype attention runs in for a given training precision.
+  static Dtype attention_dtype(Dtype training_precision);
+  // Achieved HBM bandwidth, bytes/s.
+  double hbm_Bps() const;
+
+  // A GEMM: inputs in `dtype`, output in bf16 for fp8 (Transformer Engine) else in `dtype`.
+  // `count` identical GEMMs, each paying its own launch.
+  OpCost gemm(const GemmShape& shape, Dtype dtype, double count = 1) const;
+  // The attention kernel executing `flops` (already halved for a causal mask by the caller)
+  // and moving `bytes` through HBM.
+  OpCost attention(double flops, double bytes, Dtype dtype) const;
+  // A memory-bound kernel (norm, activation, residual, optimizer update) moving `bytes`.
+  OpCost memory_op(double bytes, double flops = 0) const;
+  // General roofline: `flops` at `flops_per_s` achieved, `bytes` at the achieved HBM rate.
+  OpCost roofline(double flops, double flops_per_s, double bytes) const;
+
+ private:
+  GpuSpec gpu_;
+  ComputeCalibration calibration_;
+};
+
+}  // namespace clustersim::models

@@ -1,0 +1,119 @@
+// Compute cost model: efficiencies read from the calibration file and the roofline time.
+// Expected values are hand calculations from the cited benchmark figures.
+#include <catch2/catch.hpp>
+
+#include "core/errors.hpp"
+#include "models/compute_cost.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+namespace {
+
+const std::string kCalibration =
+    std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency.json";
+
+GpuSpec h100_like() {
+  GpuSpec g;
+  g.name = "test-h100";
+  g.peak_flops = {{Dtype::bf16, 989e12}, {Dtype::fp16, 989e12}, {Dtype::fp8, 1979e12}};
+  g.hbm_Bps = 3.35e12;
+  g.kernel_launch_s = 4e-6;
+  return g;
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  REQUIRE(pos != std::string::npos);
+  return text.replace(pos, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("GEMM efficiency at a calibration point is the measured fraction of peak") {
+  const auto cal = load_compute_calibration(kCalibration);
+  const ComputeCostModel model(h100_like(), cal);
+  // TileLang H800 FP16 8192x8192x8192: 758 of 989 TFLOPS.
+  CHECK(model.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(758.0 / 989.0));
+  // cuBLASLt FP8 4096^3: 1216.9 of 1979 TFLOPS.
+  CHECK(model.gemm_efficiency({4096, 4096, 4096}, Dtype::fp8) == Approx(1216.9 / 1979.0));
+}
+
+TEST_CASE("GEMM efficiency is linear in log2 of the smallest dimension between points") {
+  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  // 2048 lies halfway (in log2) between 1024 (628 TFLOPS) and 4096 (736 TFLOPS).
+  CHECK(model.gemm_efficiency({2048, 16384, 8192}, Dtype::bf16) ==
+        Approx((628.0 + 736.0) / 2.0 / 989.0));
+  // Below the first point the curve is flat: 64 -> the K = 256 figure.
+  CHECK(model.gemm_efficiency({64, 8192, 8192}, Dtype::bf16) == Approx(386.0 / 989.0));
+  // Above the last point it is flat too.
+  CHECK(model.gemm_efficiency({65536, 65536, 65536}, Dtype::bf16) == Approx(758.0 / 989.0));
+}
+
+TEST_CASE("GEMM efficiency never exceeds the best-shape efficiency") {
+  const auto doc = JsonDocument::load(kCalibration);
+  std::string text = doc.root().raw().dump();
+  // Lower the BF16 ceiling to 500 TFLOPS: every BF16 point above it is capped.
+  text = replace(text, "\"tflops\":794.5", "\"tflops\":500.0");
+  const auto cal = load_compute_calibration(JsonDocument::parse(text, "capped.json"));
+  const ComputeCostModel model(h100_like(), cal);
+  CHECK(model.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(500.0 / 989.0));
+}
+
+TEST_CASE("A large GEMM is compute-bound and takes FLOPs over achieved rate plus a launch") {
+  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const OpCost c = model.gemm({8192, 8192, 8192}, Dtype::bf16);
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  CHECK(c.flops == Approx(flops));
+  CHECK_FALSE(c.memory_bound());
+  CHECK(c.time_s == Approx(flops / 758e12 + 4e-6));
+  // Three identical GEMMs cost three times one.
+  CHECK(model.gemm({8192, 8192, 8192}, Dtype::bf16, 3).time_s == Approx(3 * c.time_s));
+}
+
+TEST_CASE("A memory-bound kernel takes bytes over the measured HBM bandwidth plus a launch") {
+  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  // Achieved HBM: 3.35 TB/s x (3.04 / 3.35) = 3.04 TB/s.
+  const OpCost c = model.memory_op(1e9);
+  CHECK(c.memory_bound() == true);
+  CHECK(c.time_s == Approx(1e9 / 3.04e12 + 4e-6));
+  // A skinny GEMM (m = 1) is memory-bound: reading the 8192 x 8192 BF16 weight dominates.
+  const OpCost skinny = model.gemm({1, 8192, 8192}, Dtype::bf16);
+  CHECK(skinny.memory_bound());
+  CHECK(skinny.memory_s == Approx((8192.0 + 8192.0 * 8192.0 + 8192.0) * 2 / 3.04e12));
+}
+
+TEST_CASE("Attention under FP8 training runs at the BF16 attention rate") {
+  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(661.0 / 989.0));
+  const double flops = 1e12;
+  CHECK(model.attention(flops, 0, Dtype::fp8).compute_s == Approx(flops / 661e12));
+}
+
+TEST_CASE("A malformed calibration file is rejected at the offending JSON pointer") {
+  const auto doc = JsonDocument::load(kCalibration);
+  const std::string text = doc.root().raw().dump();
+  SECTION("points out of order") {
+    const std::string bad = replace(text, "\"min_dim\":1024,", "\"min_dim\":128,");
+    try {
+      load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
+      FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.file() == "bad.json");
+      CHECK(e.pointer() == "/gemm/bf16/points/1/min_dim");
+    }
+  }
+  SECTION("a measured rate above the peak") {
+    const std::string bad = replace(text, "\"tflops\":661", "\"tflops\":1661");
+    try {
+      load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
+      FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.pointer() == "/attention/bf16/tflops");
+    }
+  }
+  SECTION("an unknown key") {
+    const std::string bad = replace(text, "\"hbm_efficiency\"", "\"hbm_eficiency\"");
+    CHECK_THROWS_AS(load_compute_calibration(JsonDocument::parse(bad, "bad.json")), ConfigError);
+  }
+}
