@@ -98,7 +98,7 @@ class ClusterGraph {
   int num_nodes() const { return num_nodes_; }
   int gpus_per_node() const { return spec_.gpus_per_node; }
   int nics_per_node() const { return spec_.nics_per_node; }
-  int num_nics() const { return static_cast<int>(nic_vertex_.size()); }
+  int num_nics() const { return num_nics_; }
   int num_nvswitches() const { return num_nodes_; }
   int num_hosts() const;
   int num_leaves() const { return static_cast<int>(leaf_vertex_.size()); }
@@ -171,6 +171,7 @@ class ClusterGraph {
   int num_gpus_ = 0;
   int num_nodes_ = 0;
   int num_groups_ = 0;
+  int num_nics_ = 0;
   bool has_hosts_ = false;
   double leaf_downlink_Bps_ = 0;
   double leaf_uplink_Bps_ = 0;
