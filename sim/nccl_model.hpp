@@ -37,6 +37,9 @@ struct NcclGraphInfo {
   double bw_inter_GBps = 0;    // graph->bwInter, per channel
   double latency_inter_us = 0; // graph->latencyInter (net plugin latency; 0 for IB)
   bool intra_nvlink = true;    // graph->typeIntra == LINK_NVL (else PCI latencies)
+  // graph->sameChannels: every channel takes the same path (only Broadcast/Reduce ring latency
+  // depends on it). False with several NICs per node, whose channels use different NICs.
+  bool same_channels = false;
 };
 
 // What ncclTopoTuneModel knows about one communicator.
@@ -55,6 +58,11 @@ struct NcclCommInfo {
   // LL128 default-enable inputs (tuning.cc): typeInter <= PATH_PXN and typeIntra <= PATH_NVB.
   bool ll128_paths_ok = true;
   bool tree_pattern_is_plain_tree = false;  // maxTreePattern == NCCL_TOPO_PATTERN_TREE (x0.85)
+  // Per-GPU link bandwidths (one direction, GB/s) for the point-to-point estimate of
+  // all_to_all / send_recv, which NCCL's tuning tables do not cover. 0 = use the ring graph's
+  // nChannels x bwIntra and nChannels x bwInter.
+  double nvlink_GBps_per_gpu = 0;
+  double net_GBps_per_gpu = 0;
 };
 
 // The hardware a communicator spans, for derive_comm_info().
@@ -64,6 +72,7 @@ struct NcclHardware {
   double nvlink_Bps_per_gpu = 0;  // one direction, bytes/s (ClusterGraph::nvlink_Bps_per_gpu)
   double net_Bps_per_gpu = 0;     // one direction, bytes/s (ClusterGraph::net_Bps_per_gpu)
   int nics_per_node = 1;
+  int gpus_per_node = 8;
   bool nvswitch = true;           // GPUs of a node joined by NVLink/NVSwitch (else PCIe)
   bool gpudirect_rdma = true;     // NIC reads GPU memory directly (affects LL128 paths)
 };
