@@ -1,0 +1,180 @@
+// Fitting simulator parameters to microbenchmark measurements, and the calibration file that
+// holds the result (what ClusterSpec::calibration points at).
+//
+// Network model fitted per (collective, ranks, nodes) table of nccl-tests results:
+//   time_us(S) = latency_us + S · busbw_factor / (busbw_GBps · 1e3)
+// (S in bytes; busbw_factor as nccl-tests defines it, doc/PERFORMANCE.md), piecewise over
+// message-size regimes. NCCL switches protocol with size (LL for small messages, LL128 for
+// medium, Simple for large; src/graph/tuning.cc), which shows in the measurements as segments
+// with different latency and bandwidth; the number of segments (1–3) and their boundaries are
+// chosen from the data by the Bayesian information criterion, each segment fitted by weighted
+// least squares (Eigen) on relative residuals so that 8-byte and 8-GiB points count alike.
+// The bandwidth efficiency curve is measured busbw / asymptotic busbw per size.
+//
+// Compute model fitted per dtype to GEMM timings:
+//   time_s = launch_s + flops / effective_flops + bytes / effective_Bps
+// (least squares on relative residuals, coefficients kept non-negative); efficiency(shape) is
+// flops / (peak × time), reported per measured point and from the fitted model.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.hpp"
+#include "core/scenario.hpp"
+#include "validation/gemm_log.hpp"
+#include "validation/nccl_tests_log.hpp"
+
+namespace clustersim::validation {
+
+// ---- Network -----------------------------------------------------------------------------
+
+struct SizeTime {
+  double size_bytes = 0;
+  double time_us = 0;
+};
+
+// One linear segment of the α–β model.
+struct AlphaBetaFit {
+  double min_bytes = 0, max_bytes = 0;  // sizes covered (inclusive)
+  double latency_us = 0;                // α
+  double busbw_GBps = 0;                // β; +infinity when the segment shows no size effect
+  double r2 = 0;                        // of time, within the segment
+  int points = 0;
+  double time_us(double size_bytes, double factor) const;
+};
+
+struct Residual {
+  double size_bytes = 0;
+  double measured_us = 0;
+  double fitted_us = 0;
+  double relative() const { return (fitted_us - measured_us) / measured_us; }
+};
+
+struct RegimeFit {
+  std::vector<AlphaBetaFit> regimes;  // ascending sizes, contiguous
+  double r2 = 0;                      // of time over all points (log-space: see .cpp)
+  double max_abs_rel_residual = 0;
+  std::vector<Residual> worst;        // largest relative residuals first (up to 5)
+  double time_us(double size_bytes, double factor) const;
+};
+
+// Weighted least-squares α–β fit of one segment. Points must be non-empty with time > 0.
+AlphaBetaFit fit_alpha_beta(const std::vector<SizeTime>& points, double factor);
+// Segmented fit with at most `max_regimes` segments of at least `min_points` points each.
+RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regimes = 3,
+                      int min_points = 4);
+
+// "intra_node" when all ranks share a host, "inter_node" otherwise.
+std::string link_class_for(int nodes);
+
+struct NetworkCalibration {
+  std::string link_class;  // "intra_node" | "inter_node"
+  NcclTestsOp op = NcclTestsOp::all_reduce;
+  int nranks = 0;
+  int nodes = 0;
+  std::string placement;    // "in_place" | "out_of_place": which measurement was fitted
+  std::string source;       // file (and citation, for transcriptions)
+  std::vector<AlphaBetaFit> regimes;
+  double peak_busbw_GBps = 0;  // largest finite β
+  // Measured busbw / peak_busbw per size (the bandwidth efficiency curve), ascending sizes.
+  std::vector<std::pair<double, double>> bw_efficiency;
+  std::vector<SizeTime> points;  // the measurements the fit used
+  double r2 = 0;
+  double max_abs_rel_residual = 0;
+  std::vector<Residual> worst;
+  double time_us(double size_bytes) const;  // the fitted model at one size
+};
+
+// Fits one nccl-tests table (out-of-place times where measured, else in-place).
+// Throws ConfigError if the table has fewer than 2 usable rows.
+NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::string& source);
+
+// ---- Compute -----------------------------------------------------------------------------
+
+struct GemmPoint {
+  std::string name;
+  std::string kind;
+  Dtype dtype = Dtype::bf16;
+  double m = 0, n = 0, k = 0, batch = 1;
+  double flops = 0;
+  double time_us = 0;
+  double tflops = 0;
+  std::optional<double> efficiency;  // tflops / peak when the peak is known
+  std::string source;
+};
+
+struct ComputeModelFit {
+  Dtype dtype = Dtype::bf16;
+  double launch_us = 0;              // fixed cost per call
+  double effective_tflops = 0;       // large-GEMM throughput limit (+inf if unresolved)
+  double effective_memory_GBps = 0;  // operand-traffic term (+inf if unresolved)
+  std::optional<double> peak_tflops;
+  std::optional<double> max_efficiency;  // effective_tflops / peak
+  double r2 = 0;
+  double max_abs_rel_residual = 0;
+  int points = 0;
+  std::vector<Residual> worst;  // size_bytes holds the FLOPs of the point
+  // Predicted time of one GEMM of `flops` FLOPs moving `bytes` bytes.
+  double time_us(double flops, double bytes) const;
+};
+
+struct ComputeCalibration {
+  std::vector<GemmPoint> points;
+  std::vector<ComputeModelFit> models;  // one per dtype with >= 3 points
+};
+
+// `peaks` maps dtype -> dense peak TFLOP/s (from a GPU preset or the command line); dtypes
+// without a peak get achieved TFLOP/s only.
+ComputeCalibration fit_compute(const std::vector<GemmLog>& logs,
+                               const std::map<Dtype, double>& peaks_tflops);
+
+// ---- The calibration file ----------------------------------------------------------------
+
+struct CalibrationProvenance {
+  std::vector<std::string> hardware;  // distinct device names
+  int hosts = 0;                      // largest host count among the network logs
+  std::string nccl_version;
+  std::string cuda_version;
+  std::string driver_version;
+  std::string measured_date;  // as the logs say ("" if they do not)
+  std::vector<std::string> sources;  // input files and citations
+};
+
+struct Calibration {
+  std::string name;
+  std::string description;
+  std::string created;  // when the file was written (ISO 8601), or as given
+  CalibrationProvenance measured;
+  std::vector<NetworkCalibration> network;
+  ComputeCalibration compute;
+
+  // The entry for (link class, op) with the rank count closest to `nranks`; nullptr if none.
+  const NetworkCalibration* find(const std::string& link_class, NcclTestsOp op,
+                                 int nranks) const;
+};
+
+// Format tag of the calibration file.
+inline constexpr const char* kCalibrationFormat = "clustersim-calibration/1";
+
+nlohmann::json to_json(const Calibration& calibration);
+// Strict reading (unknown keys rejected, ConfigError with file and pointer).
+Calibration calibration_from_json(const JsonNode& root);
+Calibration load_calibration(const std::string& path);
+// Atomic write (core/atomic_file.hpp).
+void write_calibration(const std::string& path, const Calibration& calibration);
+
+// Builds a calibration from parsed logs: one network entry per table, the compute fit, and
+// the provenance merged from every log.
+Calibration calibrate(const std::vector<NcclTestsLog>& nccl_logs,
+                      const std::vector<GemmLog>& gemm_logs,
+                      const std::map<Dtype, double>& peaks_tflops);
+
+// Human-readable fit quality: one line per entry with R², regimes and worst residuals.
+std::string describe_fit_quality(const Calibration& calibration);
+
+}  // namespace clustersim::validation
