@@ -1,0 +1,59 @@
+// Scenarios for workload and step tests: a shipped scenario patched in memory.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/json_reader.hpp"
+#include "core/scenario_loader.hpp"
+#include "models/compute_cost.hpp"
+
+namespace clustersim::test {
+
+inline std::string source_path(const std::string& relative) {
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative;
+}
+
+inline nlohmann::json scenario_json(const std::string& relative) {
+  return JsonDocument::load(source_path(relative)).root().raw();
+}
+
+// A small dense model (GPT-like shapes) that keeps tests fast.
+inline nlohmann::json small_model() {
+  return {{"name", "test-small"},
+          {"num_layers", 8},
+          {"hidden_size", 1024},
+          {"num_attention_heads", 8},
+          {"num_kv_heads", 8},
+          {"ffn_hidden_size", 4096},
+          {"vocab_size", 32000},
+          {"max_seq_len", 2048},
+          {"ffn", "gelu"},
+          {"norm", "layernorm"}};
+}
+
+// The seed's optimized scenario with the small model and the given layout.
+inline nlohmann::json small_scenario(int gpus, int dp, int tp, int pp) {
+  nlohmann::json j = scenario_json("scenarios/seed-optimized-1024.json");
+  j["name"] = "test";
+  j["model"] = small_model();
+  j["gpus"] = gpus;
+  j["parallelism"] = {{"dp", dp}, {"tp", tp}, {"pp", pp}, {"zero_stage", 0},
+                      {"sequence_parallel", tp > 1}};
+  j["training"]["seq_len"] = 1024;
+  j["training"]["global_batch"] = dp * 8;
+  j["comm"]["fp32_layer_groups"] = nlohmann::json::array();
+  return j;
+}
+
+inline Scenario load(const nlohmann::json& j) {
+  return load_scenario(JsonDocument::parse(j.dump(), "test.json"));
+}
+
+inline models::ComputeCostModel compute_model(const Scenario& s) {
+  return models::ComputeCostModel(
+      s.cluster.gpu,
+      models::load_compute_calibration(source_path("validation/data/compute_efficiency.json")));
+}
+
+}  // namespace clustersim::test

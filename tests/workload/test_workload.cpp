@@ -1,0 +1,232 @@
+// Programs of one training step: schedules, kernel FLOPs, pipeline messages, gradient buckets,
+// ZeRO gathers. Expected values are hand calculations.
+#include <catch2/catch.hpp>
+#include <map>
+#include <tuple>
+
+#include "models/transformer.hpp"
+#include "tests/workload/fixtures.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+using namespace clustersim::workload;
+using clustersim::test::load;
+using clustersim::test::small_scenario;
+
+namespace {
+
+PassSlot F(int mb, int c = 0) { return {PassKind::forward, mb, c}; }
+PassSlot B(int mb, int c = 0) { return {PassKind::backward, mb, c}; }
+
+int count_ops(const StageProgram& prog, OpKind kind) {
+  int n = 0;
+  for (const auto& op : prog.ops) n += op.kind == kind;
+  return n;
+}
+
+double dp_bytes(const Workload& w) {
+  double total = 0;
+  for (const auto& st : w.stages) {
+    for (const auto& b : st.buckets) total += b.bytes();
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("1F1B runs p - s - 1 warm-up forwards, then alternates, then drains") {
+  // p = 4, m = 6. Stage 0: 3 warm-up forwards; stage 3 (last): none.
+  const auto s0 = pipeline_order(PipelineSchedule::one_f_one_b, 4, 0, 6, 1);
+  const std::vector<PassSlot> want0 = {F(0), F(1), F(2), F(3), B(0), F(4), B(1),
+                                       F(5), B(2), B(3), B(4), B(5)};
+  CHECK(s0 == want0);
+  const auto s3 = pipeline_order(PipelineSchedule::one_f_one_b, 4, 3, 6, 1);
+  const std::vector<PassSlot> want3 = {F(0), B(0), F(1), B(1), F(2), B(2),
+                                       F(3), B(3), F(4), B(4), F(5), B(5)};
+  CHECK(s3 == want3);
+}
+
+TEST_CASE("GPipe runs every forward before any backward") {
+  const auto s = pipeline_order(PipelineSchedule::gpipe, 2, 1, 3, 1);
+  const std::vector<PassSlot> want = {F(0), F(1), F(2), B(0), B(1), B(2)};
+  CHECK(s == want);
+}
+
+TEST_CASE("Interleaved 1F1B follows Megatron-LM's chunk and micro-batch order") {
+  // p = 2, v = 2, m = 4, stage 0: warm-up (2-0-1)*2 + (2-1)*2 = 4 virtual micro-batches;
+  // chunk(k) = (k mod 4) / 2, micro-batch(k) = (k / 4) * 2 + k mod 2, backward chunks reversed.
+  const auto s = pipeline_order(PipelineSchedule::interleaved, 2, 0, 4, 2);
+  const std::vector<PassSlot> want = {F(0, 0), F(1, 0), F(0, 1), F(1, 1),  // warm-up
+                                      F(2, 0), B(0, 1), F(3, 0), B(1, 1),  // steady
+                                      F(2, 1), B(0, 0), F(3, 1), B(1, 0),
+                                      B(2, 1), B(3, 1), B(2, 0), B(3, 0)};  // drain
+  CHECK(s == want);
+}
+
+TEST_CASE("Every schedule runs each micro-batch's forward and backward once per chunk") {
+  const auto [schedule, p, m, v] = GENERATE(
+      std::make_tuple(PipelineSchedule::gpipe, 4, 7, 1),
+      std::make_tuple(PipelineSchedule::one_f_one_b, 4, 3, 1),
+      std::make_tuple(PipelineSchedule::one_f_one_b, 8, 16, 1),
+      std::make_tuple(PipelineSchedule::interleaved, 4, 8, 3),
+      std::make_tuple(PipelineSchedule::interleaved, 4, 4, 2));
+  for (int stage = 0; stage < p; ++stage) {
+    std::map<std::tuple<int, int, int>, int> seen;
+    std::map<std::pair<int, int>, bool> forwarded;
+    for (const auto& slot : pipeline_order(schedule, p, stage, m, v)) {
+      ++seen[{static_cast<int>(slot.kind), slot.micro_batch, slot.chunk}];
+      if (slot.kind == PassKind::forward) forwarded[{slot.micro_batch, slot.chunk}] = true;
+      // A backward never precedes its own forward on the same rank.
+      if (slot.kind == PassKind::backward) CHECK(forwarded[{slot.micro_batch, slot.chunk}]);
+    }
+    CHECK(seen.size() == static_cast<std::size_t>(2 * m * v));
+    for (const auto& [key, n] : seen) CHECK(n == 1);
+  }
+}
+
+TEST_CASE("A layer's forward GEMMs on one TP rank do 1/tp of the model's GEMM FLOPs") {
+  // Small model: h = 1024, f = 4096 (GeLU), MHA; T = 1 x 1024 tokens per micro-batch.
+  // GEMM FLOPs per token and layer: 2 (4 h^2 + 2 h f) = 2 (4194304 + 8388608) = 25165824.
+  const int tp = GENERATE(1, 2, 8);
+  nlohmann::json j = small_scenario(8, 8 / tp, tp, 1);
+  const Scenario s = load(j);
+  const auto compute = test::compute_model(s);
+  const LayerCosts c = layer_costs(s, compute);
+  CHECK(c.forward_gemm_flops * tp == Approx(25165824.0 * 1024));
+  // Attention core: 4 s h per token (Narayanan et al.), halved by the causal mask.
+  CHECK(c.forward_attention_flops * tp == Approx(4.0 * 1024 * 1024 * 1024 / 2));
+  // And the analytic model agrees on the uncausal figure.
+  const auto f = models::forward_flops_per_token(s.model, 1024);
+  CHECK(c.forward_gemm_flops * tp == Approx((f.attention_projections_per_layer + f.mlp_per_layer) * 1024));
+  // Backward GEMMs: twice the forward (dgrad + wgrad); attention backward 2.5x.
+  CHECK(c.backward.flops == Approx(2 * c.forward_gemm_flops + 2.5 * c.forward_attention_flops));
+}
+
+TEST_CASE("Every pipeline send has exactly one matching receive") {
+  const auto [pp, vpp, schedule] =
+      GENERATE(std::make_tuple(4, 1, "1f1b"), std::make_tuple(2, 2, "interleaved"),
+               std::make_tuple(4, 1, "gpipe"));
+  nlohmann::json j = small_scenario(2 * pp, 2, 1, pp);
+  j["parallelism"]["vpp"] = vpp;
+  j["parallelism"]["schedule"] = schedule;
+  j["training"]["global_batch"] = 2 * 8;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  std::map<std::tuple<int, int, int>, int> balance;  // (pass, mb, receiving vstage)
+  for (const auto& st : w.stages) {
+    for (const auto& op : st.ops) {
+      if (op.kind == OpKind::send) ++balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+      if (op.kind == OpKind::recv) --balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+    }
+  }
+  // Forward and backward messages across pp*vpp - 1 boundaries for each of 8 micro-batches.
+  CHECK(balance.size() == static_cast<std::size_t>(2 * 8 * (pp * vpp - 1)));
+  for (const auto& [key, n] : balance) CHECK(n == 0);
+}
+
+TEST_CASE("Stage parameters add up to the model's parameter count") {
+  nlohmann::json j = small_scenario(4, 1, 1, 4);
+  j["training"]["global_batch"] = 8;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  double total = 0;
+  for (const auto& st : w.stages) total += st.params;
+  // 8 layers x (4 h^2 + 4h biases... ) computed by hand for h = 1024, f = 4096, LayerNorm, no
+  // biases: per layer 4h^2 + 2hf + 4h = 4194304 + 8388608 + 4096 = 12587008;
+  // embedding and untied head 2 x 32000 x 1024 = 65536000; final norm 2h = 2048.
+  CHECK(total == Approx(8 * 12587008.0 + 65536000.0 + 2048.0));
+  CHECK(total == Approx(models::count_parameters(s.model).total()));
+}
+
+TEST_CASE("Gradient buckets carry every parameter once and never exceed the bucket size") {
+  nlohmann::json j = small_scenario(8, 2, 2, 2);
+  j["training"]["grad_bucket_MiB"] = 7;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  for (const auto& st : w.stages) {
+    double params = 0;
+    for (const auto& b : st.buckets) {
+      params += b.params;
+      CHECK(b.bytes() <= 7 * 1024.0 * 1024.0 * (1 + 1e-9));
+    }
+    CHECK(params == Approx(st.params));
+    // One reduction launch per bucket, on the last micro-batch only (gradient accumulation).
+    CHECK(count_ops(st, OpKind::grad_ready) == static_cast<int>(st.buckets.size()));
+  }
+}
+
+TEST_CASE("Reducing after every micro-batch launches every bucket once per micro-batch") {
+  nlohmann::json j = small_scenario(8, 4, 2, 1);
+  j["training"]["grad_reduce"] = "per_micro_batch";
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  const auto& st = w.stages.at(0);
+  CHECK(count_ops(st, OpKind::grad_ready) == 8 * static_cast<int>(st.buckets.size()));
+}
+
+TEST_CASE("FP8 gradients carry half the data-parallel bytes of BF16") {
+  nlohmann::json j = small_scenario(8, 4, 2, 1);
+  j["comm"]["grad_dtype"] = "bf16";
+  const Scenario bf16 = load(j);
+  j["comm"]["grad_dtype"] = "fp8";
+  const Scenario fp8 = load(j);
+  j["comm"]["grad_dtype"] = "fp32";
+  const Scenario fp32 = load(j);
+  const double b16 = dp_bytes(build_workload(bf16, test::compute_model(bf16)));
+  CHECK(dp_bytes(build_workload(fp8, test::compute_model(fp8))) == Approx(b16 / 2));
+  CHECK(dp_bytes(build_workload(fp32, test::compute_model(fp32))) == Approx(b16 * 2));
+}
+
+TEST_CASE("Embedding and LM head gradients listed as FP32 groups travel at 4 bytes") {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["comm"]["grad_dtype"] = "fp16";
+  const Scenario plain = load(j);
+  j["comm"]["fp32_layer_groups"] = {"embedding", "lm_head"};
+  const Scenario mixed = load(j);
+  const double a = dp_bytes(build_workload(plain, test::compute_model(plain)));
+  const double b = dp_bytes(build_workload(mixed, test::compute_model(mixed)));
+  // Embedding 32000 x 1024 and head (32000 x 1024 + final norm 2048) go from 2 to 4 bytes.
+  CHECK(b - a == Approx((2 * 32000.0 * 1024 + 2048) * 2));
+}
+
+TEST_CASE("ZeRO-3 gathers each layer's parameters before every forward and backward use") {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 3;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  const auto& st = w.stages.at(0);
+  // Units: 8 layers + embedding + head = 10; 8 micro-batches; forward and backward.
+  CHECK(st.gathers.size() == 10);
+  CHECK(count_ops(st, OpKind::gather_wait) == 10 * 8 * 2);
+  CHECK(count_ops(st, OpKind::gather_issue) == 10 * 8 * 2);
+  // Gradients reduce-scattered, not all-reduced.
+  for (const auto& b : st.buckets) CHECK(b.calls.at(0).kind == CollKind::reduce_scatter);
+}
+
+TEST_CASE("ZeRO-1 gathers the updated parameters of every bucket once per step") {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 1;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  const auto& st = w.stages.at(0);
+  CHECK(st.gathers.size() == st.buckets.size());
+  CHECK(count_ops(st, OpKind::gather_issue) == static_cast<int>(st.gathers.size()));
+  CHECK(count_ops(st, OpKind::gather_wait) == static_cast<int>(st.gathers.size()));
+}
+
+TEST_CASE("1-bit Adam's compressed phase sends one bit per element plus a scale per chunk") {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["comm"]["compression"] = {{"kind", "onebit_adam"}, {"warmup_fraction", 0.15}};
+  const Scenario s = load(j);
+  const auto compute = test::compute_model(s);
+  const Workload warm = build_workload(s, compute);
+  const Workload comp = build_workload(s, compute, {.compressed_phase = true});
+  const auto& st = comp.stages.at(0);
+  // One reduction per chunk after the backward: all-to-all then all-gather of the sign bits.
+  REQUIRE(st.buckets.size() == 1);
+  const double params = st.params;
+  CHECK(st.buckets[0].calls.at(0).kind == CollKind::all_to_all);
+  CHECK(st.buckets[0].bytes() == Approx(2 * (params / 8 + 4 * 8)));
+  // Error feedback is extra compute the warm-up phase does not have.
+  CHECK(st.compute_s > warm.stages.at(0).compute_s);
+}

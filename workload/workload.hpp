@@ -1,0 +1,173 @@
+// The training step as programs: for each pipeline rank, the ordered list of what one GPU of
+// that rank does in one optimizer step (compute kernels, tensor-parallel collectives, pipeline
+// sends and receives, gradient buckets handed to the data-parallel reduction, ZeRO parameter
+// gathers, the optimizer update). No SimGrid: sim/ replays these programs on the platform.
+//
+// Symmetry: every tensor-parallel rank of a stage and every data-parallel replica runs the same
+// program, so one program per pipeline rank ("rank class") describes all dp x tp x cp GPUs of
+// that stage. The step simulator breaks the symmetry only where faults do.
+//
+// Sources of the shapes and volumes:
+//   * Kernels and TP collectives of a layer: Shoeybi et al. 2019 (Megatron-LM, section 3) and
+//     Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+//     section 4.2.2: with sequence parallelism each all-reduce becomes a reduce-scatter plus an
+//     all-gather of the same s b h tensor).
+//   * Pipeline messages: one activation (forward) or its gradient (backward) of s b h elements
+//     per micro-batch and stage boundary, each TP rank sending 1/t of it (Narayanan et al. 2021,
+//     section 4.1 scatter/gather optimisation; with sequence parallelism the tensor is already
+//     split).
+//   * Data-parallel reduction: gradients in buckets of training.grad_bucket_bytes, in reverse
+//     layer order as backward produces them (PyTorch DDP / Megatron-LM DDP); all-reduce without
+//     ZeRO, reduce-scatter with ZeRO >= 1 (Rajbhandari et al. 2020), followed for ZeRO-1/2 by an
+//     all-gather of the updated parameters; ZeRO-3 gathers each layer's parameters before its
+//     forward and backward (FSDP / DeepSpeed stage 3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
+#include "workload/schedule.hpp"
+
+namespace clustersim::workload {
+
+enum class CollKind : unsigned char { all_reduce, reduce_scatter, all_gather, all_to_all };
+const char* to_string(CollKind k);
+
+// The process group a collective runs in.
+enum class Group : unsigned char {
+  tp,         // tensor-parallel group (inside a node in sane layouts)
+  cp,         // context-parallel group
+  dp,         // data-parallel group (x context parallel: gradients are reduced over dp * cp)
+  embedding,  // first and last pipeline stage (tied embedding gradients, Megatron-LM)
+};
+const char* to_string(Group g);
+
+// What a compute op is for: the breakdown and the trace use it.
+enum class ComputeKind : unsigned char {
+  forward,      // layer forward
+  backward,     // layer backward
+  recompute,    // forward repeated for activation recomputation
+  embedding,    // input embedding (forward or backward)
+  lm_head,      // final norm, logits and loss (forward or backward)
+  optimizer,    // optimizer update
+  compression,  // 1-bit Adam compression with error feedback
+};
+const char* to_string(ComputeKind k);
+
+enum class OpKind : unsigned char {
+  compute,       // busy GPU: time_s on a healthy GPU
+  collective,    // blocking TP/CP collective: `index` into Workload::collectives
+  send,          // hand a pipeline message to the next/previous virtual stage (asynchronous)
+  recv,          // wait for a pipeline message
+  grad_ready,    // gradient bucket `index` of this stage is complete: start its reduction
+  grad_wait,     // wait until every reduction this stage started is complete
+  gather_issue,  // start ZeRO parameter all-gather `index` of this stage (prefetch)
+  gather_wait,   // wait for parameter all-gather `index`
+};
+const char* to_string(OpKind k);
+
+struct Op {
+  OpKind kind = OpKind::compute;
+  ComputeKind compute = ComputeKind::forward;
+  PassKind pass = PassKind::forward;  // the pass an op belongs to
+  double time_s = 0;  // compute: duration on a healthy GPU
+  double flops = 0;   // compute: FLOPs the kernels execute
+  double bytes = 0;   // send/recv: bytes each TP rank sends
+  int index = -1;     // collective: Workload::collectives; grad_*: bucket; gather_*: gather
+  int micro_batch = -1;
+  int chunk = -1;          // model chunk on this pipeline rank
+  int virtual_stage = -1;  // of this op (send/recv: the receiving virtual stage)
+  int layer = -1;          // global layer index, -1 outside layers
+};
+
+// A TP/CP collective of one size, costed once by the simulator and referenced by index.
+struct Collective {
+  CollKind kind = CollKind::all_reduce;
+  Group group = Group::tp;
+  double bytes = 0;  // nccl-tests size: full buffer (all_reduce), gathered/scattered total
+  Dtype dtype = Dtype::bf16;
+  std::string label;  // e.g. "layer all-reduce"
+};
+
+// One communication call of a gradient reduction (a bucket may need several: e.g. FP32 and
+// FP16 parts, or all-to-all then all-gather for 1-bit Adam).
+struct CommCall {
+  CollKind kind = CollKind::all_reduce;
+  double bytes = 0;  // nccl-tests size
+  Dtype dtype = Dtype::bf16;
+};
+
+// Gradients handed to the DP reduction at once.
+struct GradBucket {
+  int id = 0;
+  int chunk = 0;
+  double params = 0;  // parameters on this rank whose gradients the bucket carries
+  std::vector<CommCall> calls;
+  Group group = Group::dp;
+  std::string label;  // e.g. "layers 79-77"
+  double bytes() const;
+};
+
+// A ZeRO parameter all-gather (ZeRO-1/2: after the optimizer; ZeRO-3: before a layer's use).
+struct ParamGather {
+  int id = 0;
+  double params = 0;
+  CommCall call;
+  std::string label;
+};
+
+// The program of one GPU of pipeline rank `stage`.
+struct StageProgram {
+  int stage = 0;
+  int layers = 0;                 // Transformer layers on this rank (all chunks)
+  double params = 0;              // parameters on one GPU of this rank (before ZeRO sharding)
+  std::vector<Op> ops;
+  std::vector<GradBucket> buckets;
+  std::vector<ParamGather> gathers;
+  double compute_s = 0;           // sum of compute op times on a healthy GPU
+  double executed_flops = 0;      // sum of compute op FLOPs (causal attention counted halved)
+};
+
+// Options of a workload build.
+struct WorkloadOptions {
+  // 1-bit Adam: build the compressed phase (sign bits + error feedback) instead of the
+  // full-precision warm-up phase. Ignored without comm.compression onebit_adam.
+  bool compressed_phase = false;
+};
+
+struct Workload {
+  int pp = 1, vpp = 1, tp = 1, dp = 1, cp = 1;
+  int micro_batches = 1;
+  double tokens_per_step = 0;
+  bool compressed_phase = false;
+  std::vector<StageProgram> stages;       // one per pipeline rank
+  std::vector<Collective> collectives;    // distinct TP/CP collectives
+  std::vector<std::string> notes;         // modelling choices worth reporting
+};
+
+// Builds the programs of one training step. Preconditions: `scenario` passed
+// validate_scenario(). Throws std::invalid_argument on an internal inconsistency.
+Workload build_workload(const Scenario& scenario, const models::ComputeCostModel& compute,
+                        const WorkloadOptions& options = {});
+
+// Per-layer kernel costs on one GPU (exposed for tests and reports).
+struct LayerCosts {
+  models::OpCost forward;         // all forward kernels of one layer
+  models::OpCost backward;        // all backward kernels (without recomputation)
+  models::OpCost recompute;       // what recomputation adds to the backward
+  double forward_gemm_flops = 0;  // the GEMM part of `forward`
+  double forward_attention_flops = 0;
+};
+LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel& compute);
+
+// Gradient bytes per element on the wire for `dtype` (fp32 4, bf16/fp16 2, fp8 1).
+double grad_bytes_per_element(Dtype dtype);
+
+// 1-bit Adam (Tang et al. 2021): bytes of one compressed all-reduce of `elements` values among
+// n ranks: one sign bit per element plus one FP32 scale per chunk (n chunks).
+double onebit_payload_bytes(double elements, int n);
+
+}  // namespace clustersim::workload
