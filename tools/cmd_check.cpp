@@ -1,15 +1,344 @@
-// Placeholder until `clustersim check` is built; replaced by its implementation.
+// `clustersim check [SCENARIO] [--json FILE]`: validates a scenario, prints what it resolves to
+// (model, cluster, layout, batch, NCCL settings), the derived quantities (parameters, FLOPs in
+// both conventions, micro-batches, pipeline bubble) and the memory per GPU with the verdict.
+//
+// "Does not fit" is a result, not an error: the exit code is 0 either way. Bad input is a
+// ConfigError (exit 2 from main) and then nothing is written.
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
+#include "core/scenario_loader.hpp"
+#include "models/memory.hpp"
+#include "models/pipeline.hpp"
+#include "models/transformer.hpp"
+#include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
 
 namespace clustersim::cli {
 
-std::string usage_check() { return "usage: clustersim check (not built yet)\n"; }
+namespace {
 
-int cmd_check(const std::vector<std::string>&) {
-  std::cerr << "clustersim check is not built yet\n";
-  return 1;
+using models::FlopConvention;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const std::vector<OptionSpec>& check_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"json", "", true, false,
+       "also write the results as JSON to FILE (params_total, flops_per_step, "
+       "memory_per_gpu_GiB, fits, breakdowns)"},
+  };
+  return specs;
+}
+
+std::string billions(double n) { return fixed(n / 1e9, 2) + " B"; }
+
+// "1.23e18" style for FLOPs, with the SI prefix spelled out for readability.
+std::string flops(double f) {
+  const char* units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP"};
+  int u = 0;
+  double v = f;
+  while (v >= 1000 && u < 7) {
+    v /= 1000;
+    ++u;
+  }
+  return fixed(v, v >= 100 ? 1 : 2) + " " + units[u];
+}
+
+std::string gib(double bytes) { return fixed(bytes / kGiB, 2) + " GiB"; }
+
+void row(std::ostream& os, const std::string& label, const std::string& value) {
+  std::string l = "  " + label;
+  if (l.size() < 24) l.resize(24, ' ');
+  os << l << value << "\n";
+}
+
+std::string describe_model(const ModelSpec& m) {
+  std::ostringstream os;
+  os << m.name << ": " << m.num_layers << " layers, hidden " << m.hidden << ", " << m.num_heads
+     << " heads";
+  if (m.num_kv_heads != m.num_heads) os << " (" << m.num_kv_heads << " KV, GQA)";
+  os << ", " << (m.ffn == FfnKind::swiglu ? "SwiGLU" : "GeLU") << " FFN " << m.ffn_hidden
+     << ", vocab " << m.vocab << ", " << (m.norm == "rmsnorm" ? "RMSNorm" : "LayerNorm") << ", "
+     << (m.learned_position_embeddings ? "learned positions" : "RoPE") << ", "
+     << (m.linear_biases ? "biases" : "no biases") << ", "
+     << (m.tied_embeddings ? "tied" : "untied") << " embeddings";
+  return os.str();
+}
+
+std::string describe_cluster(const ClusterSpec& c) {
+  std::ostringstream os;
+  os << c.name << ": " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name
+     << ", NVLink " << fixed(c.nvlink_Bps / 1e9, 0) << " GB/s per direction, " << c.nics_per_node
+     << " x " << fixed(c.nic_Bps * 8 / 1e9, 0) << " Gb/s NIC"
+     << (c.nics_per_node > 1 ? "s" : "") << " per node, "
+     << (c.rail_optimized ? "rail-optimized " : "") << "fat tree (" << c.fabric.nodes_per_leaf
+     << " nodes per leaf, oversubscription " << fixed(c.fabric.oversubscription, 1) << ")";
+  return os.str();
+}
+
+std::string describe_gpu(const GpuSpec& g) {
+  std::ostringstream os;
+  os << g.name << ": ";
+  bool first = true;
+  for (Dtype d : {Dtype::bf16, Dtype::fp8}) {
+    const auto it = g.peak_flops.find(d);
+    if (it == g.peak_flops.end()) continue;
+    os << (first ? "" : ", ") << to_string(d) << " " << fixed(it->second / 1e12, 1) << " TFLOP/s";
+    first = false;
+  }
+  os << " dense, " << fixed(g.hbm_bytes / 1e9, 0) << " GB HBM at " << fixed(g.hbm_Bps / 1e12, 2)
+     << " TB/s";
+  return os.str();
+}
+
+std::string describe_layout(const Scenario& s) {
+  const Parallelism& p = s.parallelism;
+  std::ostringstream os;
+  os << s.gpus << " GPUs = DP " << p.dp << " x TP " << p.tp << " x PP " << p.pp;
+  if (p.cp > 1) os << " x CP " << p.cp;
+  if (p.sequence_parallel) os << ", sequence parallel";
+  os << ", ZeRO-" << p.zero_stage;
+  if (p.pp > 1) {
+    os << ", " << to_string(p.schedule) << " schedule";
+    if (p.vpp > 1) os << " (" << p.vpp << " chunks per rank)";
+  }
+  return os.str();
+}
+
+nlohmann::json stage_json(const models::StageMemory& st) {
+  return {{"stage", st.stage},
+          {"layers", st.layers},
+          {"parameters", st.parameters},
+          {"weights_bytes", st.weights_bytes},
+          {"zero3_gathered_bytes", st.zero3_gathered_bytes},
+          {"gradients_bytes", st.gradients_bytes},
+          {"optimizer_bytes", st.optimizer_bytes},
+          {"activations_bytes", st.activations_bytes},
+          {"activation_per_micro_batch_bytes", st.activation_per_micro_batch_bytes},
+          {"activation_transient_bytes", st.activation_transient_bytes},
+          {"micro_batches_in_flight", st.micro_batches_in_flight},
+          {"nccl_buffers_bytes", st.nccl_buffers_bytes},
+          {"dp_bucket_bytes", st.dp_bucket_bytes},
+          {"onebit_adam_bytes", st.onebit_adam_bytes},
+          {"total_bytes", st.total_bytes()},
+          {"total_GiB", st.total_bytes() / kGiB}};
+}
+
+}  // namespace
+
+std::string usage_check() {
+  return "usage: clustersim check [SCENARIO] [--json FILE]\n\n"
+         "Validates SCENARIO (default: " +
+         default_scenario_path() +
+         ") and prints the resolved model, cluster and layout, parameters, FLOPs per token and "
+         "per step (Megatron-LM and PaLM conventions), micro-batches, the pipeline bubble, and "
+         "the memory per GPU with a verdict: fits or does not fit, and by how much. Exit code 0 "
+         "whether or not it fits (the verdict is the output); 2 for bad input, in which case no "
+         "file is written.\n\nJSON: flops_per_step is the Megatron-convention model FLOPs of one "
+         "optimizer step (what MFU divides); flops_by_convention has all four.\n\noptions:\n" +
+         describe_options(check_options());
+}
+
+int cmd_check(const std::vector<std::string>& argv) {
+  const Args args(argv, check_options(), 1);
+  const std::string path = args.positional().empty() ? default_scenario_path() : args.positional()[0];
+  const Scenario s = load_scenario(path);
+
+  const models::ParameterCounts params = models::count_parameters(s.model);
+  const models::StepFlops meg = models::flops_per_step(s, FlopConvention::megatron);
+  const models::StepFlops palm = models::flops_per_step(s, FlopConvention::palm);
+  const std::int64_t micro_batches = s.micro_batches();
+  const double bubble = models::bubble_over_ideal(s.parallelism.pp, s.parallelism.vpp,
+                                                  micro_batches, s.parallelism.schedule);
+  const double bubble_step = models::bubble_fraction_of_step(
+      s.parallelism.pp, s.parallelism.vpp, micro_batches, s.parallelism.schedule);
+  const models::MemoryEstimate mem = models::estimate_memory(s);
+  const models::StageMemory& worst = mem.worst();
+  const double peak_bf16 = s.cluster.gpu.peak(s.training.precision == Dtype::fp8 ? Dtype::fp8
+                                                                                 : Dtype::bf16);
+
+  std::ostream& os = std::cout;
+  os << "Scenario " << s.name << "  (" << s.file << ")\n";
+  row(os, "model", describe_model(s.model));
+  row(os, "cluster", describe_cluster(s.cluster));
+  row(os, "GPU", describe_gpu(s.cluster.gpu));
+  row(os, "layout", describe_layout(s));
+  {
+    std::ostringstream b;
+    b << s.training.global_batch << " sequences x " << s.training.seq_len << " tokens = "
+      << fixed(s.tokens_per_step() / 1e6, 2) << "M tokens per step; micro-batch "
+      << s.training.micro_batch << ", " << micro_batches << " micro-batch"
+      << (micro_batches == 1 ? "" : "es") << " per DP rank per step";
+    row(os, "batch", b.str());
+    std::ostringstream t;
+    t << to_string(s.training.precision) << ", " << to_string(s.training.recompute)
+      << " recomputation, DP reduction "
+      << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
+      << (s.training.overlap_grad_reduce ? " (overlapped with backward)" : "");
+    row(os, "training", t.str());
+    if (s.training.tokens_total > 0) {
+      row(os, "run", fixed(s.training.tokens_total / 1e12, 2) + "T tokens = " +
+                         fixed(s.training.tokens_total / s.tokens_per_step(), 0) + " steps");
+    }
+    std::ostringstream c;
+    c << "gradients in " << to_string(s.comm.grad_dtype);
+    if (!s.comm.fp32_layer_groups.empty()) {
+      c << " (FP32 for";
+      for (const auto& g : s.comm.fp32_layer_groups) c << " " << g;
+      c << ")";
+    }
+    c << ", compression " << to_string(s.comm.compression.kind);
+    if (s.comm.compression.kind == Compression::onebit_adam) {
+      c << " (warm-up " << fixed(100 * s.comm.compression.warmup_fraction, 0) << "% of the run)";
+    }
+    row(os, "communication", c.str());
+  }
+  if (!s.comm.nccl.notes.empty()) {
+    os << "  NCCL settings\n";
+    for (const auto& n : s.comm.nccl.notes) {
+      std::string l = "    " + n.name + "=" + n.value;
+      if (l.size() < 34) l.resize(34, ' ');
+      os << l << (n.modelled ? "modelled: " : "not modelled: ") << n.explanation << "\n";
+    }
+  }
+  if (!s.warnings.empty()) {
+    os << "  warnings\n";
+    for (const auto& w : s.warnings) os << "    - " << w << "\n";
+  }
+
+  os << "\nDerived\n";
+  row(os, "parameters", billions(params.total()) + " total: embedding " +
+                            billions(params.embedding + params.position_embedding) + ", " +
+                            std::to_string(params.num_layers) + " layers x " +
+                            billions(params.per_layer()) + ", LM head " +
+                            (params.lm_head > 0 ? billions(params.lm_head) : "tied") +
+                            "; PaLM N " + billions(params.palm_n()));
+  auto conv_row = [&](const char* label, const models::StepFlops& f) {
+    row(os, label, flops(f.per_token.model()) + "/token model, " +
+                       flops(f.per_token.hardware()) + "/token hardware; per step " +
+                       flops(f.model()) + " model, " + flops(f.hardware()) + " hardware");
+  };
+  conv_row("FLOPs (Megatron-LM)", meg);
+  conv_row("FLOPs (PaLM 6N+12lhs)", palm);
+  row(os, "compute bound",
+      human_seconds(meg.model() / (s.gpus * peak_bf16)) + " per step at 100% MFU, " +
+          human_seconds(meg.model() / (s.gpus * peak_bf16 * 0.5)) + " at 50%");
+  if (s.parallelism.pp > 1) {
+    row(os, "pipeline bubble", "(p-1)/" + std::string(s.parallelism.vpp > 1 ? "(v m)" : "m") +
+                                   " = " + fixed(100 * bubble, 2) + "% of ideal compute, " +
+                                   fixed(100 * bubble_step, 2) + "% of the step");
+  } else {
+    row(os, "pipeline bubble", "none (pp = 1)");
+  }
+
+  os << "\nMemory per GPU";
+  if (s.parallelism.pp > 1) {
+    os << " (stage " << worst.stage << " of " << s.parallelism.pp << ", the largest)";
+  }
+  os << "\n";
+  row(os, "weights", gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
+                         " parameters in this GPU's model slice" +
+                         (s.parallelism.zero_stage >= 3
+                              ? ", 1/" + std::to_string(s.parallelism.dp) + " of them resident (ZeRO-3)"
+                              : "") +
+                         ")");
+  if (worst.zero3_gathered_bytes > 0) {
+    row(os, "ZeRO-3 gathered", gib(worst.zero3_gathered_bytes) +
+                                   "  (2 units prefetched + 1 unsharded gradient)");
+  }
+  row(os, "gradients", gib(worst.gradients_bytes));
+  row(os, "optimizer states", gib(worst.optimizer_bytes));
+  row(os, "activations", gib(worst.activations_bytes) + "  (" +
+                             gib(worst.activation_per_micro_batch_bytes) + " per micro-batch x " +
+                             fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
+                             gib(worst.activation_transient_bytes) + " recompute working set)");
+  row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
+  if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
+  if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
+  row(os, "total", gib(worst.total_bytes()));
+  row(os, "usable HBM", gib(mem.usable_bytes()) + " of " + gib(mem.hbm_bytes));
+  if (s.parallelism.pp > 1) {
+    std::string per_stage;
+    for (const auto& st : mem.stages) {
+      per_stage += (per_stage.empty() ? "" : ", ") + std::to_string(st.stage) + ": " +
+                   gib(st.total_bytes());
+    }
+    row(os, "per stage", per_stage);
+  }
+  os << "  assumptions\n";
+  for (const auto& a : mem.assumptions) os << "    - " << a << "\n";
+
+  os << "\nVerdict: ";
+  if (mem.fits()) {
+    os << "FITS - " << gib(mem.peak_bytes()) << " of " << gib(mem.usable_bytes())
+       << " usable per GPU, " << gib(mem.headroom_bytes()) << " to spare\n";
+  } else {
+    os << "DOES NOT FIT - needs " << gib(mem.peak_bytes()) << " per GPU but only "
+       << gib(mem.usable_bytes()) << " is usable: " << gib(-mem.headroom_bytes()) << " over ("
+       << fixed(mem.peak_bytes() / mem.usable_bytes(), 2) << "x)\n";
+  }
+
+  if (const auto json_path = args.value("json")) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const auto& st : mem.stages) stages.push_back(stage_json(st));
+    nlohmann::json out = {
+        {"scenario", s.name},
+        {"file", s.file},
+        {"model", s.model.name},
+        {"cluster", s.cluster.name},
+        {"gpus", s.gpus},
+        {"layout",
+         {{"dp", s.parallelism.dp},
+          {"tp", s.parallelism.tp},
+          {"pp", s.parallelism.pp},
+          {"cp", s.parallelism.cp},
+          {"vpp", s.parallelism.vpp},
+          {"sequence_parallel", s.parallelism.sequence_parallel},
+          {"zero_stage", s.parallelism.zero_stage},
+          {"schedule", to_string(s.parallelism.schedule)}}},
+        {"params_total", params.total()},
+        {"params",
+         {{"embedding", params.embedding},
+          {"position_embedding", params.position_embedding},
+          {"per_layer", params.per_layer()},
+          {"attention_per_layer", params.attention_per_layer},
+          {"mlp_per_layer", params.mlp_per_layer},
+          {"norms_per_layer", params.norms_per_layer},
+          {"final_norm", params.final_norm},
+          {"lm_head", params.lm_head},
+          {"palm_n", params.palm_n()}}},
+        {"tokens_per_step", s.tokens_per_step()},
+        {"flops_per_step", meg.model()},
+        {"flops_by_convention",
+         {{"megatron",
+           {{"per_token_model", meg.per_token.model()},
+            {"per_token_hardware", meg.per_token.hardware()},
+            {"per_step_model", meg.model()},
+            {"per_step_hardware", meg.hardware()}}},
+          {"palm",
+           {{"per_token_model", palm.per_token.model()},
+            {"per_token_hardware", palm.per_token.hardware()},
+            {"per_step_model", palm.model()},
+            {"per_step_hardware", palm.hardware()}}}}},
+        {"micro_batches", micro_batches},
+        {"bubble_over_ideal", bubble},
+        {"bubble_fraction_of_step", bubble_step},
+        {"memory_per_gpu_GiB", mem.peak_bytes() / kGiB},
+        {"memory_worst_stage", mem.worst_stage},
+        {"memory_stages", stages},
+        {"hbm_GiB", mem.hbm_bytes / kGiB},
+        {"usable_GiB", mem.usable_bytes() / kGiB},
+        {"headroom_GiB", mem.headroom_bytes() / kGiB},
+        {"fits", mem.fits()},
+        {"memory_assumptions", mem.assumptions},
+        {"warnings", s.warnings},
+    };
+    write_json_file(*json_path, out);
+  }
+  return 0;
 }
 
 }  // namespace clustersim::cli

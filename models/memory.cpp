@@ -1,0 +1,307 @@
+#include "models/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/pipeline.hpp"
+#include "models/transformer.hpp"
+
+namespace clustersim::models {
+
+namespace {
+
+// Bytes of a 16-bit activation element and of a dropout mask element (Korthikanti et al. 2022
+// §4.1: "we assume activations are stored in 16-bit floating point ... dropout masks need a
+// single byte per element").
+constexpr double kActivationBytes = 2.0;
+constexpr double kMaskBytes = 1.0;
+// Megatron computes the cross-entropy over vocab-parallel logits in FP32 and keeps them for the
+// backward pass (megatron/core/tensor_parallel/cross_entropy.py).
+constexpr double kLogitBytes = 4.0;
+// Resident 16-bit weights (BF16/FP16 training; Rajbhandari et al. §3.1: 2 bytes per parameter).
+constexpr double kWeightBytes = 2.0;
+// FP8 training (Transformer Engine) keeps an FP8 copy of each weight next to the BF16 one.
+// UNVERIFIED: one extra byte per parameter, no transposed copy counted.
+constexpr double kFp8WeightCacheBytes = 1.0;
+// Gradients accumulate in at least 16 bits even when they are communicated in FP8.
+constexpr double kMinGradAccumulationBytes = 2.0;
+constexpr double kFp32Bytes = 4.0;
+// ZeRO-3 keeps the unit being computed and the one being prefetched gathered: PyTorch FSDP's
+// rate limiter allows "at most two in-flight all-gathers" (limit_all_gathers, default True since
+// pytorch#104900); the unit's unsharded gradient exists until its reduce-scatter.
+constexpr double kZero3GatheredUnits = 2.0;
+constexpr double kZero3UnshardedGradUnits = 1.0;
+// ZeRO-2/3 (DeepSpeed) reduce gradients through double-buffered buckets of reduce_bucket_size.
+constexpr double kZeroReduceBuckets = 2.0;
+// NCCL per-connection buffers (NVIDIA/nccl src/init.cc, v2.18+): Simple NCCL_BUFFSIZE (4 MiB
+// default), LL128 = 120 elems x 640 threads x 8 steps x 8 B = 4,915,200 B,
+// LL = 8 lines x 512 threads x 8 steps x 16 B = 524,288 B.
+constexpr double kNcclLl128BufferBytes = 120.0 * 640 * 8 * 8;
+constexpr double kNcclLlBufferBytes = 8.0 * 512 * 8 * 16;
+// Receive-buffer sets per channel: a ring receives from one peer; a tree channel from up to
+// three (parent and two children of NCCL's double binary tree).
+constexpr double kRingPeersPerChannel = 1.0;
+constexpr double kTreePeersPerChannel = 3.0;
+// Channels when NCCL_MIN/MAX_NCHANNELS are unset. UNVERIFIED: NCCL chooses per topology; we take
+// its maximum (MAXCHANNELS = 32), an upper bound for the fit verdict.
+constexpr int kNcclChannelsAssumed = 32;
+// Point-to-point (pipeline) connections: channels per peer, Simple protocol only.
+// UNVERIFIED: NCCL_NCHANNELS_PER_NET_PEER default 2 assumed for every peer.
+constexpr double kNcclP2pChannelsPerPeer = 2.0;
+// 1-bit Adam (Tang et al. 2021, Alg. 1) keeps a worker error the size of the local momentum and
+// a server error the size of the rank's 1/n chunk, both FP32 in DeepSpeed
+// (deepspeed/runtime/fp16/onebit/adam.py); the compressed all-reduce sends and receives one sign
+// bit per element.
+constexpr double kOnebitErrorBytes = 4.0;
+constexpr double kOnebitSignBytes = 1.0 / 8.0;
+constexpr double kOnebitSignBuffers = 2.0;  // send and receive
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+std::string fmt(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+bool in_fp32_groups(const Scenario& s, const char* group) {
+  const auto& g = s.comm.fp32_layer_groups;
+  return std::find(g.begin(), g.end(), group) != g.end();
+}
+
+// NCCL buffers of one collective communicator (ring, and tree unless NCCL_ALGO excludes it).
+double collective_buffers(const NcclSettings& nccl, int channels) {
+  const bool any_proto = nccl.protos.empty();
+  auto has_proto = [&](NcclProto p) {
+    return any_proto || std::find(nccl.protos.begin(), nccl.protos.end(), p) != nccl.protos.end();
+  };
+  double per_connection = 0;
+  if (has_proto(NcclProto::simple)) per_connection += nccl.buffsize_bytes;
+  if (has_proto(NcclProto::ll128)) per_connection += kNcclLl128BufferBytes;
+  if (has_proto(NcclProto::ll)) per_connection += kNcclLlBufferBytes;
+  const bool tree = nccl.algos.empty() ||
+                    std::find(nccl.algos.begin(), nccl.algos.end(), NcclAlgo::tree) !=
+                        nccl.algos.end();
+  const double peers = kRingPeersPerChannel + (tree ? kTreePeersPerChannel : 0.0);
+  return channels * peers * per_connection;
+}
+
+}  // namespace
+
+ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len) {
+  // Korthikanti et al. 2022 §4.1 count, per layer, for a GPT layer (MHA, 4h GeLU MLP, dropout),
+  // in bytes per token (their s b factored out):
+  //   attention 11h + 5as: QKV input 2h, Q and K 4h, softmax output 2as, softmax dropout mask
+  //             as, dropout output 2as, V 2h, output-projection input 2h, dropout mask h;
+  //   MLP       19h: first-linear input 2h, GeLU input 8h, GeLU output (second-linear input)
+  //             8h, dropout mask h;
+  //   norms     4h: the inputs of the two LayerNorms.
+  // Tensor parallelism leaves 10h replicated (norm inputs 4h, QKV and MLP inputs 4h, the two
+  // dropout masks 2h) and shards the rest, 24h + 5as (their Table 2).
+  // Generalisation (our derivation, same rule: every tensor a backward kernel reads is stored):
+  //   * GQA: K and V are kv = kv_heads x head_dim wide, so the sharded attention part is
+  //     Q 2h + K 2kv + V 2kv + output-projection input 2h = 4h + 4kv (8h for MHA).
+  //   * MLP: GeLU stores its input and output, 2f + 2f = 4f (16h for f = 4h); SwiGLU
+  //     (Shazeer 2020) stores the gate and up outputs (read by the SiLU and product backward)
+  //     and their product (the down projection's input): 6f.
+  //   * RMSNorm stores its input like LayerNorm. The score tensors hold one softmax per query
+  //     head (a heads x s keys per token), which GQA does not change.
+  //   * Dropout masks are kept as in Korthikanti et al. (ModelSpec has no dropout flag); for
+  //     dropout-free models (Llama) this overestimates by 2h + as bytes per token and layer.
+  const double h = m.hidden;
+  const double kv = static_cast<double>(m.num_kv_heads) * m.head_dim();
+  const double f = m.ffn_hidden;
+  const double a = m.num_heads;
+  const double s = seq_len;
+  const double mlp_tensors = m.ffn == FfnKind::swiglu ? 3.0 : 2.0;
+  ActivationCoefficients c;
+  c.replicated_per_token = kActivationBytes * 2 * h    // the two norm inputs
+                           + kActivationBytes * 2 * h  // QKV input and first-MLP input
+                           + kMaskBytes * 2 * h;       // attention and MLP dropout masks
+  c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
+                        + kActivationBytes * mlp_tensors * f;
+  // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
+  c.scores_per_token = (2 * kActivationBytes + kMaskBytes) * a * s;
+  return c;
+}
+
+LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::int64_t micro_batch,
+                                        int tp, bool sp, Recompute recompute) {
+  const ActivationCoefficients c = activation_coefficients(m, seq_len);
+  const double tokens = static_cast<double>(seq_len) * static_cast<double>(micro_batch);
+  const double t = tp;
+  // Korthikanti et al. Table 2: TP shards the sharded and score parts; SP also splits the
+  // replicated part along the sequence.
+  const double replicated = sp ? c.replicated_per_token / t : c.replicated_per_token;
+  const double no_recompute = tokens * (replicated + c.sharded_per_token / t + c.scores_per_token / t);
+  const double scores = tokens * c.scores_per_token / t;
+  LayerActivations out;
+  switch (recompute) {
+    case Recompute::none:
+      out.stored = no_recompute;
+      break;
+    case Recompute::selective:
+      // Table 2: sbh(10 + 24/t) with TP, sbh 34/t with TP+SP: the score tensors are recomputed.
+      out.stored = no_recompute - scores;
+      out.transient = scores;  // re-created for one layer during its backward
+      break;
+    case Recompute::full:
+      // Only the layer input (2 s b h bytes) is kept (Korthikanti et al. §4.3, Table 2); with
+      // sequence parallelism each tensor-parallel rank keeps its 1/t of the sequence.
+      out.stored = tokens * kActivationBytes * m.hidden / (sp ? t : 1.0);
+      out.transient = no_recompute;  // the whole layer re-created during its backward
+      break;
+  }
+  return out;
+}
+
+MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
+  const ModelSpec& m = s.model;
+  const Parallelism& par = s.parallelism;
+  const Training& tr = s.training;
+  const ParameterCounts params = count_parameters(m);
+  const int tp = par.tp;
+  const int pp = par.pp;
+  const int dp = par.dp;
+  const int cp = par.cp;
+  const std::vector<int> layers = layers_per_stage(s);
+  const std::int64_t micro_batches = s.micro_batches();
+  const double layer_params = layer_parameters_per_tp_rank(m, tp);
+
+  MemoryEstimate est;
+  est.reserve = reserve;
+  est.hbm_bytes = s.cluster.gpu.hbm_bytes;
+  est.reserved_bytes =
+      reserve.cuda_context_bytes + reserve.allocator_fragmentation_fraction * est.hbm_bytes;
+
+  const double weight_bytes =
+      kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
+  const double grad_bytes =
+      std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
+  const double embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : grad_bytes;
+  const double head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : grad_bytes;
+  // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp.
+  const int seq_per_gpu = std::max(1, tr.seq_len / cp);
+
+  const LayerActivations act =
+      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute);
+
+  // NCCL channels for collectives.
+  const NcclSettings& nccl = s.comm.nccl;
+  int channels = kNcclChannelsAssumed;
+  if (nccl.min_channels > 0) channels = nccl.min_channels;
+  if (nccl.max_channels > 0) channels = std::min(std::max(channels, 1), nccl.max_channels);
+  channels = std::min(channels, kNcclMaxChannels);
+  double nccl_bytes = 0;
+  int collective_comms = 0;
+  for (int size : {dp, tp, cp}) {
+    if (size > 1) {
+      nccl_bytes += collective_buffers(nccl, channels);
+      ++collective_comms;
+    }
+  }
+  if (pp > 1) nccl_bytes += 2 * kNcclP2pChannelsPerPeer * nccl.buffsize_bytes;
+
+  for (int stage = 0; stage < pp; ++stage) {
+    StageMemory st;
+    st.stage = stage;
+    st.layers = layers[static_cast<std::size_t>(stage)];
+    const bool first = stage == 0;
+    const bool last = stage == pp - 1;
+
+    // Parameters on this GPU: layers split by tp; the vocab-parallel embedding (and learned
+    // positions, replicated) on the first stage; final norm and the output layer on the last.
+    // With tied embeddings and pp > 1 Megatron keeps a copy of the word embeddings on the last
+    // stage and all-reduces their gradients (Shoeybi et al. 2019; megatron/core/models/common/
+    // language_module.py).
+    double embedding_params = 0;
+    double head_params = 0;
+    double other_params = st.layers * layer_params;
+    if (first) {
+      embedding_params = params.embedding / tp;
+      other_params += params.position_embedding;
+    }
+    if (last) {
+      other_params += params.final_norm;
+      if (params.lm_head > 0) {
+        head_params = params.lm_head / tp;
+      } else if (pp > 1) {
+        head_params = params.embedding / tp;
+      }
+    }
+    st.parameters = embedding_params + head_params + other_params;
+
+    // Model states under ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer
+    // states, stage 2 also the gradients, stage 3 also the weights, each over the dp ranks.
+    const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
+    const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
+    const double opt_shard = par.zero_stage >= 1 ? dp : 1.0;
+    st.weights_bytes = st.parameters * weight_bytes / weight_shard;
+    st.gradients_bytes = (embedding_params * embedding_grad_bytes + head_params * head_grad_bytes +
+                          other_params * grad_bytes) /
+                         grad_shard;
+    st.optimizer_bytes = st.parameters * kAdamStateBytesPerParam / opt_shard;
+    if (par.zero_stage >= 3) {
+      const double unit = std::max({layer_params, first ? embedding_params : 0.0,
+                                    last ? head_params : 0.0});
+      st.zero3_gathered_bytes =
+          unit * (kZero3GatheredUnits * weight_bytes + kZero3UnshardedGradUnits * grad_bytes);
+    }
+
+    // Activations.
+    st.micro_batches_in_flight =
+        micro_batches_in_flight(stage, pp, par.vpp, micro_batches, par.schedule);
+    const double tokens = static_cast<double>(seq_per_gpu) * static_cast<double>(tr.micro_batch);
+    const double sp_div = par.sequence_parallel ? tp : 1.0;
+    double per_micro_batch = act.stored * st.layers;
+    // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
+    // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
+    // vocab-parallel output layer) on the last.
+    if (first) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
+    if (last) {
+      per_micro_batch += tokens * 2 * kActivationBytes * m.hidden / sp_div;
+      per_micro_batch += tokens * kLogitBytes * m.vocab / tp;
+    }
+    st.activation_per_micro_batch_bytes = per_micro_batch;
+    st.activation_transient_bytes = st.layers > 0 ? act.transient : 0.0;
+    st.activations_bytes =
+        per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
+
+    st.nccl_buffers_bytes = nccl_bytes;
+    if (dp > 1 && par.zero_stage >= 2) st.dp_bucket_bytes = kZeroReduceBuckets * tr.grad_bucket_bytes;
+
+    if (s.comm.compression.kind == Compression::onebit_adam && dp > 1) {
+      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes            // worker error
+                             + st.parameters * kOnebitErrorBytes / dp     // server error
+                             + st.parameters * kOnebitSignBytes * kOnebitSignBuffers;
+    }
+    est.stages.push_back(st);
+  }
+  for (std::size_t i = 1; i < est.stages.size(); ++i) {
+    if (est.stages[i].total_bytes() > est.stages[static_cast<std::size_t>(est.worst_stage)].total_bytes()) {
+      est.worst_stage = static_cast<int>(i);
+    }
+  }
+
+  est.assumptions.push_back("usable HBM = " + fmt(gib(est.hbm_bytes), 1) + " GiB - CUDA context " +
+                            fmt(gib(reserve.cuda_context_bytes), 2) + " GiB - " +
+                            fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
+                            "% allocator fragmentation reserve (UNVERIFIED) = " +
+                            fmt(gib(est.usable_bytes()), 1) + " GiB");
+  est.assumptions.push_back("weights " + fmt(weight_bytes, 0) + " B/param, gradients " +
+                            fmt(grad_bytes, 0) + " B/param (comm.grad_dtype " +
+                            to_string(s.comm.grad_dtype) + ")" +
+                            (s.comm.fp32_layer_groups.empty() ? std::string()
+                                                              : ", FP32 (4 B) for the FP32 layer groups") +
+                            ", Adam states 12 B/param (ZeRO paper K = 12)");
+  est.assumptions.push_back(
+      "activations per Korthikanti et al. 2022 (with dropout masks, no FlashAttention), " +
+      std::string(to_string(tr.recompute)) + " recomputation, " +
+      fmt(est.stages.front().micro_batches_in_flight, 2) + " micro-batch(es) in flight on stage 0");
+  est.assumptions.push_back("NCCL buffers: " + std::to_string(collective_comms) +
+                            " collective communicator(s) x " + std::to_string(channels) +
+                            " channels" + (pp > 1 ? " + pipeline p2p" : ""));
+  return est;
+}
+
+}  // namespace clustersim::models

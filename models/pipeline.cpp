@@ -1,0 +1,45 @@
+#include "models/pipeline.hpp"
+
+#include <algorithm>
+
+namespace clustersim::models {
+
+std::vector<int> layers_per_stage(const Scenario& s) {
+  const int pp = s.parallelism.pp;
+  if (!s.parallelism.layers_per_stage.empty()) return s.parallelism.layers_per_stage;
+  // Even split; the loader requires pp x vpp to divide the layers when no split is given, but
+  // spread any remainder over the first stages so that the function is total.
+  std::vector<int> out(static_cast<std::size_t>(pp), s.model.num_layers / pp);
+  for (int i = 0; i < s.model.num_layers % pp; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
+
+double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches, PipelineSchedule schedule) {
+  if (pp <= 1 || micro_batches <= 0) return 0;
+  const double v = schedule == PipelineSchedule::interleaved ? std::max(1, vpp) : 1;
+  return (pp - 1) / (v * static_cast<double>(micro_batches));
+}
+
+double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
+                               PipelineSchedule schedule) {
+  const double b = bubble_over_ideal(pp, vpp, micro_batches, schedule);
+  return b / (1 + b);
+}
+
+double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_batches,
+                               PipelineSchedule schedule) {
+  const double m = static_cast<double>(std::max<std::int64_t>(1, micro_batches));
+  if (pp <= 1) return 1;
+  switch (schedule) {
+    case PipelineSchedule::gpipe: return m;
+    case PipelineSchedule::one_f_one_b: return std::min<double>(pp - stage, m);
+    case PipelineSchedule::interleaved: {
+      const double v = std::max(1, vpp);
+      const double chunks = (pp - stage - 1) * 2.0 + (v - 1) * pp + 1;
+      return std::min(chunks, m * v) / v;
+    }
+  }
+  return 1;
+}
+
+}  // namespace clustersim::models

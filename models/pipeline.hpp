@@ -1,0 +1,37 @@
+// Closed-form pipeline-parallel quantities: layers per stage, the pipeline bubble and how many
+// micro-batches' activations a stage holds at once. These are the analytical estimates that
+// `clustersim check` prints; the step simulator (sim/) measures the real bubble.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/scenario.hpp"
+
+namespace clustersim::models {
+
+// Transformer layers on each pipeline stage (parallelism.layers_per_stage, or an even split).
+std::vector<int> layers_per_stage(const clustersim::Scenario& scenario);
+
+// Idle time of the pipeline bubble divided by the ideal (bubble-free) compute time of a step
+// (Narayanan et al. SC'21 §2.2): (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) for the
+// interleaved schedule with v model chunks per rank. 0 when pp == 1.
+double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches,
+                         clustersim::PipelineSchedule schedule);
+
+// The same bubble as a fraction of the whole step: b / (1 + b).
+double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
+                               clustersim::PipelineSchedule schedule);
+
+// Micro-batches whose activations stage `stage` (0 = first) holds at its peak, in units of one
+// micro-batch through all of the stage's layers.
+//   GPipe: all m micro-batches (Huang et al. 2019: every forward before any backward).
+//   1F1B: p - stage warm-up/in-flight micro-batches (Narayanan et al. SC'21 §2.2.1), at most m.
+//   Interleaved: Megatron-LM's warm-up count (p - stage - 1) * 2 + (v - 1) * p, plus the one in
+//   its steady state, in model chunks of 1/v of the stage (schedules.py,
+//   forward_backward_pipelining_with_interleaving), at most m v chunks. For stage 0 this is
+//   p (1 + (p - 1) / (p v)), the factor of Korthikanti et al. 2022 §4.2.3.
+double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_batches,
+                               clustersim::PipelineSchedule schedule);
+
+}  // namespace clustersim::models
