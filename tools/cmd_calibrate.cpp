@@ -1,15 +1,109 @@
-// Placeholder until `clustersim calibrate` is built; replaced by its implementation.
+// `clustersim calibrate`: fits network and compute parameters to nccl-tests logs and GEMM sweep
+// results, and writes a calibration file that cluster presets reference
+// (ClusterSpec::calibration).
+#include <chrono>
+#include <ctime>
 #include <iostream>
+#include <map>
 
+#include "core/scenario_loader.hpp"
+#include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "validation/calibration.hpp"
 
 namespace clustersim::cli {
+namespace {
 
-std::string usage_calibrate() { return "usage: clustersim calibrate (not built yet)\n"; }
+const std::vector<OptionSpec>& calibrate_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"nccl", "", true, true, "nccl-tests logs (text output or -J JSON), one or more"},
+      {"gemm", "", true, true, "GEMM/attention sweep JSON files (validation/microbench), one or more"},
+      {"output", "o", true, false, "calibration file to write (atomically)"},
+      {"name", "", true, false, "name recorded in the file (default: the output file name)"},
+      {"description", "", true, false, "free text recorded in the file"},
+      {"gpu", "", true, false, "GPU preset whose dense peaks turn GEMM TFLOP/s into efficiency"},
+      {"peak-tflops", "", true, true, "DTYPE=TFLOPS dense peak, e.g. bf16=989 (overrides --gpu)"},
+      {"created", "", true, false, "creation date to record (default: now, UTC)"},
+  };
+  return specs;
+}
 
-int cmd_calibrate(const std::vector<std::string>&) {
-  std::cerr << "clustersim calibrate is not built yet\n";
-  return 1;
+std::string now_utc() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::string usage_calibrate() {
+  return "usage: clustersim calibrate [--nccl LOG...] [--gemm FILE...] -o calib.json\n"
+         "                            [--gpu NAME | --peak-tflops DTYPE=V...] [--name N]\n\n"
+         "Fits, per nccl-tests table, latency and bus bandwidth per message-size regime\n"
+         "(time = latency + size * busbw_factor / busbw) and the bandwidth efficiency curve;\n"
+         "and, per dtype, a GEMM model (time = launch + flops/throughput + bytes/bandwidth)\n"
+         "with the efficiency of every measured shape. Prints R^2 and the worst residuals.\n\n" +
+         describe_options(calibrate_options());
+}
+
+int cmd_calibrate(const std::vector<std::string>& argv) {
+  const Args args(argv, calibrate_options(), 0);
+  const auto output = args.value("output");
+  if (!output) throw UsageError("-o FILE is required");
+  const auto nccl_files = args.values("nccl");
+  const auto gemm_files = args.values("gemm");
+  if (nccl_files.empty() && gemm_files.empty())
+    throw UsageError("give at least one --nccl LOG or --gemm FILE");
+
+  std::map<Dtype, double> peaks;
+  if (const auto gpu = args.value("gpu")) {
+    const GpuSpec spec = load_gpu(JsonDocument::parse("\"" + *gpu + "\"", "--gpu").root());
+    for (const auto& [dtype, flops] : spec.peak_flops) peaks[dtype] = flops / 1e12;
+  }
+  for (const auto& entry : args.values("peak-tflops")) {
+    const auto eq = entry.find('=');
+    bool ok = false;
+    const Dtype dtype = eq == std::string::npos
+                            ? Dtype::bf16
+                            : validation::dtype_from_name(entry.substr(0, eq), &ok);
+    if (!ok) throw UsageError("--peak-tflops wants DTYPE=TFLOPS (fp32, tf32, bf16, fp16, fp8), got " + entry);
+    char* end = nullptr;
+    const double v = std::strtod(entry.c_str() + eq + 1, &end);
+    if (*end != '\0' || !(v > 0)) throw UsageError("--peak-tflops: not a positive number: " + entry);
+    peaks[dtype] = v;
+  }
+
+  std::vector<validation::NcclTestsLog> nccl_logs;
+  for (const auto& f : nccl_files) nccl_logs.push_back(validation::load_nccl_tests_log(f));
+  std::vector<validation::GemmLog> gemm_logs;
+  for (const auto& f : gemm_files) gemm_logs.push_back(validation::load_gemm_log(f));
+
+  validation::Calibration cal = validation::calibrate(nccl_logs, gemm_logs, peaks);
+  std::string name = args.value_or("name", *output);
+  if (const auto slash = name.find_last_of('/'); slash != std::string::npos && !args.value("name"))
+    name = name.substr(slash + 1);
+  cal.name = name;
+  cal.description = args.value_or("description", "");
+  cal.created = args.value_or("created", now_utc());
+
+  for (const auto& log : nccl_logs)
+    for (const auto& w : log.warnings) std::cerr << "warning: " << log.file << ": " << w << "\n";
+  std::cout << "calibration from " << nccl_logs.size() << " nccl-tests log(s) and "
+            << gemm_logs.size() << " GEMM file(s)\n"
+            << "measured on: "
+            << (cal.measured.hardware.empty() ? std::string("(not stated)")
+                                              : join_names(cal.measured.hardware))
+            << "; NCCL " << (cal.measured.nccl_version.empty() ? "?" : cal.measured.nccl_version)
+            << ", CUDA " << (cal.measured.cuda_version.empty() ? "?" : cal.measured.cuda_version)
+            << ", driver "
+            << (cal.measured.driver_version.empty() ? "?" : cal.measured.driver_version) << "\n\n"
+            << validation::describe_fit_quality(cal);
+  validation::write_calibration(*output, cal);
+  std::cout << "\nwrote " << *output << "\n";
+  return 0;
 }
 
 }  // namespace clustersim::cli

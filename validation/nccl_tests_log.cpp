@@ -328,6 +328,17 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& f
         }
         continue;
       }
+      if (t.rfind("# command:", 0) == 0) {  // written by run_nccl_tests.sh
+        std::string program;
+        const NcclTestsOp op = op_in_text(t, &program);
+        if (op != NcclTestsOp::unknown) {
+          close_table();
+          run = RunContext{};
+          run.op = op;
+          run.program = program;
+        }
+        continue;
+      }
       if (std::regex_search(t, m, nthread)) {
         // A new run: keep a collective named just before (starting line or command line).
         close_table();

@@ -10,6 +10,12 @@
 // tables (several collectives run back to back, or several runs concatenated); each is
 // returned with its own collective, rank count and footer.
 //
+// Lines the parser also reads: "NCCL version X.Y.Z+cudaA.B" (NCCL_DEBUG=VERSION or INFO),
+// "# nccl-tests version V nccl-headers=C nccl-library=C", "# Collective test starting: NAME",
+// a command line naming the binary ("mpirun ... all_reduce_perf ..."), "# command: ..." and
+// "# clustersim-env KEY=VALUE" lines written by validation/microbench/run_nccl_tests.sh (date,
+// driver, cuda, nccl) or by a transcription that has no device list (ranks, nodes, op, device).
+//
 // Units: sizes in bytes, times in microseconds, bandwidths in GB/s (1e9 bytes per second), as
 // nccl-tests prints them (algbw = size / time / 1e3 with time in µs).
 #pragma once

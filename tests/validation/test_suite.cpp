@@ -1,0 +1,129 @@
+// FLOP conventions of published runs and the conversion between a simulated step time and a
+// source's reported metric, checked by hand calculation and against the figures
+// published_runs.json derives independently.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/scenario_loader.hpp"
+#include "validation/suite.hpp"
+
+using namespace clustersim;
+using namespace clustersim::validation;
+
+namespace {
+ModelSpec gpt(int layers, int hidden, int heads, int vocab) {
+  ModelSpec m;
+  m.num_layers = layers;
+  m.hidden = hidden;
+  m.num_heads = heads;
+  m.num_kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = vocab;
+  m.ffn = FfnKind::gelu;
+  return m;
+}
+std::string suite_path() {
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/suites/published-runs/suite.json";
+}
+}  // namespace
+
+TEST_CASE("Korthikanti eq. 7 gives the published 41.65% MFU of the 22B run at 1.1 s") {
+  // 72·4·48·2048·6144²·(1 + 2048/36864 + 51200/3538944) = 1.14356e15 FLOPs per step;
+  // / (1.1 s · 8 GPUs · 312 TFLOP/s) = 0.4165 (published_runs.json derived mfu_from_step_time_eq7).
+  const ModelSpec m = gpt(48, 6144, 64, 51200);
+  const double f = flops_per_step(FlopConvention::korthikanti_model, m, 4, 2048);
+  CHECK(f == Approx(1.143560812e15).epsilon(1e-9));
+  CHECK(f / (1.1 * 8 * 312e12) == Approx(0.4165).epsilon(1e-3));
+}
+
+TEST_CASE("SC'21 eq. 3 counts the recompute pass: 144 TFLOP/s on 384 GPUs is an 81.58 s step") {
+  // 96·1536·2048·96·12288²·(1 + 2048/73728 + 51200/18874368) = 4.51097e18 FLOPs;
+  // / (144e12 · 384) = 81.58 s (published_runs.json derived step_time_s_from_eq3).
+  const ModelSpec m = gpt(96, 12288, 96, 51200);
+  const double eq3 = flops_per_step(FlopConvention::megatron_eq3, m, 1536, 2048);
+  CHECK(eq3 == Approx(4.5109707533e18).epsilon(1e-9));
+  CHECK(eq3 / (144e12 * 384) == Approx(81.58).epsilon(1e-3));
+  // The recompute forward pass is one extra forward: 4/3 of the model FLOPs for the layer
+  // GEMMs (96 vs 72), while the logit layer is not recomputed (V/16lh·96 = V/12lh·72).
+  const double model = flops_per_step(FlopConvention::korthikanti_model, m, 1536, 2048);
+  const double s = 2048, h = 12288, l = 96, v = 51200;
+  CHECK(eq3 / model ==
+        Approx((96 * (1 + s / (6 * h)) + 6 * v / (l * h)) / (72 * (1 + s / (6 * h)) + 6 * v / (l * h))));
+}
+
+TEST_CASE("Megatron-Core's formula reduces to Korthikanti eq. 7 for a GPT model") {
+  const ModelSpec m = gpt(96, 12288, 96, 51200);
+  CHECK(flops_per_step(FlopConvention::megatron_core, m, 64, 2048) ==
+        Approx(flops_per_step(FlopConvention::korthikanti_model, m, 64, 2048)));
+}
+
+TEST_CASE("Megatron-Core's formula matches NeMo's implied FLOPs per token for Llama 3 70B") {
+  // NeMo 24.07 reports 734 TFLOP/s/GPU and 1524 tokens/s/GPU: 481.6 GFLOP per token
+  // (published_runs.json derived flops_per_token_implied). By hand, per token:
+  // 12·80·8192²·((1 + 8/64 + 8192/8192) + 3.5·1.5 + 128256/(2·80·8192)) = 481.44 GFLOP.
+  ModelSpec m = gpt(80, 8192, 64, 128256);
+  m.num_kv_heads = 8;
+  m.ffn_hidden = 28672;
+  m.ffn = FfnKind::swiglu;
+  const double per_token = flops_per_step(FlopConvention::megatron_core, m, 1, 8192) / 8192;
+  CHECK(per_token == Approx(481.44e9).epsilon(1e-3));
+  CHECK(per_token == Approx(734e12 / 1524).epsilon(0.005));
+}
+
+TEST_CASE("a simulated step time becomes each source's metric in its own convention") {
+  const auto suite = load_published_suite(suite_path());
+  // A fake step simulator: 10 s per step at 50% MFU for every scenario.
+  const StepPredictor fake = [](const Scenario&) { return StepPrediction{10.0, 0.5, 0.55}; };
+  const auto r = run_published_suite(suite, fake);
+  CHECK(r.ran == static_cast<int>(suite.cases.size()));
+  const CaseResult* nemo = nullptr;
+  const CaseResult* zero3 = nullptr;
+  const CaseResult* k22 = nullptr;
+  for (const auto& c : r.cases) {
+    INFO(c.id << ": " << c.failure);
+    CHECK(c.ok());
+    if (c.id == "nemo2407_llama3-70b_64gpu") nemo = &c;
+    if (c.id == "sc21_t2_zero3_174.6B_384gpu") zero3 = &c;
+    if (c.id == "korthikanti_t5_22B_present") k22 = &c;
+  }
+  REQUIRE(nemo);
+  REQUIRE(zero3);
+  REQUIRE(k22);
+  // tokens/s/GPU: 128 sequences · 8192 tokens / 10 s / 64 GPUs = 1638.4; reported 1524.
+  CHECK(nemo->predicted == Approx(1638.4));
+  CHECK(nemo->error_pct == Approx(100.0 * (1638.4 - 1524) / 1524));
+  // The reported figure implies 1048576 / (1524 · 64) = 10.7507 s; at our model FLOPs that
+  // run had 0.5 · 10 / 10.7507 = 46.51% MFU in our convention.
+  CHECK(nemo->reported_step_time_s == Approx(10.7507).epsilon(1e-4));
+  CHECK(nemo->reported_mfu_ours == Approx(0.46508).epsilon(1e-4));
+  // SC'21 TFLOP/s in eq. 3: 4.51097e18 / 10 s / 384 GPUs = 1174.7 TFLOP/s.
+  CHECK(zero3->predicted == Approx(4.5109707533e18 / 10 / 384 / 1e12).epsilon(1e-6));
+  CHECK(zero3->reported_step_time_s == Approx(81.5786).epsilon(1e-4));
+  // Step time compared directly.
+  CHECK(k22->predicted == 10.0);
+  CHECK(k22->error_pct == Approx(100.0 * (10 - 1.1) / 1.1));
+}
+
+TEST_CASE("the suite lists every published run, either as a case or with a reason") {
+  const auto suite = load_published_suite(suite_path());
+  // published_runs.json holds 72 runs; none may be dropped silently.
+  CHECK(suite.cases.size() + suite.not_expressible.size() == 72);
+  for (const auto& n : suite.not_expressible) CHECK_FALSE(n.reason.empty());
+}
+
+TEST_CASE("a step simulator failure is reported per case and left out of the MAPE") {
+  const auto suite = load_published_suite(suite_path());
+  const StepPredictor failing = [](const Scenario& s) -> StepPrediction {
+    if (s.gpus > 64) throw std::runtime_error("does not fit");
+    return {1.0, 0.4, 0.4};
+  };
+  const auto r = run_published_suite(suite, failing);
+  int failed = 0;
+  for (const auto& c : r.cases)
+    if (!c.ok()) {
+      ++failed;
+      CHECK(c.failure == "does not fit");
+    }
+  CHECK(failed > 0);
+  CHECK(r.ran + failed == static_cast<int>(r.cases.size()));
+}

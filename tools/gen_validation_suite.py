@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Generates validation/suites/published-runs/ from published_runs.json.
+
+Every run in the reference file becomes either a case (a scenario file plus the reported figure
+and its FLOP convention in suite.json) or an entry of "not_expressible" with the reason. The
+reported figures are written to suite.json only, for `clustersim validate` to compare against;
+nothing in a scenario is derived from a case's own reported throughput.
+
+usage: tools/gen_validation_suite.py [PUBLISHED_RUNS_JSON] [--out validation/suites/published-runs]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Cluster preset per GPU type (topologies/clusters/). Interconnect facts for these runs are in
+# the presets' own "sources".
+CLUSTERS = [
+    (re.compile(r"^A100-SXM 80GB$|^A100 80GB"), "dgx-a100-sc21"),
+    (re.compile(r"^H100"), "h100-2048x8-rail"),
+]
+
+# How each source counts FLOPs (see validation/flop_conventions.hpp for the formulas).
+def convention_for(run):
+    rid = run["id"]
+    if rid.startswith("sc21_"):
+        return "megatron_eq3"          # SC'21 eq. (3): counts the recompute forward pass
+    if rid.startswith("korthikanti_"):
+        return "korthikanti_model"     # Korthikanti et al. eq. (7): model FLOPs
+    if rid.startswith(("nemo2407_", "megatron_bridge_", "megatron_readme_h100_")):
+        return "megatron_core"         # Megatron-LM num_floating_point_operations
+    return None
+
+
+def zero_stage(text):
+    if not text:
+        return 0, "ZeRO/FSDP not stated: none assumed"
+    t = text.lower()
+    if "zero-3" in t or "zero stage 3" in t or "megatron fsdp" in t:
+        return 3, None
+    if "zero-2" in t or "zero stage 2" in t:
+        return 2, None
+    if "zero stage 1" in t or "zero-1" in t or "distributed optimizer" in t:
+        return 1, None
+    if "fsdp" in t and "optimizer states + gradients" in t:
+        return 2, None
+    return 0, None
+
+
+def recompute(text):
+    if not text:
+        return "none", "activation recomputation not stated: none assumed"
+    t = text.lower()
+    if t.startswith("full"):
+        return "full", None
+    if t.startswith("selective"):
+        return "selective", None
+    if t.startswith("none"):
+        return "none", None
+    return "none", "activation recomputation '%s' not understood: none assumed" % text
+
+
+def precision(run):
+    p = (run.get("precision") or "").lower()
+    if "fp8" in p:
+        return "fp8", None
+    if "bf16" in p:
+        return "bf16", None
+    if "fp16" in p or "16-bit" in p:
+        # A100 mixed precision in Megatron-LM 2021 is FP16 (same 312 TFLOP/s dense peak as BF16).
+        return "fp16", None
+    return "bf16", "precision not stated: BF16 assumed"
+
+
+def load_presets():
+    presets = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "models", "presets", "*.json"))):
+        with open(path) as f:
+            p = json.load(f)
+        presets.append(p)
+    return presets
+
+
+def family(rid):
+    for key, hint in (("sc21", "sc21"), ("korthikanti", "korthikanti"), ("nemo", "nemo"),
+                      ("megatron_readme_h100", "megatron-h100")):
+        if rid.startswith(key):
+            return hint
+    return None
+
+
+def match_model(run, presets):
+    keys = [("num_layers", "num_layers"), ("hidden_size", "hidden_size"),
+            ("num_attention_heads", "num_attention_heads"), ("num_kv_heads", "num_kv_heads"),
+            ("ffn_hidden_size", "ffn_hidden_size"), ("vocab_size", "vocab_size")]
+    found = []
+    for p in presets:
+        ok = True
+        for rk, pk in keys:
+            if run.get(rk) is None:
+                if rk == "vocab_size":
+                    continue
+                ok = False
+                break
+            if p.get(pk, p.get("num_attention_heads") if pk == "num_kv_heads" else None) != run[rk]:
+                ok = False
+                break
+        if ok and (run.get("seq_length") or 0) <= p.get("max_seq_len", 0):
+            found.append(p["name"])
+    if len(found) > 1:
+        hint = family(run["id"])
+        preferred = [n for n in found if hint and hint in n]
+        if preferred:
+            return preferred[0]
+    return found[0] if found else None
+
+
+def metric_for(run, conv):
+    if run.get("reported_step_time_s") is not None:
+        return "step_time_s", run["reported_step_time_s"]
+    if run.get("reported_tokens_per_sec_per_gpu") is not None:
+        return "tokens_per_s_per_gpu", run["reported_tokens_per_sec_per_gpu"]
+    if run.get("reported_tflops_per_gpu") is not None and conv:
+        return "tflops_per_gpu", run["reported_tflops_per_gpu"]
+    if run.get("reported_mfu") is not None and conv and run.get("peak_tflops_used_for_utilization"):
+        return "mfu", run["reported_mfu"]
+    return None, None
+
+
+def cluster_for(run):
+    for rx, name in CLUSTERS:
+        if rx.search(run.get("gpu_type") or ""):
+            return name
+    return None
+
+
+def why_not(run, presets):
+    """The reason a run cannot be expressed as a scenario, or None."""
+    if not run.get("usable_for_validation"):
+        return "marked not usable for validation in published_runs.json: " + (run.get("notes") or "")
+    if run.get("model_type") != "dense":
+        return "mixture-of-experts model: the simulator models dense Transformers only"
+    if not cluster_for(run):
+        return "no cluster preset for GPU type '%s'" % run.get("gpu_type")
+    for k in ("tp", "pp", "dp"):
+        if run.get(k) is None:
+            return "parallel layout not published (%s is null; model-parallel size %s)" % (
+                k, run.get("model_parallel_size"))
+    if run.get("micro_batch_size") is None:
+        return "micro-batch size not published; it sets the GEMM shapes and the pipeline bubble"
+    chunks = run["pp"] * (run.get("virtual_pipeline_stages") or 1)
+    if run.get("num_layers") and run["num_layers"] % chunks:
+        return ("%d layers do not split evenly into pp x virtual stages = %d chunks, and the "
+                "source does not say how they were split" % (run["num_layers"], chunks))
+    if not match_model(run, presets):
+        return "no model preset with this architecture (layers %s, hidden %s, heads %s/%s, ffn %s)" % (
+            run.get("num_layers"), run.get("hidden_size"), run.get("num_attention_heads"),
+            run.get("num_kv_heads"), run.get("ffn_hidden_size"))
+    conv = convention_for(run)
+    metric, _ = metric_for(run, conv)
+    if not metric:
+        return "no reported figure whose FLOP convention is known (flops_definition: %s)" % (
+            run.get("flops_definition"))
+    return None
+
+
+def scenario_for(run, presets):
+    assumptions = []
+    model = match_model(run, presets)
+    cluster = cluster_for(run)
+    cp = run.get("cp") or 1
+    vpp = run.get("virtual_pipeline_stages") or 1
+    if run.get("cp") is None:
+        assumptions.append("context parallelism not stated: cp = 1")
+    sp = run.get("sequence_parallel")
+    if sp is None:
+        sp = False
+        assumptions.append("sequence parallelism not stated: off")
+    zs, note = zero_stage(run.get("zero_or_fsdp"))
+    if note:
+        assumptions.append(note)
+    rc, note = recompute(run.get("activation_recomputation"))
+    if note:
+        assumptions.append(note)
+    prec, note = precision(run)
+    if note:
+        assumptions.append(note)
+    parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
+                   "sequence_parallel": bool(sp), "zero_stage": zs,
+                   "schedule": "interleaved" if vpp > 1 else "1f1b"}
+    if vpp > 1:
+        parallelism["vpp"] = vpp
+    scenario = {
+        "name": run["id"],
+        "description": "%s, %s; %s (%s). Generated by tools/gen_validation_suite.py from "
+                       "published_runs.json; assumptions: %s" % (
+                           run["model"], run["source_table"], run["source"],
+                           run.get("framework") or "framework not stated",
+                           "; ".join(assumptions) if assumptions else "none"),
+        "model": model,
+        "cluster": cluster,
+        "gpus": run["num_gpus"],
+        "parallelism": parallelism,
+        "training": {
+            "global_batch": run["global_batch_size"],
+            "micro_batch": run["micro_batch_size"],
+            "seq_len": run["seq_length"],
+            "precision": prec,
+            "recompute": rc,
+        },
+    }
+    return scenario, assumptions
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="?",
+                    default=os.path.join(os.path.dirname(ROOT), "shared", "reference", "published_runs.json"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "validation", "suites", "published-runs"))
+    args = ap.parse_args()
+    with open(args.runs) as f:
+        runs = json.load(f)
+    presets = load_presets()
+    os.makedirs(args.out, exist_ok=True)
+    for old in glob.glob(os.path.join(args.out, "*.json")):
+        os.remove(old)
+    cases, skipped = [], []
+    for run in runs:
+        reason = why_not(run, presets)
+        if reason:
+            skipped.append({"id": run["id"], "source": run["source"], "reason": reason})
+            continue
+        scenario, assumptions = scenario_for(run, presets)
+        conv = convention_for(run)
+        metric, reported = metric_for(run, conv)
+        name = run["id"] + ".scenario.json"
+        with open(os.path.join(args.out, name), "w") as f:
+            json.dump(scenario, f, indent=2)
+            f.write("\n")
+        case = {"id": run["id"], "source": run["source"], "source_table": run["source_table"],
+                "scenario": name, "metric": metric, "reported": reported,
+                "flop_convention": conv,
+                "assumptions": assumptions}
+        if metric == "mfu":
+            case["peak_tflops"] = run["peak_tflops_used_for_utilization"]
+        # Other figures the source gives, for the report (never used by the simulation).
+        others = {k: run[k] for k in ("reported_tflops_per_gpu", "reported_mfu", "reported_hfu",
+                                      "reported_step_time_s", "reported_tokens_per_sec_per_gpu")
+                  if run.get(k) is not None}
+        case["also_reported"] = others
+        cases.append(case)
+    suite = {
+        "name": "published-runs",
+        "description": "Published training runs (Megatron-LM SC'21, Korthikanti et al., NeMo 24.07 "
+                       "and Megatron-Bridge 25.11 performance tables, and the rest of "
+                       "published_runs.json) as scenarios; `clustersim validate` compares the "
+                       "simulated figure with the reported one in the source's FLOP convention.",
+        "generated_by": "tools/gen_validation_suite.py",
+        "reference": "published_runs.json (clustersim shared reference, 72 runs)",
+        "threshold_pct": 10,
+        "cases": cases,
+        "not_expressible": skipped,
+    }
+    with open(os.path.join(args.out, "suite.json"), "w") as f:
+        json.dump(suite, f, indent=2)
+        f.write("\n")
+    print("%d cases, %d not expressible -> %s" % (len(cases), len(skipped), args.out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

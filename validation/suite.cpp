@@ -1,0 +1,450 @@
+#include "validation/suite.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "core/json_reader.hpp"
+#include "core/scenario_loader.hpp"
+#include "core/svg_plot.hpp"
+#include "validation/nccl_tests_log.hpp"
+
+namespace clustersim::validation {
+namespace {
+
+struct ConventionName {
+  FlopConvention c;
+  const char* name;
+};
+constexpr ConventionName kConventions[] = {
+    {FlopConvention::megatron_eq3, "megatron_eq3"},
+    {FlopConvention::korthikanti_model, "korthikanti_model"},
+    {FlopConvention::korthikanti_hw_selective, "korthikanti_hw_selective"},
+    {FlopConvention::megatron_core, "megatron_core"},
+};
+
+struct MetricName {
+  Metric m;
+  const char* name;
+};
+constexpr MetricName kMetrics[] = {{Metric::step_time_s, "step_time_s"},
+                                   {Metric::tokens_per_s_per_gpu, "tokens_per_s_per_gpu"},
+                                   {Metric::tflops_per_gpu, "tflops_per_gpu"},
+                                   {Metric::mfu, "mfu"}};
+
+std::string resolve(const std::string& base_file, const std::string& relative) {
+  const std::filesystem::path p(relative);
+  if (p.is_absolute()) return relative;
+  return (std::filesystem::path(base_file).parent_path() / p).lexically_normal().string();
+}
+
+std::string fmt(double v, int digits) {
+  if (!std::isfinite(v)) return "n/a";
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+std::string pad(std::string s, std::size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+int digits_for(Metric m) {
+  switch (m) {
+    case Metric::step_time_s: return 3;
+    case Metric::tokens_per_s_per_gpu: return 0;
+    case Metric::tflops_per_gpu: return 1;
+    case Metric::mfu: return 3;
+  }
+  return 3;
+}
+
+void finish(SuiteResult& r) {
+  double sum = 0;
+  r.ran = 0;
+  for (const auto& c : r.cases)
+    if (c.ok()) {
+      sum += std::fabs(c.error_pct);
+      ++r.ran;
+    }
+  r.mape_pct = r.ran > 0 ? sum / r.ran : 0;
+}
+
+std::vector<NotExpressible> read_not_expressible(const JsonNode& root) {
+  std::vector<NotExpressible> out;
+  if (const auto list = root.find("not_expressible"))
+    for (const auto& n : list->items()) {
+      n.only_keys({"id", "source", "reason"});
+      out.push_back({n.string_at("id"), n.string_or("source", ""), n.string_at("reason")});
+    }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(FlopConvention c) {
+  for (const auto& e : kConventions)
+    if (e.c == c) return e.name;
+  return "?";
+}
+
+std::vector<std::string> flop_convention_names() {
+  std::vector<std::string> out;
+  for (const auto& e : kConventions) out.emplace_back(e.name);
+  return out;
+}
+
+const char* to_string(Metric m) {
+  for (const auto& e : kMetrics)
+    if (e.m == m) return e.name;
+  return "?";
+}
+
+double flops_per_step(FlopConvention convention, const ModelSpec& m, double global_batch,
+                      double seq_len) {
+  const double b = global_batch, s = seq_len, l = m.num_layers, h = m.hidden,
+               v = m.vocab;
+  switch (convention) {
+    case FlopConvention::megatron_eq3:  // SC'21 eq. (3)
+      return 96.0 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+    case FlopConvention::korthikanti_model:  // Korthikanti et al. eq. (7)
+      return 72.0 * b * l * s * h * h * (1 + s / (6 * h) + v / (12 * h * l));
+    case FlopConvention::korthikanti_hw_selective:  // eq. (8)
+      return 72.0 * b * l * s * h * h * (1 + s / (3 * h) + v / (12 * h * l));
+    case FlopConvention::megatron_core: {  // Megatron-LM num_floating_point_operations
+      const double kv_ratio = static_cast<double>(m.num_kv_heads) / m.num_heads;
+      const double query_ratio = static_cast<double>(m.num_heads) * m.head_dim() / h;
+      const double gated = m.ffn == FfnKind::swiglu ? 1.5 : 1.0;
+      return 12.0 * b * s * l * h * h *
+             ((1 + kv_ratio + s / h) * query_ratio + (m.ffn_hidden / h) * gated +
+              v / (2 * l * h));
+    }
+  }
+  return 0;
+}
+
+PublishedSuite load_published_suite(const std::string& path) {
+  const JsonDocument doc = JsonDocument::load(path);
+  const JsonNode root = doc.root();
+  root.require_object();
+  root.only_keys({"name", "description", "generated_by", "reference", "threshold_pct", "cases",
+                  "not_expressible"});
+  PublishedSuite suite;
+  suite.file = path;
+  suite.name = root.string_at("name");
+  suite.threshold_pct = root.positive_or("threshold_pct", 10);
+  std::vector<std::string> metric_names;
+  for (const auto& e : kMetrics) metric_names.emplace_back(e.name);
+  for (const auto& c : root.at("cases").items()) {
+    c.only_keys({"id", "source", "source_table", "scenario", "metric", "reported",
+                 "flop_convention", "peak_tflops", "assumptions", "also_reported"});
+    PublishedCase pc;
+    pc.id = c.string_at("id");
+    pc.source = c.string_or("source", "");
+    pc.source_table = c.string_or("source_table", "");
+    pc.scenario_path = resolve(path, c.string_at("scenario"));
+    const std::string metric = c.enum_at("metric", metric_names);
+    for (const auto& e : kMetrics)
+      if (metric == e.name) pc.metric = e.m;
+    pc.reported = c.positive_at("reported");
+    const std::string conv = c.enum_at("flop_convention", flop_convention_names());
+    for (const auto& e : kConventions)
+      if (conv == e.name) pc.convention = e.c;
+    if (pc.metric == Metric::mfu) pc.peak_tflops = c.positive_at("peak_tflops");
+    if (const auto a = c.find("assumptions"))
+      for (const auto& s : a->items()) pc.assumptions.push_back(s.as_string());
+    suite.cases.push_back(std::move(pc));
+  }
+  suite.not_expressible = read_not_expressible(root);
+  return suite;
+}
+
+double predicted_metric(const PublishedCase& c, const Scenario& sc, double t) {
+  const double n = sc.gpus;
+  const double flops = flops_per_step(c.convention, sc.model,
+                                      static_cast<double>(sc.training.global_batch),
+                                      sc.training.seq_len);
+  switch (c.metric) {
+    case Metric::step_time_s: return t;
+    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / t / n;
+    case Metric::tflops_per_gpu: return flops / t / n / 1e12;
+    case Metric::mfu: return flops / t / n / (c.peak_tflops * 1e12);
+  }
+  return 0;
+}
+
+double implied_step_time_s(const PublishedCase& c, const Scenario& sc) {
+  const double n = sc.gpus;
+  const double flops = flops_per_step(c.convention, sc.model,
+                                      static_cast<double>(sc.training.global_batch),
+                                      sc.training.seq_len);
+  switch (c.metric) {
+    case Metric::step_time_s: return c.reported;
+    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / (c.reported * n);
+    case Metric::tflops_per_gpu: return flops / (c.reported * 1e12 * n);
+    case Metric::mfu: return flops / (c.reported * c.peak_tflops * 1e12 * n);
+  }
+  return 0;
+}
+
+SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict) {
+  SuiteResult r;
+  r.suite = suite.name;
+  r.threshold_pct = suite.threshold_pct;
+  r.not_expressible = suite.not_expressible;
+  for (const auto& c : suite.cases) {
+    CaseResult cr;
+    cr.id = c.id;
+    cr.source = c.source_table.empty() ? c.source : c.source + ", " + c.source_table;
+    cr.metric = c.metric;
+    cr.convention = to_string(c.convention);
+    cr.reported = c.reported;
+    cr.assumptions = c.assumptions;
+    try {
+      const Scenario sc = load_scenario(c.scenario_path);
+      const StepPrediction p = predict(sc);
+      if (!(p.step_time_s > 0) || !std::isfinite(p.step_time_s))
+        throw std::runtime_error("the step simulator returned step time " +
+                                 std::to_string(p.step_time_s));
+      cr.predicted_step_time_s = p.step_time_s;
+      cr.predicted = predicted_metric(c, sc, p.step_time_s);
+      cr.error_pct = 100.0 * (cr.predicted - cr.reported) / cr.reported;
+      cr.reported_step_time_s = implied_step_time_s(c, sc);
+      cr.predicted_mfu = p.mfu;
+      // Same model FLOPs (ours) over the reported run's step time.
+      cr.reported_mfu_ours = p.mfu * p.step_time_s / cr.reported_step_time_s;
+    } catch (const std::exception& e) {
+      cr.failure = e.what();
+    }
+    r.cases.push_back(std::move(cr));
+  }
+  finish(r);
+  return r;
+}
+
+MicrobenchSuite load_microbench_suite(const std::string& path) {
+  const JsonDocument doc = JsonDocument::load(path);
+  const JsonNode root = doc.root();
+  root.require_object();
+  root.only_keys({"name", "description", "threshold_pct", "cases", "not_expressible"});
+  MicrobenchSuite suite;
+  suite.file = path;
+  suite.name = root.string_at("name");
+  suite.threshold_pct = root.positive_or("threshold_pct", 10);
+  for (const auto& c : root.at("cases").items()) {
+    c.only_keys({"id", "log", "cluster", "description"});
+    MicrobenchCase mc;
+    mc.id = c.string_at("id");
+    mc.log_path = resolve(path, c.string_at("log"));
+    mc.cluster = c.string_at("cluster");
+    mc.description = c.string_or("description", "");
+    suite.cases.push_back(std::move(mc));
+  }
+  suite.not_expressible = read_not_expressible(root);
+  return suite;
+}
+
+SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectivePredictor& predict) {
+  SuiteResult r;
+  r.suite = suite.name;
+  r.threshold_pct = suite.threshold_pct;
+  r.not_expressible = suite.not_expressible;
+  for (const auto& c : suite.cases) {
+    NcclTestsLog log;
+    try {
+      log = load_nccl_tests_log(c.log_path);
+    } catch (const std::exception& e) {
+      CaseResult cr;
+      cr.id = c.id;
+      cr.failure = e.what();
+      r.cases.push_back(cr);
+      continue;
+    }
+    for (const auto& t : log.tables)
+      for (const auto& row : t.rows) {
+        const auto& m = row.best();
+        if (!m.time_us || row.size_bytes <= 0) continue;
+        CaseResult cr;
+        cr.id = c.id + " " + to_string(t.op) + " " + std::to_string(static_cast<long long>(row.size_bytes)) + " B";
+        cr.source = c.description;
+        cr.metric = Metric::step_time_s;
+        cr.convention = "nccl-tests time (us)";
+        cr.reported = *m.time_us;
+        try {
+          cr.predicted = predict({c.cluster, to_string(t.op), t.nranks, std::max(1, t.nodes),
+                                  row.size_bytes});
+          cr.error_pct = 100.0 * (cr.predicted - cr.reported) / cr.reported;
+          // busbw of both, for the plot: S·factor / t.
+          const double f = busbw_factor(t.op, t.nranks);
+          cr.reported_mfu_ours = row.size_bytes * f / cr.reported / 1e3;   // GB/s measured
+          cr.predicted_mfu = row.size_bytes * f / cr.predicted / 1e3;      // GB/s simulated
+        } catch (const std::exception& e) {
+          cr.failure = e.what();
+        }
+        r.cases.push_back(std::move(cr));
+      }
+  }
+  finish(r);
+  return r;
+}
+
+std::string format_table(const SuiteResult& r) {
+  std::ostringstream out;
+  out << "suite " << r.suite << ": " << r.cases.size() << " cases, " << r.not_expressible.size()
+      << " not expressible\n\n";
+  out << pad("case", 44) << pad("metric", 22) << pad("reported", 11, true)
+      << pad("predicted", 11, true) << pad("error", 9, true) << pad("MFU sim", 9, true)
+      << pad("MFU rep*", 9, true) << "\n";
+  for (const auto& c : r.cases) {
+    out << pad(c.id, 44) << pad(to_string(c.metric), 22);
+    if (!c.ok()) {
+      out << "  not simulated: " << c.failure << "\n";
+      continue;
+    }
+    const int d = r.suite == "microbench" ? 2 : digits_for(c.metric);
+    out << pad(fmt(c.reported, d), 11, true) << pad(fmt(c.predicted, d), 11, true)
+        << pad((c.error_pct >= 0 ? "+" : "") + fmt(c.error_pct, 1) + "%", 9, true);
+    if (r.suite != "microbench")
+      out << pad(fmt(100 * c.predicted_mfu, 1) + "%", 9, true)
+          << pad(fmt(100 * c.reported_mfu_ours, 1) + "%", 9, true);
+    out << "\n";
+  }
+  if (r.suite != "microbench")
+    out << "(* the reported run's MFU in clustersim's FLOP convention: our model FLOPs over the "
+           "step time the reported figure implies in the source's convention)\n";
+  if (!r.not_expressible.empty()) {
+    out << "\nnot expressible as scenarios (" << r.not_expressible.size() << "):\n";
+    for (const auto& n : r.not_expressible) out << "  " << pad(n.id, 44) << n.reason << "\n";
+  }
+  out << "\n" << r.suite << ": MAPE " << fmt(r.mape_pct, 1) << "% over " << r.ran
+      << " simulated case" << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
+      << "%): " << (r.passed() ? "PASS" : "FAIL") << "\n";
+  return out.str();
+}
+
+std::string to_json_text(const std::vector<SuiteResult>& results, const std::string& date) {
+  nlohmann::json j;
+  j["date"] = date;
+  j["suites"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json s;
+    s["name"] = r.suite;
+    s["mape_pct"] = r.mape_pct;
+    s["simulated_cases"] = r.ran;
+    s["threshold_pct"] = r.threshold_pct;
+    s["passed"] = r.passed();
+    s["cases"] = nlohmann::json::array();
+    for (const auto& c : r.cases) {
+      nlohmann::json cj = {{"id", c.id}, {"source", c.source}, {"metric", to_string(c.metric)},
+                           {"flop_convention", c.convention}, {"reported", c.reported},
+                           {"assumptions", c.assumptions}};
+      if (c.ok()) {
+        cj["predicted"] = c.predicted;
+        cj["error_pct"] = c.error_pct;
+        if (r.suite != "microbench") {
+          cj["predicted_step_time_s"] = c.predicted_step_time_s;
+          cj["reported_step_time_s"] = c.reported_step_time_s;
+          cj["predicted_mfu"] = c.predicted_mfu;
+          cj["reported_mfu_ours"] = c.reported_mfu_ours;
+        }
+      } else {
+        cj["failure"] = c.failure;
+      }
+      s["cases"].push_back(cj);
+    }
+    s["not_expressible"] = nlohmann::json::array();
+    for (const auto& n : r.not_expressible)
+      s["not_expressible"].push_back({{"id", n.id}, {"source", n.source}, {"reason", n.reason}});
+    j["suites"].push_back(s);
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string report_svg(const SuiteResult& r) {
+  svg::Axes axes;
+  svg::Series series;
+  series.line = false;
+  series.markers = true;
+  if (r.suite == "microbench") {
+    axes.title = "nccl-tests: simulated against measured bus bandwidth";
+    axes.x_label = "measured busbw (GB/s)";
+    axes.y_label = "simulated busbw (GB/s)";
+    series.name = "one message size";
+  } else {
+    axes.title = "Published runs: simulated against reported MFU (clustersim's FLOP convention)";
+    axes.x_label = "reported MFU (%)";
+    axes.y_label = "simulated MFU (%)";
+    series.name = "one published run";
+  }
+  for (const auto& c : r.cases) {
+    if (!c.ok()) continue;
+    const double scale = r.suite == "microbench" ? 1.0 : 100.0;
+    series.points.push_back({scale * c.reported_mfu_ours, scale * c.predicted_mfu, ""});
+  }
+  axes.y_min = 0;
+  return svg::line_chart(axes, {series}, {}, true);
+}
+
+std::string report_markdown(const std::vector<SuiteResult>& results, const std::string& date,
+                            const std::string& command, const std::string& svg_name) {
+  std::ostringstream out;
+  out << "# Validation report\n\n"
+      << "Generated by `" << command << "` on " << date
+      << ". Do not edit by hand: rerun the command.\n\n"
+      << "Each published run is simulated from its scenario in validation/suites/ and compared in "
+         "the source's own metric and FLOP convention (validation/suite.hpp). No simulator "
+         "constant is set from these figures.\n\n";
+  for (const auto& r : results) {
+    out << "## Suite `" << r.suite << "`\n\n"
+        << "**MAPE " << fmt(r.mape_pct, 1) << "%** over " << r.ran << " simulated case"
+        << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1) << "%: "
+        << (r.passed() ? "pass" : "fail") << ").\n\n";
+    if (r.suite != "microbench")
+      out << "![simulated against reported MFU](" << svg_name << ")\n\n";
+    out << "| case | metric | convention | reported | simulated | error |"
+        << (r.suite == "microbench" ? "" : " MFU sim | MFU rep (ours) |") << "\n"
+        << "|---|---|---|---:|---:|---:|" << (r.suite == "microbench" ? "" : "---:|---:|") << "\n";
+    for (const auto& c : r.cases) {
+      out << "| " << c.id << " | " << to_string(c.metric) << " | " << c.convention << " | ";
+      if (!c.ok()) {
+        out << fmt(c.reported, 3) << " | not simulated: " << c.failure << " | |"
+            << (r.suite == "microbench" ? "" : " | |") << "\n";
+        continue;
+      }
+      const int d = r.suite == "microbench" ? 2 : digits_for(c.metric);
+      out << fmt(c.reported, d) << " | " << fmt(c.predicted, d) << " | "
+          << (c.error_pct >= 0 ? "+" : "") << fmt(c.error_pct, 1) << "% |";
+      if (r.suite != "microbench")
+        out << " " << fmt(100 * c.predicted_mfu, 1) << "% | " << fmt(100 * c.reported_mfu_ours, 1)
+            << "% |";
+      out << "\n";
+    }
+    std::vector<const CaseResult*> assumed;
+    for (const auto& c : r.cases)
+      if (!c.assumptions.empty()) assumed.push_back(&c);
+    if (!assumed.empty()) {
+      out << "\nAssumptions where the source is silent:\n\n";
+      for (const auto* c : assumed) {
+        out << "- " << c->id << ": ";
+        for (std::size_t i = 0; i < c->assumptions.size(); ++i)
+          out << (i ? "; " : "") << c->assumptions[i];
+        out << "\n";
+      }
+    }
+    if (!r.not_expressible.empty()) {
+      out << "\nNot expressible as scenarios (" << r.not_expressible.size() << "):\n\n";
+      for (const auto& n : r.not_expressible) out << "- " << n.id << ": " << n.reason << "\n";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace clustersim::validation

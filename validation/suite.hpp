@@ -1,0 +1,158 @@
+// Validation suites: published training runs expressed as scenarios (validation/suites/
+// published-runs/) and published nccl-tests tables (validation/suites/microbench/), compared
+// with what the simulator predicts. The simulators are handed in as callbacks so that this
+// library depends on core only (tools/cmd_validate.cpp wires in the step simulator and the
+// collective simulator).
+//
+// FLOP conventions (FLOPs per optimizer step of B sequences of s tokens; l layers, hidden h,
+// a heads, g KV heads, FFN f, vocabulary V):
+//   megatron_eq3       96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))       Narayanan et al. SC'21 eq. (3):
+//                      counts the extra forward pass of full activation recomputation
+//   korthikanti_model  72·B·l·s·h²·(1 + s/(6h) + V/(12·h·l))       Korthikanti et al. eq. (7),
+//                      model FLOPs (no recomputation)
+//   korthikanti_hw_selective 72·B·l·s·h²·(1 + s/(3h) + V/(12·h·l)) eq. (8), selective recompute
+//   megatron_core      12·B·s·l·h²·((1 + g/a + s/h) + (f/h)·m + V/(2·l·h)), m = 3/2 for SwiGLU
+//                      else 1: Megatron-LM megatron/training/training.py
+//                      num_floating_point_operations (core r0.8); the GPT special case
+//                      (g = a, f = 4h, m = 1) equals korthikanti_model.
+// A reported figure is compared in its own convention: the simulated step time is turned into
+// the source's metric with the source's formula, never the reverse.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+
+namespace clustersim::validation {
+
+enum class FlopConvention { megatron_eq3, korthikanti_model, korthikanti_hw_selective, megatron_core };
+const char* to_string(FlopConvention c);
+std::vector<std::string> flop_convention_names();
+
+// FLOPs of one optimizer step (global_batch sequences of seq_len tokens) in a convention.
+double flops_per_step(FlopConvention convention, const ModelSpec& model, double global_batch,
+                      double seq_len);
+
+enum class Metric { step_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu };
+const char* to_string(Metric m);
+
+// What the step simulator says about one scenario.
+struct StepPrediction {
+  double step_time_s = 0;
+  double mfu = 0;  // in clustersim's own convention (model FLOPs / peak of the scenario's dtype)
+  double hfu = 0;
+};
+using StepPredictor = std::function<StepPrediction(const Scenario&)>;
+
+struct PublishedCase {
+  std::string id;
+  std::string source;
+  std::string source_table;
+  std::string scenario_path;  // resolved
+  Metric metric = Metric::step_time_s;
+  double reported = 0;
+  FlopConvention convention = FlopConvention::megatron_core;
+  double peak_tflops = 0;  // for Metric::mfu
+  std::vector<std::string> assumptions;
+};
+
+struct NotExpressible {
+  std::string id;
+  std::string source;
+  std::string reason;
+};
+
+struct PublishedSuite {
+  std::string name;
+  std::string file;
+  double threshold_pct = 10;
+  std::vector<PublishedCase> cases;
+  std::vector<NotExpressible> not_expressible;
+};
+
+// Reads suite.json (strict; ConfigError with file and pointer).
+PublishedSuite load_published_suite(const std::string& path);
+
+// Converts a simulated step time into the case's metric (its own FLOP convention).
+double predicted_metric(const PublishedCase& c, const Scenario& scenario, double step_time_s);
+// The step time the reported figure implies (same conventions), for like-with-like MFU.
+double implied_step_time_s(const PublishedCase& c, const Scenario& scenario);
+
+struct CaseResult {
+  std::string id;
+  std::string source;
+  Metric metric = Metric::step_time_s;
+  std::string convention;
+  double reported = 0;
+  double predicted = 0;
+  double error_pct = 0;  // 100·(predicted − reported) / reported
+  double predicted_step_time_s = 0;
+  double reported_step_time_s = 0;  // implied by the reported figure
+  double predicted_mfu = 0;         // ours
+  double reported_mfu_ours = 0;     // the reported run's MFU in our convention
+  std::vector<std::string> assumptions;
+  std::string failure;  // non-empty: the case could not be simulated (message)
+  bool ok() const { return failure.empty(); }
+};
+
+struct SuiteResult {
+  std::string suite;
+  std::vector<CaseResult> cases;
+  std::vector<NotExpressible> not_expressible;
+  double mape_pct = 0;  // over the cases that ran
+  int ran = 0;
+  double threshold_pct = 10;
+  bool passed() const { return ran > 0 && mape_pct <= threshold_pct; }
+};
+
+// Runs every case through `predict`. A case whose scenario fails to load or simulate is kept
+// with its failure message (and left out of the MAPE).
+SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict);
+
+// ---- Microbenchmark suite ------------------------------------------------------------------
+
+struct MicrobenchCase {
+  std::string id;
+  std::string log_path;   // resolved
+  std::string cluster;    // cluster preset name
+  std::string description;
+};
+
+struct MicrobenchSuite {
+  std::string name;
+  std::string file;
+  double threshold_pct = 10;
+  std::vector<MicrobenchCase> cases;
+  std::vector<NotExpressible> not_expressible;
+};
+
+MicrobenchSuite load_microbench_suite(const std::string& path);
+
+// Simulated time in µs of one nccl-tests measurement: op (nccl-tests name), ranks, nodes,
+// bytes, on the named cluster preset. Throws std::runtime_error when it cannot simulate.
+struct CollectiveQuery {
+  std::string cluster;
+  std::string op;  // "all_reduce", ...
+  int nranks = 0;
+  int nodes = 0;
+  double size_bytes = 0;
+};
+using CollectivePredictor = std::function<double(const CollectiveQuery&)>;
+
+// One case per measured row (size) of every table of every log.
+SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectivePredictor& predict);
+
+// ---- Output --------------------------------------------------------------------------------
+
+std::string format_table(const SuiteResult& result);
+// JSON of a result (for --json).
+std::string to_json_text(const std::vector<SuiteResult>& results, const std::string& date);
+// validation/REPORT.md text and the SVG of predicted against reported (relative to reported).
+std::string report_markdown(const std::vector<SuiteResult>& results, const std::string& date,
+                            const std::string& command, const std::string& svg_name);
+std::string report_svg(const SuiteResult& result);
+
+}  // namespace clustersim::validation
