@@ -1,0 +1,162 @@
+// Memory per GPU against the closed forms of Korthikanti et al. 2022 (activations) and
+// Rajbhandari et al. 2020 (ZeRO model states), computed by hand here.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.hpp"
+#include "core/scenario_loader.hpp"
+#include "models/memory.hpp"
+#include "models/transformer.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string scenario_path(const std::string& name) {
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";
+}
+
+// A scenario built from the seed's optimized one with parts replaced.
+Scenario patched(const nlohmann::json& patch) {
+  nlohmann::json base = nlohmann::json::parse(R"({
+    "name": "test", "model": "llama2-70b", "cluster": "h800-128x8-rail", "gpus": 1024,
+    "parallelism": {"dp": 64, "tp": 8, "pp": 2, "sequence_parallel": true, "zero_stage": 1},
+    "training": {"global_batch": 1024, "micro_batch": 1, "seq_len": 4096, "recompute": "selective"},
+    "comm": {"grad_dtype": "bf16"}
+  })");
+  base.merge_patch(patch);
+  return load_scenario(JsonDocument::parse(base.dump(), "test.json"));
+}
+
+}  // namespace
+
+TEST_CASE("GPT activations per layer are Korthikanti et al.'s s b h (34 + 5 a s / h)") {
+  const ModelSpec m = load_model_preset("gpt-174.6b-sc21");
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  const double sbh = s * b * h;
+  // Table 2 of Korthikanti et al., one formula per configuration.
+  CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none).stored ==
+        Approx(sbh * (34 + 5 * a * s / h)));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::none).stored ==
+        Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none).stored ==
+        Approx(sbh * (34 / t + 5 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::selective).stored ==
+        Approx(sbh * (10 + 24 / t)));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective).stored ==
+        Approx(sbh * 34 / t));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::full).stored == Approx(2 * sbh));
+  SECTION("activations scale with the micro-batch size") {
+    CHECK(layer_activation_bytes(m, 2048, 4, 8, true, Recompute::selective).stored ==
+          Approx(4 * sbh * 34 / t));
+  }
+  SECTION("recomputation re-creates one layer's working set during backward") {
+    CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective).transient ==
+          Approx(5 * a * s * s * b / t));
+    CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::full).transient ==
+          Approx(sbh * (34 + 5 * a * s / h)));
+  }
+}
+
+TEST_CASE("the GQA and SwiGLU generalisation counts K, V and the three FFN tensors") {
+  // Llama-2-70B: kv = 8 x 128 = 1024, f = 28672. Per token and layer: replicated 10h, sharded
+  // Q 2h + K 2kv + V 2kv + O-input 2h + SwiGLU 3 x 2f, scores 5 a s.
+  const ModelSpec m = load_model_preset("llama2-70b");
+  const double h = 8192, kv = 1024, f = 28672, a = 64, s = 4096;
+  const ActivationCoefficients c = activation_coefficients(m, 4096);
+  CHECK(c.replicated_per_token == Approx(10 * h));
+  CHECK(c.sharded_per_token == Approx(4 * h + 4 * kv + 6 * f));
+  CHECK(c.scores_per_token == Approx(5 * a * s));
+  CHECK(layer_activation_bytes(m, 4096, 1, 8, true, Recompute::selective).stored ==
+        Approx(s * (10 * h + 4 * h + 4 * kv + 6 * f) / 8));
+}
+
+TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64 GPUs") {
+  // Rajbhandari et al. 2020, Figure 1: Psi = 7.5B, K = 12, N_d = 64: baseline 120 GB,
+  // P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per GPU. Our 7.5B GPT has 7.47e9 parameters;
+  // scale its states per parameter to 7.5e9.
+  const auto stage = GENERATE(0, 1, 2, 3);
+  const double expected_GB[] = {120.0, 31.4, 16.6, 1.875};
+  INFO("ZeRO stage " << stage);
+  const Scenario s = patched({{"model", "gpt-7.5b-sc21"},
+                              {"gpus", 64},
+                              {"parallelism",
+                               {{"dp", 64}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false},
+                                {"zero_stage", stage}}},
+                              {"training", {{"global_batch", 64}, {"seq_len", 2048}}},
+                              {"comm", {{"grad_dtype", "fp16"}}}});
+  const MemoryEstimate e = estimate_memory(s);
+  const StageMemory& m = e.worst();
+  const double params = count_parameters(s.model).total();
+  CHECK(m.parameters == Approx(params));
+  const double states = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes;
+  CHECK(states / params * 7.5e9 / 1e9 == Approx(expected_GB[stage]).epsilon(0.01));
+}
+
+TEST_CASE("FP32 layer groups keep the embedding and LM-head gradients in 4 bytes") {
+  const Scenario with = patched({{"comm", {{"grad_dtype", "fp16"},
+                                           {"fp32_layer_groups", {"embedding", "lm_head"}}}}});
+  const Scenario without = patched({{"comm", {{"grad_dtype", "fp16"}}}});
+  const MemoryEstimate a = estimate_memory(with);
+  const MemoryEstimate b = estimate_memory(without);
+  // Stage 0 holds the vocab-parallel embedding V h / tp; stage 1 the LM head, same size.
+  const double table = 32000.0 * 8192 / 8;
+  CHECK(a.stages[0].gradients_bytes - b.stages[0].gradients_bytes == Approx(2 * table));
+  CHECK(a.stages[1].gradients_bytes - b.stages[1].gradients_bytes == Approx(2 * table));
+}
+
+TEST_CASE("the optimized seed layout's first stage is counted term by term") {
+  const Scenario s = load_scenario(scenario_path("seed-optimized-1024"));
+  const MemoryEstimate e = estimate_memory(s);
+  REQUIRE(e.stages.size() == 2);
+  const StageMemory& st = e.stages[0];
+  const double h = 8192, kv = 1024, f = 28672, d = 128, V = 32000, seq = 4096;
+  const double layer = h * h / 8 + 2 * h * d + h * h / 8 + 3 * h * f / 8 + 2 * h;
+  const double params = 40 * layer + V * h / 8;
+  CHECK(st.parameters == Approx(params));
+  CHECK(st.weights_bytes == Approx(2 * params));
+  CHECK(st.gradients_bytes == Approx(2 * 40 * layer + 4 * V * h / 8));  // FP16, embedding FP32
+  CHECK(st.optimizer_bytes == Approx(12 * params / 64));                 // ZeRO-1 over DP 64
+  // 1F1B with pp = 2: two micro-batches in flight on the first stage.
+  CHECK(st.micro_batches_in_flight == 2);
+  const double per_layer = seq * (10 * h + 4 * h + 4 * kv + 6 * f) / 8;
+  CHECK(st.activation_per_micro_batch_bytes == Approx(40 * per_layer + seq * h / 8));
+  CHECK(st.activation_transient_bytes == Approx(5.0 * 64 * seq * seq / 8));
+  CHECK(e.fits());
+}
+
+TEST_CASE("1-bit Adam adds FP32 worker and server errors and packed sign buffers") {
+  const Scenario s = patched({{"comm", {{"compression", "onebit_adam"}}}});
+  const MemoryEstimate e = estimate_memory(s);
+  const StageMemory& st = e.stages[0];
+  CHECK(st.onebit_adam_bytes == Approx(st.parameters * (4 + 4.0 / 64 + 2.0 / 8)));
+  CHECK(estimate_memory(patched(nlohmann::json::object())).stages[0].onebit_adam_bytes == 0);
+}
+
+TEST_CASE("the usable HBM is capacity minus CUDA context and allocator reserve") {
+  const MemoryEstimate e = estimate_memory(load_scenario(scenario_path("seed-optimized-1024")));
+  CHECK(e.hbm_bytes == 80e9);
+  CHECK(e.usable_bytes() == Approx(80e9 * 0.95 - 0.75 * kGiB));
+  CHECK(e.headroom_bytes() == Approx(e.usable_bytes() - e.peak_bytes()));
+}
+
+TEST_CASE("a 70B model fits pure data parallelism only with ZeRO-3") {
+  SECTION("without sharding each GPU needs ~16 bytes x 69e9 parameters") {
+    const MemoryEstimate e = estimate_memory(load_scenario(scenario_path("seed-dp-1024-no-zero")));
+    CHECK_FALSE(e.fits());
+    CHECK(e.peak_bytes() > 16 * 68.9e9);
+  }
+  SECTION("with ZeRO-3 every seed data-parallel scale fits") {
+    for (const char* name : {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024",
+                             "seed-dp-1024-as-written"}) {
+      INFO(name);
+      CHECK(estimate_memory(load_scenario(scenario_path(name))).fits());
+    }
+  }
+  SECTION("the optimized DP 64 x TP 8 x PP 2 layout fits") {
+    CHECK(estimate_memory(load_scenario(scenario_path("seed-optimized-1024"))).fits());
+  }
+}

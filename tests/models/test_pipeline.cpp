@@ -1,0 +1,41 @@
+// Pipeline bubble and in-flight micro-batches against Narayanan et al. SC'21 §2.2 and
+// Korthikanti et al. §4.2.3.
+#include <catch2/catch.hpp>
+
+#include "models/pipeline.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+TEST_CASE("the 1F1B and GPipe bubble is (p - 1) / m of the ideal time") {
+  CHECK(bubble_over_ideal(2, 1, 16, PipelineSchedule::one_f_one_b) == Approx(1.0 / 16));
+  CHECK(bubble_over_ideal(8, 1, 64, PipelineSchedule::gpipe) == Approx(7.0 / 64));
+  CHECK(bubble_fraction_of_step(2, 1, 16, PipelineSchedule::one_f_one_b) == Approx(1.0 / 17));
+  CHECK(bubble_over_ideal(1, 1, 16, PipelineSchedule::one_f_one_b) == 0);
+}
+
+TEST_CASE("interleaving v chunks per rank divides the bubble by v") {
+  CHECK(bubble_over_ideal(8, 3, 64, PipelineSchedule::interleaved) == Approx(7.0 / (3 * 64)));
+}
+
+TEST_CASE("1F1B holds p - i micro-batches on stage i, at most m") {
+  for (int i = 0; i < 4; ++i) {
+    CHECK(micro_batches_in_flight(i, 4, 1, 16, PipelineSchedule::one_f_one_b) == 4 - i);
+  }
+  CHECK(micro_batches_in_flight(0, 8, 1, 3, PipelineSchedule::one_f_one_b) == 3);
+  CHECK(micro_batches_in_flight(0, 1, 1, 16, PipelineSchedule::one_f_one_b) == 1);
+}
+
+TEST_CASE("GPipe holds every micro-batch of the step") {
+  CHECK(micro_batches_in_flight(0, 4, 1, 16, PipelineSchedule::gpipe) == 16);
+}
+
+TEST_CASE("the interleaved first stage holds p (1 + (p - 1)/(p v)) micro-batches") {
+  // Korthikanti et al. §4.2.3: the first stage's activation memory grows by 1 + (p-1)/(p m_v).
+  const double p = 8, v = 3;
+  CHECK(micro_batches_in_flight(0, 8, 3, 64, PipelineSchedule::interleaved) ==
+        Approx(p * (1 + (p - 1) / (p * v))));
+  // The last stage warms up (v - 1) p chunks plus one: (v - 1) + 1/v micro-batches' worth.
+  CHECK(micro_batches_in_flight(7, 8, 3, 64, PipelineSchedule::interleaved) ==
+        Approx(((v - 1) * p + 1) / v));
+}
