@@ -21,8 +21,8 @@ namespace clustersim::sim {
 namespace {
 
 // --- Indices as NCCL numbers them -------------------------------------------------------------
-constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kCollNetChain = 3, kNvls = 4,
-              kNvlsTree = 5, kPat = 6;
+constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kCollNetChain = 3, kNvls = 4, kNvlsTree = 5,
+              kPat = 6;
 constexpr int kNumAlgos = 7;
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
 constexpr int kNumProtos = 3;
@@ -41,13 +41,22 @@ constexpr double kBaseLat_us[kNumAlgos][kNumProtos] = {
 // hwLatencies [hw][algo][proto], microseconds.
 constexpr double kHwLat_us[3][kNumAlgos][kNumProtos] = {
     // NVLINK
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25},
+    {{0.6, 1.25, 4.0},
+     {0.6, 1.9, 3.4},
+     {0, 0, 3.7},
+     {0, 0, 2.8},
+     {0, 0, 25},
+     {0, 0, 25},
      {0, 0, 4.0}},
     // PCI
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0},
-     {0, 0, 4.0}},
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
     // NET
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9},
+    {{5.0, 8.5, 14},
+     {2.7, 4.0, 14.0},
+     {0, 0, 31},
+     {0, 0, 30},
+     {0, 0, 18},
+     {0, 0, 20.9},
      {0, 0, 14}}};
 // llMaxBws [row][nodes index], GB/s. Row: compCap index on one node; on several nodes row 0
 // for Intel CPUs and row 1 for AMD. Nodes index: 1 node, 2 nodes, more.
@@ -68,14 +77,15 @@ constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 // getNetOverhead(): network post overhead per inter-node ring step, microseconds.
 constexpr double kNetOverheadIntel_us = 1.0;
 constexpr double kNetOverheadAmd_us = 2.0;
-// Simple protocol triples the net overhead (tuning.cc "if (p == NCCL_PROTO_SIMPLE) netOverhead *= 3").
+// Simple protocol triples the net overhead (tuning.cc "if (p == NCCL_PROTO_SIMPLE) netOverhead *=
+// 3").
 constexpr double kNetOverheadSimpleFactor = 3.0;
 // Bandwidth refinements in ncclTopoTuneModel, dimensionless.
-constexpr double kRingLLFactor = 0.5;             // Ring LL: busBw * .5
-constexpr double kRingLL128Factor = 0.92;         // Ring LL128: busBw * 0.92 (~120/128)
-constexpr double kTreeAllReduceFactor = 0.92;     // Tree AllReduce: busBw * .92
-constexpr double kTreeLLDivisor = 3.8;            // Tree LL: busBw / 3.8
-constexpr double kTreeLL128OneNode = 7.0 / 9.0;   // Tree LL128 on one node
+constexpr double kRingLLFactor = 0.5;            // Ring LL: busBw * .5
+constexpr double kRingLL128Factor = 0.92;        // Ring LL128: busBw * 0.92 (~120/128)
+constexpr double kTreeAllReduceFactor = 0.92;    // Tree AllReduce: busBw * .92
+constexpr double kTreeLLDivisor = 3.8;           // Tree LL: busBw / 3.8
+constexpr double kTreeLL128OneNode = 7.0 / 9.0;  // Tree LL128 on one node
 constexpr double kTreeLL128MultiNode = 120.0 / 128.0;
 constexpr double kPlainTreePatternFactor = 0.85;  // maxTreePattern == NCCL_TOPO_PATTERN_TREE
 constexpr double kPatFactor = 0.75;               // PAT: busBw * .75
@@ -83,14 +93,16 @@ constexpr double kTreeAlgoBwRatio = 0.5;          // bus -> algo bandwidth for T
 // PAT latency: log2(nNodes) * interLat / 3.5 + nRanks * 2.8 us.
 constexpr double kPatInterLatDivisor = 3.5;
 constexpr double kPatPerRank_us = 2.8;
+// CollNetDirect: "0.4 us arity serialization latency" per local rank.
+constexpr double kCollNetArityLat_us = 0.4;
 // ncclTopoGetAlgoTime: treeCorrectionFactor [proto][log2(nBytes/64)], dimensionless.
 constexpr double kTreeCorrection[kNumProtos][24] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0,
-     1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
-     1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9,
-     .9}};
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6,  .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6,  .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5,
+     .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
 // Ring Simple multi-node AllReduce "plateau effect": latency x1.4 (compCap >= 80) or x1.9,
 // when nBytes / (nChannels * nRanks) >= 64 bytes.
 constexpr double kRingPlateauFactor = 1.4;
@@ -103,25 +115,25 @@ constexpr int kFp8RingMaxRanks = 8;
 
 // --- Threads and channels (src/include/device.h, comm.h, graph/topo.h, v2.30.7-1) --------------
 constexpr int kWarpSize = 32;
-constexpr int kMaxNThreads = 640;        // NCCL_MAX_NTHREADS
-constexpr int kSimpleMaxNThreads = 512;  // NCCL_SIMPLE_MAX_NTHREADS
-constexpr int kLLMaxNThreads = 512;      // NCCL_LL_MAX_NTHREADS
-constexpr int kLL128MaxNThreads = 640;   // NCCL_LL128_MAX_NTHREADS
-constexpr int kSimpleLowNThreads = 256;  // tuning.cc: ring Simple default when bw <= PCI_BW
-constexpr double kPciBw_GBps = 12.0;     // PCI_BW (graph/topo.h, "PCI Gen3 x16")
+constexpr int kMaxNThreads = 640;            // NCCL_MAX_NTHREADS
+constexpr int kSimpleMaxNThreads = 512;      // NCCL_SIMPLE_MAX_NTHREADS
+constexpr int kLLMaxNThreads = 512;          // NCCL_LL_MAX_NTHREADS
+constexpr int kLL128MaxNThreads = 640;       // NCCL_LL128_MAX_NTHREADS
+constexpr int kSimpleLowNThreads = 256;      // tuning.cc: ring Simple default when bw <= PCI_BW
+constexpr double kPciBw_GBps = 12.0;         // PCI_BW (graph/topo.h, "PCI Gen3 x16")
 constexpr long kLLThreadThreshold = 8;       // NCCL_LL_THREAD_THRESHOLD (comm.h)
 constexpr long kLL128ThreadThreshold = 8;    // NCCL_LL128_THREAD_THRESHOLD
 constexpr long kSimpleThreadThreshold = 64;  // NCCL_SIMPLE_THREAD_THRESHOLD
 constexpr long kCollNetSimpleThreadThreshold = 512;  // tuning.cc collnet override
-constexpr int kMaxChannels = 64;         // MAXCHANNELS (device.h, v2.30.7-1)
-constexpr int kMaxNvlsArity = 32;        // NCCL_MAX_NVLS_ARITY (device.h)
-constexpr int kNvlsChannelsSm90 = 16;    // NVLS_NCHANNELS_SM90 (transport/nvls.cc)
-constexpr int kNvlsChannelsSm100 = 32;   // NVLS_NCHANNELS_SM100, several nodes
-constexpr int kNvlsChannelsSm100Nvl = 24;  // NVLS_NCHANNELS_SM100_NVL, one node
+constexpr int kMaxChannels = 64;                     // MAXCHANNELS (device.h, v2.30.7-1)
+constexpr int kMaxNvlsArity = 32;                    // NCCL_MAX_NVLS_ARITY (device.h)
+constexpr int kNvlsChannelsSm90 = 16;                // NVLS_NCHANNELS_SM90 (transport/nvls.cc)
+constexpr int kNvlsChannelsSm100 = 32;               // NVLS_NCHANNELS_SM100, several nodes
+constexpr int kNvlsChannelsSm100Nvl = 24;            // NVLS_NCHANNELS_SM100_NVL, one node
 
 // --- Topology search speeds (src/graph/search.cc, v2.30.7-1), GB/s per channel -----------------
-constexpr double kSpeedIntra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0,
-                                  4.0, 3.0};
+constexpr double kSpeedIntra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0,
+                                  9.0,  7.0,  6.0,  5.0,  4.0,  3.0};
 constexpr double kSpeedInter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
                                   7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 constexpr double kSm90SpeedIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0,
@@ -130,9 +142,8 @@ constexpr double kSm90SpeedInter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 
                                       15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 constexpr double kSm100SpeedIntra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 45.0,
                                        40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
-constexpr double kSm100SpeedInter[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0,
-                                       30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0,
-                                       6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr double kSm100SpeedInter[] = {96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0,
+                                       20.0, 17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
 // ncclTopoDupChannels: duplicate when bwIntra >= 25, except on compCap > 80 when bwIntra < 50
 // and nChannels > 4.
 constexpr double kDupMinBw_GBps = 25.0;
@@ -144,7 +155,7 @@ constexpr double kPostsetDoubleMinBw_GBps = 45.0;
 constexpr int kPostsetDoubleMaxChannels = 16;
 
 // --- Unit conversion -----------------------------------------------------------------------------
-constexpr double kBytesPerGB = 1e9;    // NCCL's GB/s are 1e9 bytes/s (time = bytes / (1000 bw) us)
+constexpr double kBytesPerGB = 1e9;  // NCCL's GB/s are 1e9 bytes/s (time = bytes / (1000 bw) us)
 constexpr double kUsPerS = 1e6;
 
 int log2i(std::int64_t n) {  // NCCL log2Down: floor(log2(n)), -1 for n <= 0
@@ -159,40 +170,57 @@ int log2i(std::int64_t n) {  // NCCL log2Down: floor(log2(n)), -1 for n <= 0
 
 int compcap_index(GpuArch a) {
   switch (a) {
-    case GpuArch::volta: return kVolta;
-    case GpuArch::ampere: return kAmpere;
-    case GpuArch::hopper: return kHopper;
-    case GpuArch::blackwell: return kBlackwell;
+    case GpuArch::volta:
+      return kVolta;
+    case GpuArch::ampere:
+      return kAmpere;
+    case GpuArch::hopper:
+      return kHopper;
+    case GpuArch::blackwell:
+      return kBlackwell;
   }
   return kHopper;
 }
 
 int nccl_algo(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::tree: return kTree;
-    case NcclAlgo::ring: return kRing;
-    case NcclAlgo::collnet_direct: return kCollNetDirect;
-    case NcclAlgo::collnet_chain: return kCollNetChain;
-    case NcclAlgo::nvls: return kNvls;
-    case NcclAlgo::nvls_tree: return kNvlsTree;
-    case NcclAlgo::pat: return kPat;
+    case NcclAlgo::tree:
+      return kTree;
+    case NcclAlgo::ring:
+      return kRing;
+    case NcclAlgo::collnet_direct:
+      return kCollNetDirect;
+    case NcclAlgo::collnet_chain:
+      return kCollNetChain;
+    case NcclAlgo::nvls:
+      return kNvls;
+    case NcclAlgo::nvls_tree:
+      return kNvlsTree;
+    case NcclAlgo::pat:
+      return kPat;
   }
   return kRing;
 }
 
 NcclAlgo algo_of(int a) {
-  static constexpr NcclAlgo map[kNumAlgos] = {NcclAlgo::tree,          NcclAlgo::ring,
-                                              NcclAlgo::collnet_direct, NcclAlgo::collnet_chain,
-                                              NcclAlgo::nvls,          NcclAlgo::nvls_tree,
+  static constexpr NcclAlgo map[kNumAlgos] = {NcclAlgo::tree,
+                                              NcclAlgo::ring,
+                                              NcclAlgo::collnet_direct,
+                                              NcclAlgo::collnet_chain,
+                                              NcclAlgo::nvls,
+                                              NcclAlgo::nvls_tree,
                                               NcclAlgo::pat};
   return map[a];
 }
 
 int nccl_proto(NcclProto p) {
   switch (p) {
-    case NcclProto::ll: return kLL;
-    case NcclProto::ll128: return kLL128;
-    case NcclProto::simple: return kSimple;
+    case NcclProto::ll:
+      return kLL;
+    case NcclProto::ll128:
+      return kLL128;
+    case NcclProto::simple:
+      return kSimple;
   }
   return kSimple;
 }
@@ -203,13 +231,19 @@ NcclProto proto_of(int p) {
 
 int nccl_func(NcclCollective c) {
   switch (c) {
-    case NcclCollective::broadcast: return kBroadcast;
-    case NcclCollective::reduce: return kReduce;
-    case NcclCollective::all_gather: return kAllGather;
-    case NcclCollective::reduce_scatter: return kReduceScatter;
-    case NcclCollective::all_reduce: return kAllReduce;
+    case NcclCollective::broadcast:
+      return kBroadcast;
+    case NcclCollective::reduce:
+      return kReduce;
+    case NcclCollective::all_gather:
+      return kAllGather;
+    case NcclCollective::reduce_scatter:
+      return kReduceScatter;
+    case NcclCollective::all_reduce:
+      return kAllReduce;
     case NcclCollective::all_to_all:
-    case NcclCollective::send_recv: break;
+    case NcclCollective::send_recv:
+      break;
   }
   throw std::invalid_argument(std::string("NCCL has no tuning table for ") + to_string(c));
 }
@@ -231,23 +265,34 @@ std::string cost_table_skip(const NcclCommInfo& c, int func, int a) {
 
 const char* to_string(NcclCollective c) {
   switch (c) {
-    case NcclCollective::all_reduce: return "all_reduce";
-    case NcclCollective::reduce_scatter: return "reduce_scatter";
-    case NcclCollective::all_gather: return "all_gather";
-    case NcclCollective::broadcast: return "broadcast";
-    case NcclCollective::reduce: return "reduce";
-    case NcclCollective::all_to_all: return "all_to_all";
-    case NcclCollective::send_recv: return "send_recv";
+    case NcclCollective::all_reduce:
+      return "all_reduce";
+    case NcclCollective::reduce_scatter:
+      return "reduce_scatter";
+    case NcclCollective::all_gather:
+      return "all_gather";
+    case NcclCollective::broadcast:
+      return "broadcast";
+    case NcclCollective::reduce:
+      return "reduce";
+    case NcclCollective::all_to_all:
+      return "all_to_all";
+    case NcclCollective::send_recv:
+      return "send_recv";
   }
   return "?";
 }
 
 const char* to_string(GpuArch a) {
   switch (a) {
-    case GpuArch::volta: return "volta";
-    case GpuArch::ampere: return "ampere";
-    case GpuArch::hopper: return "hopper";
-    case GpuArch::blackwell: return "blackwell";
+    case GpuArch::volta:
+      return "volta";
+    case GpuArch::ampere:
+      return "ampere";
+    case GpuArch::hopper:
+      return "hopper";
+    case GpuArch::blackwell:
+      return "blackwell";
   }
   return "?";
 }
@@ -308,8 +353,8 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
   if (n_ranks < 1) throw std::invalid_argument("derive_comm_info: n_ranks must be >= 1");
   if (n_nodes < 1 || n_nodes > n_ranks || n_ranks % n_nodes != 0) {
     throw std::invalid_argument("derive_comm_info: n_nodes must divide n_ranks (" +
-                                std::to_string(n_ranks) + " ranks on " +
-                                std::to_string(n_nodes) + " nodes)");
+                                std::to_string(n_ranks) + " ranks on " + std::to_string(n_nodes) +
+                                " nodes)");
   }
   if (!(hw.nvlink_Bps_per_gpu > 0)) {
     throw std::invalid_argument("derive_comm_info: nvlink_Bps_per_gpu must be > 0");
@@ -328,12 +373,11 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
   const int ppn = n_ranks / n_nodes;
   const bool multi_node = n_nodes > 1;
   const double nvlink_GBps = hw.nvlink_Bps_per_gpu / kBytesPerGB;
-  const double nic_GBps =
-      hw.net_Bps_per_gpu * hw.gpus_per_node / hw.nics_per_node / kBytesPerGB;
+  const double nic_GBps = hw.net_Bps_per_gpu * hw.gpus_per_node / hw.nics_per_node / kBytesPerGB;
   // NICs of a node the communicator's ranks sit next to (one rank per node uses one NIC).
   const int nics_usable =
-      multi_node ? std::clamp((ppn * hw.nics_per_node + hw.gpus_per_node - 1) / hw.gpus_per_node,
-                              1, hw.nics_per_node)
+      multi_node ? std::clamp((ppn * hw.nics_per_node + hw.gpus_per_node - 1) / hw.gpus_per_node, 1,
+                              hw.nics_per_node)
                  : 0;
   ci.nvlink_GBps_per_gpu = nvlink_GBps;
   ci.net_GBps_per_gpu = hw.net_Bps_per_gpu / kBytesPerGB;
@@ -344,8 +388,7 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
                                 nic_GBps, nics_usable);
   // ncclTopoDupChannels.
   const bool sm90_plus = hw.arch == GpuArch::hopper || hw.arch == GpuArch::blackwell;
-  if (s >= kDupMinBw_GBps &&
-      !(sm90_plus && s < kDupSm90MaxBw_GBps && c > kDupSm90MaxChannels)) {
+  if (s >= kDupMinBw_GBps && !(sm90_plus && s < kDupSm90MaxBw_GBps && c > kDupSm90MaxChannels)) {
     const int dup = std::min(2 * c, ring_max);
     s /= (dup + c - 1) / c;
     c = dup;
@@ -376,8 +419,8 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
   ci.nvls.bw_intra_GBps = nvls_s;
   ci.nvls.bw_inter_GBps = nvls_s;
   ci.nvls.intra_nvlink = hw.nvswitch;
-  ci.nvls_supported = sm90_plus && hw.nvswitch && nvls_c >= 2 && nvls_s > 0 &&
-                      settings.nvls_enable.value_or(true);
+  ci.nvls_supported =
+      sm90_plus && hw.nvswitch && nvls_c >= 2 && nvls_s > 0 && settings.nvls_enable.value_or(true);
   ci.nvls_channels = hw.arch == GpuArch::blackwell
                          ? (multi_node ? kNvlsChannelsSm100 : kNvlsChannelsSm100Nvl)
                          : kNvlsChannelsSm90;
@@ -390,7 +433,8 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
     comm_c = std::min(kMaxChannels, 2 * comm_c);
   }
   if (settings.max_channels > 0) comm_c = std::min(comm_c, settings.max_channels);
-  if (settings.min_channels > 0) comm_c = std::max(comm_c, std::min(settings.min_channels, kMaxChannels));
+  if (settings.min_channels > 0)
+    comm_c = std::max(comm_c, std::min(settings.min_channels, kMaxChannels));
   ci.comm_channels = comm_c;
 
   // LL128 default: typeIntra <= PATH_NVB (NVLink) and typeInter <= PATH_PXN on Hopper+
@@ -420,9 +464,9 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
   const bool amd = comm_.cpu == CpuVendor::amd;
 
   // Threads (tuning.cc ncclTopoTuneModel, NCCL_NTHREADS unset).
-  const int ring_simple_threads =
-      comm_.ring.bw_intra_GBps * comm_.ring.n_channels <= kPciBw_GBps ? kSimpleLowNThreads
-                                                                       : kSimpleMaxNThreads;
+  const int ring_simple_threads = comm_.ring.bw_intra_GBps * comm_.ring.n_channels <= kPciBw_GBps
+                                      ? kSimpleLowNThreads
+                                      : kSimpleMaxNThreads;
   max_threads_[kRing][kSimple] = ring_simple_threads;
   max_threads_[kTree][kSimple] = kSimpleMaxNThreads;
   max_threads_[kCollNetDirect][kSimple] = max_threads_[kCollNetChain][kSimple] =
@@ -462,13 +506,13 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
   };
 
   for (int coll = 0; coll < kNumFuncs; ++coll) {
-    const int nsteps = coll == kAllReduce                                ? 2 * (nRanks - 1)
+    const int nsteps = coll == kAllReduce                             ? 2 * (nRanks - 1)
                        : coll == kReduceScatter || coll == kAllGather ? nRanks - 1
-                                                                        : nRanks;
+                                                                      : nRanks;
     for (int a = 0; a < kNumAlgos; ++a) {
       if ((coll == kBroadcast || coll == kReduce) && a != kRing) continue;
-      if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing &&
-          a != kNvls && a != kCollNetDirect)
+      if ((coll == kReduceScatter || coll == kAllGather) && a != kPat && a != kRing && a != kNvls &&
+          a != kCollNetDirect)
         continue;
       if (coll == kAllReduce && a == kPat) continue;
       const NcclGraphInfo& gr = graph(a);
@@ -484,8 +528,8 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
         // PAT needs one GPU per node (ncclPatEnable).
         if ((coll == kReduceScatter || coll == kAllGather) && a == kPat &&
             (p != kSimple || nNodes != nRanks)) {
-          e.why_disabled = p != kSimple ? "PAT runs the Simple protocol only"
-                                        : "PAT needs one GPU per node";
+          e.why_disabled =
+              p != kSimple ? "PAT runs the Simple protocol only" : "PAT needs one GPU per node";
           continue;
         }
         e.modelled = true;
@@ -498,8 +542,8 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
             e.why_disabled = "NVLS needs at least 2 channels";
             continue;
           }
-          double intraBw = gr.bw_intra_GBps * kNvlsEfficiency[cc] * (gr.n_channels - 1) /
-                           gr.n_channels;
+          double intraBw =
+              gr.bw_intra_GBps * kNvlsEfficiency[cc] * (gr.n_channels - 1) / gr.n_channels;
           if (coll == kAllReduce) {
             intraBw *= 2.0;  // AllReduce pipelines two operations
           } else {
@@ -507,8 +551,7 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
           }
           const double interBw = gr.bw_inter_GBps * ((nNodes <= 2 && a == kNvlsTree) ? 2 : 1);
           bw = std::min({intraBw, interBw,
-                         a == kNvlsTree ? perChMaxNVLSTreeBw
-                                        : std::numeric_limits<double>::max()});
+                         a == kNvlsTree ? perChMaxNVLSTreeBw : std::numeric_limits<double>::max()});
         }
         double busBw = gr.n_channels * bw;
 
@@ -569,8 +612,9 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
               if (p == kSimple) netOverhead *= kNetOverheadSimpleFactor;
             }
             intraLat = std::max(intraLat, netOverhead);
-            const int nInterSteps =
-                nNodes == 1 ? 0 : coll == kAllReduce ? 2 * (nNodes - 1) : nNodes - 1;
+            const int nInterSteps = nNodes == 1          ? 0
+                                    : coll == kAllReduce ? 2 * (nNodes - 1)
+                                                         : nNodes - 1;
             lat += (nsteps - nInterSteps) * intraLat + nInterSteps * interLat;
           }
         } else if (a == kTree) {
@@ -578,7 +622,8 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
             lat += 2 * ((nRanks / nNodes - 1) * intraLat + log2i(nNodes) * interLat);
           }
         } else if (a == kCollNetDirect) {
-          lat += 2 * (std::min(1, nRanks / nNodes - 1) * intraLat + (nRanks / nNodes - 1) * 0.4) +
+          lat += 2 * (std::min(1, nRanks / nNodes - 1) * intraLat +
+                      (nRanks / nNodes - 1) * kCollNetArityLat_us) +
                  interLat;
         } else if (a == kCollNetChain) {
           lat += 2 * (nRanks / nNodes - 1) * intraLat + interLat;
@@ -608,9 +653,9 @@ NcclModel::NcclModel(NcclCommInfo comm, const NcclSettings& settings) : comm_(st
   }
   bool algo_allowed[kNumAlgos];
   for (int a = 0; a < kNumAlgos; ++a) {
-    algo_allowed[a] = settings.algos.empty() ||
-                      std::find(settings.algos.begin(), settings.algos.end(), algo_of(a)) !=
-                          settings.algos.end();
+    algo_allowed[a] =
+        settings.algos.empty() ||
+        std::find(settings.algos.begin(), settings.algos.end(), algo_of(a)) != settings.algos.end();
   }
   for (int c = 0; c < kNumFuncs; ++c) {
     for (int a = 0; a < kNumAlgos; ++a) {
@@ -739,8 +784,7 @@ NcclDecision NcclModel::decide(NcclCollective coll, double bytes, Dtype dtype) c
     }
   }
   if (best_a < 0) {
-    throw std::runtime_error(std::string("No algorithm/protocol available for ") +
-                             to_string(coll) +
+    throw std::runtime_error(std::string("No algorithm/protocol available for ") + to_string(coll) +
                              " (NCCL would fail with ncclInvalidUsage; check NCCL_ALGO / "
                              "NCCL_PROTO)");
   }

@@ -21,8 +21,15 @@ namespace clustersim::sim {
 
 // NCCL functions (ncclFunc_t). all_to_all and send_recv are point-to-point in NCCL and have no
 // entry in its tuning tables; NcclModel gives them a separate, documented estimate.
-enum class NcclCollective { all_reduce, reduce_scatter, all_gather, broadcast, reduce,
-                            all_to_all, send_recv };
+enum class NcclCollective {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  all_to_all,
+  send_recv
+};
 const char* to_string(NcclCollective c);
 
 // Compute-capability class (tuning.cc compCapIndex) and CPU vendor (llMaxBws row, net overhead).
@@ -32,11 +39,11 @@ const char* to_string(GpuArch a);
 
 // One algorithm's topology graph as NCCL's search leaves it (struct ncclTopoGraph).
 struct NcclGraphInfo {
-  int n_channels = 0;          // graph->nChannels
-  double bw_intra_GBps = 0;    // graph->bwIntra, per channel
-  double bw_inter_GBps = 0;    // graph->bwInter, per channel
-  double latency_inter_us = 0; // graph->latencyInter (net plugin latency; 0 for IB)
-  bool intra_nvlink = true;    // graph->typeIntra == LINK_NVL (else PCI latencies)
+  int n_channels = 0;           // graph->nChannels
+  double bw_intra_GBps = 0;     // graph->bwIntra, per channel
+  double bw_inter_GBps = 0;     // graph->bwInter, per channel
+  double latency_inter_us = 0;  // graph->latencyInter (net plugin latency; 0 for IB)
+  bool intra_nvlink = true;     // graph->typeIntra == LINK_NVL (else PCI latencies)
   // graph->sameChannels: every channel takes the same path (only Broadcast/Reduce ring latency
   // depends on it). False with several NICs per node, whose channels use different NICs.
   bool same_channels = false;
@@ -45,7 +52,7 @@ struct NcclGraphInfo {
 // What ncclTopoTuneModel knows about one communicator.
 struct NcclCommInfo {
   int n_ranks = 0;
-  int n_nodes = 0;                 // ranks per node = n_ranks / n_nodes (NCCL's ppn, a float)
+  int n_nodes = 0;  // ranks per node = n_ranks / n_nodes (NCCL's ppn, a float)
   GpuArch arch = GpuArch::hopper;
   CpuVendor cpu = CpuVendor::intel;
   NcclGraphInfo ring;              // graphs[NCCL_ALGO_RING]
@@ -73,8 +80,8 @@ struct NcclHardware {
   double net_Bps_per_gpu = 0;     // one direction, bytes/s (ClusterGraph::net_Bps_per_gpu)
   int nics_per_node = 1;
   int gpus_per_node = 8;
-  bool nvswitch = true;           // GPUs of a node joined by NVLink/NVSwitch (else PCIe)
-  bool gpudirect_rdma = true;     // NIC reads GPU memory directly (affects LL128 paths)
+  bool nvswitch = true;        // GPUs of a node joined by NVLink/NVSwitch (else PCIe)
+  bool gpudirect_rdma = true;  // NIC reads GPU memory directly (affects LL128 paths)
 };
 
 // Approximates NCCL's topology search (src/graph/search.cc ncclTopoCompute): per-channel speed
@@ -90,24 +97,24 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
 struct NcclCandidate {
   NcclAlgo algo = NcclAlgo::ring;
   NcclProto proto = NcclProto::simple;
-  bool enabled = false;          // modelled, allowed by settings and with bandwidth > 0
-  std::string why_disabled;      // e.g. "NCCL_ALGO excludes Tree", "NVLS needs SHARP across nodes"
-  double latency_us = 0;         // comm->latencies[coll][a][p]
-  double bus_bw_GBps = 0;        // busBw before conversion to algorithm bandwidth
-  double algo_bw_GBps = 0;       // comm->bandwidths[coll][a][p] (0 when disabled)
-  double time_us = -1;           // ncclTopoGetAlgoTime incl. corrections; -1 when disabled
+  bool enabled = false;      // modelled, allowed by settings and with bandwidth > 0
+  std::string why_disabled;  // e.g. "NCCL_ALGO excludes Tree", "NVLS needs SHARP across nodes"
+  double latency_us = 0;     // comm->latencies[coll][a][p]
+  double bus_bw_GBps = 0;    // busBw before conversion to algorithm bandwidth
+  double algo_bw_GBps = 0;   // comm->bandwidths[coll][a][p] (0 when disabled)
+  double time_us = -1;       // ncclTopoGetAlgoTime incl. corrections; -1 when disabled
 };
 
 // The result of NCCL's choice for one call.
 struct NcclDecision {
   NcclCollective coll = NcclCollective::all_reduce;
-  double bytes = 0;              // nBytes as NCCL sizes it (see NcclModel::decide)
-  bool p2p = false;              // all_to_all / send_recv: no tuning table, algo/proto unset
+  double bytes = 0;  // nBytes as NCCL sizes it (see NcclModel::decide)
+  bool p2p = false;  // all_to_all / send_recv: no tuning table, algo/proto unset
   NcclAlgo algo = NcclAlgo::ring;
   NcclProto proto = NcclProto::simple;
-  int n_channels = 0;            // info->nMaxChannels after shrinking for small messages
-  int n_threads = 0;             // threads per channel (nWarps * 32)
-  double time_s = 0;             // predicted time of the chosen candidate
+  int n_channels = 0;                     // info->nMaxChannels after shrinking for small messages
+  int n_threads = 0;                      // threads per channel (nWarps * 32)
+  double time_s = 0;                      // predicted time of the chosen candidate
   std::vector<NcclCandidate> candidates;  // every (algo, proto) pair, in NCCL's enum order
 };
 

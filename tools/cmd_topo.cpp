@@ -6,19 +6,19 @@
 // Exit code 0 when every check passes, 1 when one fails (the report says which), 2 for bad input
 // (nothing is written).
 #include <chrono>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
 #include "core/scenario_loader.hpp"
-#include "topologies/cluster_graph.hpp"
-#include "topologies/placement.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "topologies/cluster_graph.hpp"
+#include "topologies/placement.hpp"
 
 namespace clustersim::cli {
 
@@ -45,7 +45,9 @@ void row(std::ostream& os, const std::string& label, const std::string& value) {
   os << l << value << "\n";
 }
 
-std::string gbps(double Bps) { return fixed(Bps / 1e9, 1) + " GB/s"; }
+std::string gbps(double Bps) {
+  return fixed(Bps / 1e9, 1) + " GB/s";
+}
 
 }  // namespace
 
@@ -133,14 +135,17 @@ int cmd_topo(const std::vector<std::string>& argv) {
   std::ostringstream os;
   os << "Cluster graph of " << source << "\n";
   row(os, "cluster", cluster.name);
-  row(os, "GPUs", std::to_string(g.num_gpus()) + " on " + std::to_string(g.num_nodes()) +
-                      " nodes (" + std::to_string(g.gpus_per_node()) + " per node)");
+  row(os, "GPUs",
+      std::to_string(g.num_gpus()) + " on " + std::to_string(g.num_nodes()) + " nodes (" +
+          std::to_string(g.gpus_per_node()) + " per node)");
   row(os, "NVSwitches", std::to_string(g.num_nvswitches()));
-  row(os, "NICs", std::to_string(g.num_nics()) + " (" + std::to_string(g.nics_per_node()) +
-                      " per node" + (cluster.rail_optimized ? ", rail-optimized" : "") + ")");
+  row(os, "NICs",
+      std::to_string(g.num_nics()) + " (" + std::to_string(g.nics_per_node()) + " per node" +
+          (cluster.rail_optimized ? ", rail-optimized" : "") + ")");
   if (g.has_hosts()) row(os, "host PCIe paths", std::to_string(g.num_hosts()));
-  row(os, "leaf switches", std::to_string(g.num_leaves()) + " (" + std::to_string(g.num_rails()) +
-                               " rail" + (g.num_rails() > 1 ? "s" : "") + ")");
+  row(os, "leaf switches",
+      std::to_string(g.num_leaves()) + " (" + std::to_string(g.num_rails()) + " rail" +
+          (g.num_rails() > 1 ? "s" : "") + ")");
   row(os, "spine switches", std::to_string(g.num_spines()));
   row(os, "links", std::to_string(g.num_links()));
   for (int k = 0; k < topologies::kNumLinkClasses; ++k) {
@@ -157,18 +162,18 @@ int cmd_topo(const std::vector<std::string>& argv) {
     row(os, std::string("  ") + topologies::to_string(cls),
         std::to_string(n) + " x " + gbps(bw) + " per direction");
   }
-  row(os, "leaf down / uplink", gbps(g.leaf_downlink_Bps()) + " / " + gbps(g.leaf_uplink_Bps()) +
-                                    " (oversubscription " +
-                                    fixed(cluster.fabric.oversubscription, 2) + ")");
+  row(os, "leaf down / uplink",
+      gbps(g.leaf_downlink_Bps()) + " / " + gbps(g.leaf_uplink_Bps()) + " (oversubscription " +
+          fixed(cluster.fabric.oversubscription, 2) + ")");
   row(os, "bisection bandwidth", gbps(g.bisection_Bps()) + " per direction");
   row(os, "NVLink / network per GPU",
       gbps(g.nvlink_Bps_per_gpu()) + " / " + gbps(g.net_Bps_per_gpu()));
   row(os, "built in", human_seconds(build_s) + " (checks " + human_seconds(check_s) + ")");
   if (placement) {
     const auto& p = *placement;
-    row(os, "placement", "tp " + std::to_string(p.tp) + " x cp " + std::to_string(p.cp) +
-                             " x dp " + std::to_string(p.dp) + " x pp " + std::to_string(p.pp) +
-                             " (Megatron order)");
+    row(os, "placement",
+        "tp " + std::to_string(p.tp) + " x cp " + std::to_string(p.cp) + " x dp " +
+            std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " (Megatron order)");
     row(os, "TP groups inside a node", tp_in_node ? "yes" : "no (TP crosses the network)");
   }
   os << "Checks: " << (ok ? "all passed" : "FAILED") << "\n";

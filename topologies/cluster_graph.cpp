@@ -12,22 +12,32 @@ namespace clustersim::topologies {
 
 const char* to_string(VertexKind k) {
   switch (k) {
-    case VertexKind::gpu: return "gpu";
-    case VertexKind::nvswitch: return "nvswitch";
-    case VertexKind::host: return "host";
-    case VertexKind::nic: return "nic";
-    case VertexKind::leaf: return "leaf";
-    case VertexKind::spine: return "spine";
+    case VertexKind::gpu:
+      return "gpu";
+    case VertexKind::nvswitch:
+      return "nvswitch";
+    case VertexKind::host:
+      return "host";
+    case VertexKind::nic:
+      return "nic";
+    case VertexKind::leaf:
+      return "leaf";
+    case VertexKind::spine:
+      return "spine";
   }
   return "?";
 }
 
 const char* to_string(LinkClass c) {
   switch (c) {
-    case LinkClass::nvlink: return "nvlink";
-    case LinkClass::pcie: return "pcie";
-    case LinkClass::nic: return "nic";
-    case LinkClass::leaf_uplink: return "leaf_uplink";
+    case LinkClass::nvlink:
+      return "nvlink";
+    case LinkClass::pcie:
+      return "pcie";
+    case LinkClass::nic:
+      return "nic";
+    case LinkClass::leaf_uplink:
+      return "leaf_uplink";
   }
   return "?";
 }
@@ -53,7 +63,9 @@ std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::string node_prefix(int node) { return "node" + std::to_string(node) + "/"; }
+std::string node_prefix(int node) {
+  return "node" + std::to_string(node) + "/";
+}
 
 }  // namespace
 
@@ -75,9 +87,9 @@ int ClusterGraph::add_link(std::string name, LinkClass cls, int a, int b, double
 ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
   require(spec.gpus_per_node >= 1, "gpus_per_node", "must be >= 1, got " + num(spec.gpus_per_node));
   require(spec.nodes >= 1, "nodes", "must be >= 1, got " + num(spec.nodes));
-  require(gpus >= 1 && gpus <= spec.total_gpus(), "gpus",
-          "must be between 1 and the cluster's " + num(spec.total_gpus()) + " GPUs, got " +
-              num(gpus));
+  require(
+      gpus >= 1 && gpus <= spec.total_gpus(), "gpus",
+      "must be between 1 and the cluster's " + num(spec.total_gpus()) + " GPUs, got " + num(gpus));
   require(spec.nics_per_node >= 1 && spec.nics_per_node <= spec.gpus_per_node, "nics_per_node",
           "must be between 1 and gpus_per_node (" + num(spec.gpus_per_node) + "), got " +
               num(spec.nics_per_node));
@@ -126,8 +138,8 @@ ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
   // share of the leaf's uplink capacity; one spine per uplink port.
   const int num_spines =
       num_leaves > 1
-          ? std::max(1, static_cast<int>(std::ceil(down_ports / spec.fabric.oversubscription -
-                                                   1e-9)))
+          ? std::max(1,
+                     static_cast<int>(std::ceil(down_ports / spec.fabric.oversubscription - 1e-9)))
           : 0;
 
   const std::size_t expected_vertices = static_cast<std::size_t>(gpus) + 2u * nodes +
@@ -259,36 +271,49 @@ ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
   return g;
 }
 
-int ClusterGraph::num_hosts() const { return static_cast<int>(host_vertex_.size()); }
+int ClusterGraph::num_hosts() const {
+  return static_cast<int>(host_vertex_.size());
+}
 
 int ClusterGraph::num_links(LinkClass c) const {
   return static_cast<int>(
       std::count_if(links_.begin(), links_.end(), [c](const Link& l) { return l.cls == c; }));
 }
 
-int ClusterGraph::num_rails() const { return spec_.rail_optimized ? spec_.nics_per_node : 1; }
+int ClusterGraph::num_rails() const {
+  return spec_.rail_optimized ? spec_.nics_per_node : 1;
+}
 
-int ClusterGraph::gpu_vertex(int gpu) const { return gpu_vertex_.at(static_cast<std::size_t>(gpu)); }
+int ClusterGraph::gpu_vertex(int gpu) const {
+  return gpu_vertex_.at(static_cast<std::size_t>(gpu));
+}
 int ClusterGraph::nvswitch_vertex(int node) const {
   return nvswitch_vertex_.at(static_cast<std::size_t>(node));
 }
-int ClusterGraph::nic_vertex(int nic) const { return nic_vertex_.at(static_cast<std::size_t>(nic)); }
+int ClusterGraph::nic_vertex(int nic) const {
+  return nic_vertex_.at(static_cast<std::size_t>(nic));
+}
 int ClusterGraph::leaf_vertex(int leaf) const {
   return leaf_vertex_.at(static_cast<std::size_t>(leaf));
 }
 int ClusterGraph::spine_vertex(int spine) const {
   return spine_vertex_.at(static_cast<std::size_t>(spine));
 }
-int ClusterGraph::node_of_gpu(int gpu) const { return gpu / spec_.gpus_per_node; }
-int ClusterGraph::local_of_gpu(int gpu) const { return gpu % spec_.gpus_per_node; }
+int ClusterGraph::node_of_gpu(int gpu) const {
+  return gpu / spec_.gpus_per_node;
+}
+int ClusterGraph::local_of_gpu(int gpu) const {
+  return gpu % spec_.gpus_per_node;
+}
 
 int ClusterGraph::nic_of_gpu(int gpu) const {
   const int local = local_of_gpu(gpu);
-  return node_of_gpu(gpu) * spec_.nics_per_node +
-         local * spec_.nics_per_node / spec_.gpus_per_node;
+  return node_of_gpu(gpu) * spec_.nics_per_node + local * spec_.nics_per_node / spec_.gpus_per_node;
 }
 
-int ClusterGraph::leaf_of_nic(int nic) const { return nic_leaf_.at(static_cast<std::size_t>(nic)); }
+int ClusterGraph::leaf_of_nic(int nic) const {
+  return nic_leaf_.at(static_cast<std::size_t>(nic));
+}
 
 std::optional<int> ClusterGraph::find_link(std::string_view name) const {
   const auto it = link_by_name_.find(std::string(name));
@@ -304,16 +329,15 @@ std::optional<int> ClusterGraph::find_vertex(std::string_view name) const {
 
 int ClusterGraph::ecmp_spine(int src, int dst) const {
   if (spine_vertex_.empty()) throw std::logic_error("ecmp_spine: the fabric has no spines");
-  const std::uint64_t key =
-      (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
-      static_cast<std::uint32_t>(dst);
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(src)) << 32) |
+                            static_cast<std::uint32_t>(dst);
   return static_cast<int>(mix64(key) % spine_vertex_.size());
 }
 
 std::vector<Hop> ClusterGraph::route(int src, int dst) const {
   if (src < 0 || src >= num_gpus_ || dst < 0 || dst >= num_gpus_) {
-    throw std::out_of_range("ClusterGraph::route: GPU index out of range (" +
-                            std::to_string(src) + " -> " + std::to_string(dst) + ")");
+    throw std::out_of_range("ClusterGraph::route: GPU index out of range (" + std::to_string(src) +
+                            " -> " + std::to_string(dst) + ")");
   }
   std::vector<Hop> hops;
   if (src == dst) return hops;
@@ -424,7 +448,8 @@ std::vector<GraphCheck> check_graph(const ClusterGraph& g) {
   {
     GraphCheck c{"connected", true, {}};
     std::vector<int> component(static_cast<std::size_t>(g.num_vertices()));
-    const int n = g.num_vertices() == 0 ? 0 : boost::connected_components(g.graph(), component.data());
+    const int n =
+        g.num_vertices() == 0 ? 0 : boost::connected_components(g.graph(), component.data());
     if (n != 1) {
       note(c, "the graph has " + std::to_string(n) + " connected components, expected 1");
       for (int v = 0; v < g.num_vertices(); ++v) {
@@ -499,9 +524,9 @@ std::vector<GraphCheck> check_graph(const ClusterGraph& g) {
     const int gpus = g.num_gpus();
     const int nics = g.num_nics();
     const int expected[kNumLinkClasses] = {
-        gpus,                                       // nvlink: one per GPU
-        gpus + (g.has_hosts() ? nics : 0),          // pcie: per GPU, plus host-NIC
-        nics,                                       // nic: one per NIC
+        gpus,                                                       // nvlink: one per GPU
+        gpus + (g.has_hosts() ? nics : 0),                          // pcie: per GPU, plus host-NIC
+        nics,                                                       // nic: one per NIC
         g.num_leaves() > 1 ? g.num_leaves() * g.num_spines() : 0};  // leaf x spine
     for (int k = 0; k < kNumLinkClasses; ++k) {
       const auto cls = static_cast<LinkClass>(k);
@@ -542,12 +567,30 @@ std::string to_dot(const ClusterGraph& g) {
     const char* shape = "box";
     const char* colour = "black";
     switch (v.kind) {
-      case VertexKind::gpu: shape = "box"; colour = "darkgreen"; break;
-      case VertexKind::nvswitch: shape = "hexagon"; colour = "purple"; break;
-      case VertexKind::host: shape = "box3d"; colour = "gray40"; break;
-      case VertexKind::nic: shape = "ellipse"; colour = "blue"; break;
-      case VertexKind::leaf: shape = "diamond"; colour = "orange"; break;
-      case VertexKind::spine: shape = "doubleoctagon"; colour = "red"; break;
+      case VertexKind::gpu:
+        shape = "box";
+        colour = "darkgreen";
+        break;
+      case VertexKind::nvswitch:
+        shape = "hexagon";
+        colour = "purple";
+        break;
+      case VertexKind::host:
+        shape = "box3d";
+        colour = "gray40";
+        break;
+      case VertexKind::nic:
+        shape = "ellipse";
+        colour = "blue";
+        break;
+      case VertexKind::leaf:
+        shape = "diamond";
+        colour = "orange";
+        break;
+      case VertexKind::spine:
+        shape = "doubleoctagon";
+        colour = "red";
+        break;
     }
     out += "  \"" + v.name + "\" [kind=\"" + to_string(v.kind) + "\", shape=" + shape +
            ", color=" + colour + "];\n";
@@ -555,8 +598,8 @@ std::string to_dot(const ClusterGraph& g) {
   char bw[32];
   for (const Link& l : g.links()) {
     std::snprintf(bw, sizeof bw, "%.4g", l.bandwidth_Bps / 1e9);
-    out += "  \"" + g.vertex(l.a).name + "\" -- \"" + g.vertex(l.b).name + "\" [label=\"" +
-           l.name + "\", class=\"" + to_string(l.cls) + "\", bandwidth_GBps=" + bw + "];\n";
+    out += "  \"" + g.vertex(l.a).name + "\" -- \"" + g.vertex(l.b).name + "\" [label=\"" + l.name +
+           "\", class=\"" + to_string(l.cls) + "\", bandwidth_GBps=" + bw + "];\n";
   }
   out += "}\n";
   return out;

@@ -51,20 +51,21 @@ constexpr int kNumLinkClasses = 4;
 
 struct Vertex {
   VertexKind kind = VertexKind::gpu;
-  std::string name;  // "node3/gpu5", "node3/nvswitch", "node3/host", "node3/nic5", "leaf2", "spine1"
-  int node = -1;     // node index for gpu/nvswitch/host/nic, -1 for switches
-  int local = 0;     // index inside the node (gpu, nic); 0 for nvswitch/host
-  int index = 0;     // global index among vertices of the same kind (gpu 0..gpus-1, leaf id, ...)
-  int rail = -1;     // leaves of a rail-optimized fabric: the rail; NICs: their rail (= local)
-  int group = -1;    // leaves: node group (nodes / nodes_per_leaf)
+  // "node3/gpu5", "node3/nvswitch", "node3/host", "node3/nic5", "leaf2", "spine1"
+  std::string name;
+  int node = -1;   // node index for gpu/nvswitch/host/nic, -1 for switches
+  int local = 0;   // index inside the node (gpu, nic); 0 for nvswitch/host
+  int index = 0;   // global index among vertices of the same kind (gpu 0..gpus-1, leaf id, ...)
+  int rail = -1;   // leaves of a rail-optimized fabric: the rail; NICs: their rail (= local)
+  int group = -1;  // leaves: node group (nodes / nodes_per_leaf)
 };
 
 struct Link {
   int id = 0;
   std::string name;  // stable and unique, e.g. "node3/gpu5-nvlink", "leaf2-spine1"
   LinkClass cls = LinkClass::nvlink;
-  int a = 0;  // vertex id of one end (the end nearer the GPU)
-  int b = 0;  // vertex id of the other end
+  int a = 0;                 // vertex id of one end (the end nearer the GPU)
+  int b = 0;                 // vertex id of the other end
   double bandwidth_Bps = 0;  // per direction
   double latency_s = 0;      // one traversal
 };
@@ -79,9 +80,9 @@ struct Hop {
 };
 
 // Boost graph view: vertex property = vertex id, edge property = link id.
-using BoostGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
-                                         boost::no_property,
-                                         boost::property<boost::edge_index_t, int>>;
+using BoostGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                          boost::property<boost::edge_index_t, int>>;
 
 class ClusterGraph {
  public:
@@ -106,7 +107,7 @@ class ClusterGraph {
   int num_vertices() const { return static_cast<int>(vertices_.size()); }
   int num_links() const { return static_cast<int>(links_.size()); }
   int num_links(LinkClass c) const;
-  int num_rails() const;  // nics_per_node when rail-optimized, else 1
+  int num_rails() const;                         // nics_per_node when rail-optimized, else 1
   bool has_hosts() const { return has_hosts_; }  // GPU traffic to the NIC crosses the host
 
   const std::vector<Vertex>& vertices() const { return vertices_; }
@@ -180,19 +181,19 @@ class ClusterGraph {
   BoostGraph graph_;
   std::vector<int> gpu_vertex_, nvswitch_vertex_, host_vertex_, nic_vertex_, leaf_vertex_,
       spine_vertex_;
-  std::vector<int> gpu_nvlink_link_;   // per GPU: its NVLink
-  std::vector<int> gpu_pcie_link_;     // per GPU: its PCIe link (to NIC or host)
-  std::vector<int> nic_pcie_link_;     // per NIC: host <-> NIC link (-1 on direct rails)
-  std::vector<int> nic_leaf_link_;     // per NIC: its link to the leaf
-  std::vector<int> nic_leaf_;          // per NIC: leaf index
-  std::vector<int> leaf_spine_base_;   // per leaf: id of its link to spine 0 (then consecutive)
+  std::vector<int> gpu_nvlink_link_;  // per GPU: its NVLink
+  std::vector<int> gpu_pcie_link_;    // per GPU: its PCIe link (to NIC or host)
+  std::vector<int> nic_pcie_link_;    // per NIC: host <-> NIC link (-1 on direct rails)
+  std::vector<int> nic_leaf_link_;    // per NIC: its link to the leaf
+  std::vector<int> nic_leaf_;         // per NIC: leaf index
+  std::vector<int> leaf_spine_base_;  // per leaf: id of its link to spine 0 (then consecutive)
   std::unordered_map<std::string, int> link_by_name_;
   std::unordered_map<std::string, int> vertex_by_name_;
 };
 
 // One named structural check and its outcome.
 struct GraphCheck {
-  std::string name;    // e.g. "connected", "every GPU reaches every other"
+  std::string name;  // e.g. "connected", "every GPU reaches every other"
   bool passed = false;
   std::vector<std::string> problems;  // readable, empty when passed
 };

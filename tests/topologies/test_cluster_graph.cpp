@@ -1,8 +1,7 @@
 // Tests for the cluster graph. Expected counts are worked out by hand from the presets' numbers
 // (restated and checked at the top of each case), never taken from the code's output.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -73,14 +72,15 @@ std::size_t count_lines_containing(const std::string& text, const std::string& n
 
 }  // namespace
 
-TEST_CASE("The seed cluster graph has 1024 GPUs, 128 NVSwitches, 1024 NICs and a two-level fat tree",
-          "[topologies]") {
+TEST_CASE(
+    "The seed cluster graph has 1024 GPUs, 128 NVSwitches, 1024 NICs and a two-level fat tree",
+    "[topologies]") {
   const ClusterGraph g = ClusterGraph::build(seed_rail(), 1024);
   CHECK(g.num_gpus() == 1024);
   CHECK(g.num_nodes() == 128);
   CHECK(g.num_nvswitches() == 128);
-  CHECK(g.num_nics() == 1024);    // one per GPU
-  CHECK(g.num_hosts() == 0);      // GPUDirect RDMA to the GPU's own NIC
+  CHECK(g.num_nics() == 1024);  // one per GPU
+  CHECK(g.num_hosts() == 0);    // GPUDirect RDMA to the GPU's own NIC
   CHECK(g.num_rails() == 8);
   // 128 nodes / 32 per leaf = 4 groups, one leaf per rail and group: 4 x 8 = 32 leaves.
   CHECK(g.num_leaves() == 32);

@@ -1,7 +1,6 @@
 // Rank placement in Megatron order (tp fastest, then cp, dp, pp).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "topologies/placement.hpp"
 
@@ -23,8 +22,9 @@ TEST_CASE("The seed's optimized layout keeps TP groups inside nodes", "[topologi
   // TP group k = ranks 8k..8k+7 = the GPUs of node k.
   CHECK(p.tp_groups[5] == std::vector<int>{40, 41, 42, 43, 44, 45, 46, 47});
   for (const auto& g : p.tp_groups) {
-    for (int r : g) CHECK(p.gpu_of_rank[static_cast<std::size_t>(r)] / 8 ==
-                          p.gpu_of_rank[static_cast<std::size_t>(g.front())] / 8);
+    for (int r : g)
+      CHECK(p.gpu_of_rank[static_cast<std::size_t>(r)] / 8 ==
+            p.gpu_of_rank[static_cast<std::size_t>(g.front())] / 8);
   }
   // DP group of tp rank 3, stage 0: 3, 11, 19, ... (stride 8), 64 members.
   const auto& dp3 = p.dp_groups[3];
