@@ -402,22 +402,33 @@ NcclCommInfo derive_comm_info(const NcclHardware& hw, int n_ranks, int n_nodes,
   ci.tree = ci.ring;
 
   // NVLS graph: one channel per GPU head (maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs), one node
-  // forces minChannels = maxChannels), never duplicated.
+  // forces minChannels = maxChannels), never duplicated. Patterns other than Ring get the NVLink
+  // budget scaled by ndevs / (ndevs - 1) (search.cc ncclTopoCompute: "algo other than RING do
+  // not need to close to the starting NET"). Pass 2 then raises bwInter one speed at a time
+  // while it is below 2 x bwIntra (search.cc, NVLS branch), as far as the NICs allow.
   const int nvls_c = std::min(kMaxNvlsArity, ppn);
-  double nvls_s = 0;
   const Speeds nvls_speeds = speeds_for(hw.arch, multi_node);
+  const double nvls_budget_GBps = ppn > 1 ? nvlink_GBps * ppn / (ppn - 1) : nvlink_GBps;
+  const double nvls_nic_GBps =
+      multi_node ? nic_GBps * nics_usable / nvls_c : std::numeric_limits<double>::max();
+  std::size_t nvls_i = nvls_speeds.count;
   for (std::size_t i = 0; i < nvls_speeds.count; ++i) {
     const double sp = nvls_speeds.values[i];
-    const bool fits_nvlink = sp * nvls_c <= nvlink_GBps + 1e-9;
-    const bool fits_nic = !multi_node || sp * nvls_c <= nic_GBps * nics_usable + 1e-9;
-    if (fits_nvlink && fits_nic) {
-      nvls_s = sp;
+    if (sp * nvls_c <= nvls_budget_GBps + 1e-9 && sp <= nvls_nic_GBps + 1e-9) {
+      nvls_i = i;
       break;
     }
   }
+  const double nvls_s = nvls_i < nvls_speeds.count ? nvls_speeds.values[nvls_i] : 0;
+  double nvls_inter = nvls_s;
+  for (std::size_t i = nvls_i; nvls_s > 0 && i > 0 && nvls_inter < 2 * nvls_s;) {
+    --i;
+    if (nvls_speeds.values[i] > nvls_nic_GBps + 1e-9) break;
+    nvls_inter = nvls_speeds.values[i];
+  }
   ci.nvls.n_channels = nvls_c;
   ci.nvls.bw_intra_GBps = nvls_s;
-  ci.nvls.bw_inter_GBps = nvls_s;
+  ci.nvls.bw_inter_GBps = nvls_inter;
   ci.nvls.intra_nvlink = hw.nvswitch;
   ci.nvls_supported =
       sm90_plus && hw.nvswitch && nvls_c >= 2 && nvls_s > 0 && settings.nvls_enable.value_or(true);

@@ -106,7 +106,10 @@ TEST_CASE("At 1024 ranks NCCL's model picks Tree for small messages and Ring for
   }
 }
 
-TEST_CASE("With NVLS on the seed cluster, small messages go to Tree or NVLSTree", "[sim][nccl]") {
+TEST_CASE(
+    "With NVLS on the seed cluster, small messages go to Tree or NVLSTree and large ones to "
+    "NVLSTree",
+    "[sim][nccl]") {
   NcclHardware hw;
   hw.nvlink_Bps_per_gpu = 200e9;
   hw.net_Bps_per_gpu = 50e9;
@@ -118,7 +121,9 @@ TEST_CASE("With NVLS on the seed cluster, small messages go to Tree or NVLSTree"
     const auto algo = m.decide(NcclCollective::all_reduce, bytes).algo;
     CHECK((algo == NcclAlgo::tree || algo == NcclAlgo::nvls_tree));
   }
-  CHECK(m.decide(NcclCollective::all_reduce, 64 * GiB).algo == NcclAlgo::ring);
+  // NVLSTree per channel: min(24 * 0.85 * 7/8 * 2 = 35.7, bwInter 48, cap 45.5) = 35.7 over 8
+  // channels = 285.6 GB/s bus bandwidth, above the ring's 5 x 40 = 200: NVLSTree at every size.
+  CHECK(m.decide(NcclCollective::all_reduce, 64 * GiB).algo == NcclAlgo::nvls_tree);
 }
 
 TEST_CASE("NCCL_ALGO=Ring forces the ring", "[sim][nccl]") {
@@ -258,9 +263,11 @@ TEST_CASE("The topology search approximation reproduces NCCL's channel arithmeti
     CHECK(c.ring.n_channels == 8);
     CHECK(c.ring.bw_intra_GBps == Approx(25.0));
     CHECK(c.comm_channels == 16);
-    // NVLS: 8 heads, speed <= 200 / 8 = 25 -> 24 from the sm90 intra speeds.
+    // NVLS: 8 heads; NVLink budget 200 * 8 / 7 = 228.6 GB/s -> 28.6 per head -> 24 from the
+    // sm90 intra speeds; bwInter then rises 30, 40, 50 (first >= 2 x 24).
     CHECK(c.nvls.n_channels == 8);
     CHECK(c.nvls.bw_intra_GBps == Approx(24.0));
+    CHECK(c.nvls.bw_inter_GBps == Approx(50.0));
     CHECK(c.nvls_supported);
   }
   SECTION("128 nodes: 5 x 40 GB/s within 200 GB/s of NVLink, not duplicated") {
