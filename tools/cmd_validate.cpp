@@ -9,9 +9,21 @@
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
+#include "core/scenario_loader.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "validation/suite.hpp"
+
+// The step simulator and the collective engine are wired in where they are built (they land
+// together: the step simulator runs on the collective engine).
+#if __has_include("sim/step_simulator.hpp")
+#include "sim/collectives.hpp"
+#include "sim/simulation.hpp"
+#include "sim/step_simulator.hpp"
+#include "sim/subprocess.hpp"
+#include "topologies/cluster_graph.hpp"
+#define CLUSTERSIM_VALIDATE_HAS_SIMULATOR 1
+#endif
 
 namespace clustersim::cli {
 namespace {
@@ -36,16 +48,53 @@ std::string today_utc() {
   return buf;
 }
 
-// The step simulator (sim/step_simulator.hpp) is wired in here once it is built; until then
-// every case reports why it was not simulated.
+#ifdef CLUSTERSIM_VALIDATE_HAS_SIMULATOR
+// One step of the scenario, in a child process (SimGrid allows one engine per process).
+validation::StepPrediction predict_step(const Scenario& scenario) {
+  sim::StepOptions options;
+  options.record_trace = false;
+  const sim::StepReport report = sim::simulate_step_isolated(scenario, options);
+  if (!report.completed) throw std::runtime_error("the simulated step hung");
+  return {report.step_time_s, report.mfu, report.hfu};
+}
+
+// One nccl-tests table: every size simulated alone on an idle cluster, members 0..n-1
+// (node-major, as mpirun places one rank per GPU), float data as nccl-tests' default.
+std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
+  std::string name;
+  for (char c : q.op)
+    if (c != '_') name += c;  // all_reduce -> allreduce (the CLI's spelling)
+  const auto op = sim::parse_collective_op(name);
+  if (!op) throw std::runtime_error("the collective simulator has no operation " + q.op);
+  const ClusterSpec spec = load_cluster_preset(q.cluster);
+  return sim::run_in_subprocess([&]() {
+    const auto graph = topologies::ClusterGraph::build(spec, q.nranks);
+    std::vector<sim::CollectiveRequest> requests;
+    for (const double bytes : q.sizes_bytes) {
+      sim::CollectiveRequest r;
+      r.op = *op;
+      for (int g = 0; g < q.nranks; ++g) r.gpus.push_back(g);
+      r.bytes = bytes;
+      r.dtype = Dtype::fp32;
+      requests.push_back(r);
+    }
+    const auto results = sim::simulate_collectives(graph, requests, sim::SimulationOptions{});
+    std::vector<double> times_us;
+    for (const auto& res : results) {
+      if (!res.completed) throw std::runtime_error("a simulated collective did not complete");
+      times_us.push_back(res.time_s() * 1e6);
+    }
+    return times_us;
+  });
+}
+#else
 validation::StepPrediction predict_step(const Scenario&) {
   throw std::runtime_error("the step simulator (sim/step_simulator.hpp) is not built yet");
 }
-
-// The collective simulator (`clustersim collective`) is wired in here once it is built.
-double predict_collective(const validation::CollectiveQuery&) {
-  throw std::runtime_error("the collective simulator (clustersim collective) is not built yet");
+std::vector<double> predict_collective(const validation::CollectiveQuery&) {
+  throw std::runtime_error("the collective simulator (sim/) is not built yet");
 }
+#endif
 
 }  // namespace
 

@@ -267,29 +267,47 @@ SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectiveP
       r.cases.push_back(cr);
       continue;
     }
-    for (const auto& t : log.tables)
-      for (const auto& row : t.rows) {
-        const auto& m = row.best();
-        if (!m.time_us || row.size_bytes <= 0) continue;
+    for (const auto& t : log.tables) {
+      std::vector<const NcclTestsRow*> rows;
+      CollectiveQuery q{c.cluster, to_string(t.op), t.nranks, std::max(1, t.nodes), {}};
+      for (const auto& row : t.rows)
+        if (row.best().time_us && row.size_bytes > 0) {
+          rows.push_back(&row);
+          q.sizes_bytes.push_back(row.size_bytes);
+        }
+      std::vector<double> times;
+      std::string failure;
+      try {
+        times = predict(q);
+        if (times.size() != rows.size())
+          throw std::runtime_error("the collective simulator returned " +
+                                   std::to_string(times.size()) + " times for " +
+                                   std::to_string(rows.size()) + " sizes");
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const NcclTestsRow& row = *rows[i];
         CaseResult cr;
-        cr.id = c.id + " " + to_string(t.op) + " " + std::to_string(static_cast<long long>(row.size_bytes)) + " B";
+        cr.id = c.id + " " + to_string(t.op) + " " +
+                std::to_string(static_cast<long long>(row.size_bytes)) + " B";
         cr.source = c.description;
         cr.metric = Metric::step_time_s;
         cr.convention = "nccl-tests time (us)";
-        cr.reported = *m.time_us;
-        try {
-          cr.predicted = predict({c.cluster, to_string(t.op), t.nranks, std::max(1, t.nodes),
-                                  row.size_bytes});
+        cr.reported = *row.best().time_us;
+        if (!failure.empty()) {
+          cr.failure = failure;
+        } else {
+          cr.predicted = times[i];
           cr.error_pct = 100.0 * (cr.predicted - cr.reported) / cr.reported;
-          // busbw of both, for the plot: S·factor / t.
+          // busbw of both, for the plot: S·factor / t (GB/s).
           const double f = busbw_factor(t.op, t.nranks);
-          cr.reported_mfu_ours = row.size_bytes * f / cr.reported / 1e3;   // GB/s measured
-          cr.predicted_mfu = row.size_bytes * f / cr.predicted / 1e3;      // GB/s simulated
-        } catch (const std::exception& e) {
-          cr.failure = e.what();
+          cr.reported_mfu_ours = row.size_bytes * f / cr.reported / 1e3;
+          cr.predicted_mfu = row.size_bytes * f / cr.predicted / 1e3;
         }
         r.cases.push_back(std::move(cr));
       }
+    }
   }
   finish(r);
   return r;

@@ -131,16 +131,17 @@ struct MicrobenchSuite {
 
 MicrobenchSuite load_microbench_suite(const std::string& path);
 
-// Simulated time in µs of one nccl-tests measurement: op (nccl-tests name), ranks, nodes,
-// bytes, on the named cluster preset. Throws std::runtime_error when it cannot simulate.
+// Simulated times in µs of one nccl-tests table: op (nccl-tests name), ranks and nodes on the
+// named cluster preset, one time per size (same order). Throws std::runtime_error when it cannot
+// simulate. Batched so that one simulation engine serves a whole table.
 struct CollectiveQuery {
   std::string cluster;
   std::string op;  // "all_reduce", ...
   int nranks = 0;
   int nodes = 0;
-  double size_bytes = 0;
+  std::vector<double> sizes_bytes;
 };
-using CollectivePredictor = std::function<double(const CollectiveQuery&)>;
+using CollectivePredictor = std::function<std::vector<double>(const CollectiveQuery&)>;
 
 // One case per measured row (size) of every table of every log.
 SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectivePredictor& predict);
