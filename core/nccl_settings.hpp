@@ -57,7 +57,7 @@ struct NcclSettings {
 };
 
 // The largest channel count NCCL supports (MAXCHANNELS in src/include/device.h, v2.30).
-constexpr int kNcclMaxChannels = 32;
+constexpr int kNcclMaxChannels = 64;
 
 // Names of the NCCL_* variables the simulator knows, for suggestions.
 const std::vector<std::string>& known_nccl_variables();
