@@ -1,0 +1,155 @@
+// `clustersim check` as a user runs it: bad input exits 2 and writes nothing; the shipped seed
+// scenarios give the memory verdicts the seed article implies.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory per test process.
+fs::path scratch() {
+  static const fs::path dir = [] {
+    std::string name = "clustersim-test-cli-check-";
+    name += std::to_string(::getpid());
+    const fs::path d = fs::temp_directory_path() / name;
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Single-quotes a path for the shell. (Built by appending: GCC 12 warns falsely, -Wrestrict, on
+// `"literal" + std::string` temporaries.)
+std::string q(const std::string& path) {
+  std::string out = "'";
+  out += path;
+  out += "'";
+  return out;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `clustersim check ARGS`, capturing stdout and stderr.
+Run check(const std::string& args) {
+  const fs::path out = scratch() / "stdout.txt";
+  const fs::path err = scratch() / "stderr.txt";
+  const std::string cmd =
+      q(CLUSTERSIM_BINARY) + " check " + args + " >" + q(out.string()) + " 2>" + q(err.string());
+  const int status = std::system(cmd.c_str());
+  Run r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+fs::path write_file(const std::string& name, const std::string& text) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+std::string scenario(const std::string& name) {
+  return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";
+}
+
+const char* kValid = R"({"name": "v", "model": "llama2-70b", "cluster": "h800-128x8-rail",
+  "gpus": 1024, "parallelism": {"dp": 64, "tp": 8, "pp": 2, "sequence_parallel": true,
+  "zero_stage": 1}, "training": {"global_batch": 1024, "micro_batch": 1, "seq_len": 4096}})";
+
+}  // namespace
+
+TEST_CASE("check on bad input exits 2, names the JSON path and writes no JSON file") {
+  struct Case {
+    const char* file;
+    std::string text;
+    const char* expected;
+  };
+  std::string wrong_type = kValid;
+  wrong_type.replace(wrong_type.find("\"gpus\": 1024"), 12, "\"gpus\": \"many\"");
+  std::string unknown_key = kValid;
+  unknown_key.replace(unknown_key.find("\"micro_batch\""), 13, "\"micro_bach\"");
+  std::string bad_layout = kValid;
+  bad_layout.replace(bad_layout.find("\"dp\": 64"), 8, "\"dp\": 32");
+  const Case cases[] = {
+      {"wrong-type.json", wrong_type, "wrong-type.json:/gpus"},
+      {"unknown-key.json", unknown_key, "unknown-key.json:/training/micro_bach"},
+      {"bad-layout.json", bad_layout, "bad-layout.json:/parallelism"},
+      {"malformed.json", "{\"gpus\": ", "malformed.json"},
+      {"empty.json", "", "empty.json"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file);
+    const fs::path input = write_file(c.file, c.text);
+    const fs::path output = scratch() / (std::string(c.file) + ".out.json");
+    fs::remove(output);
+    const Run r = check(q(input.string()) + " --json " + q(output.string()));
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(c.expected) != std::string::npos);
+    CHECK_FALSE(fs::exists(output));
+  }
+}
+
+TEST_CASE("check with a missing scenario file or a bad option exits 2") {
+  CHECK(check(q((scratch() / "nope.json").string())).exit_code == 2);
+  CHECK(check("--frobnicate").exit_code == 2);
+  CHECK(check("a.json b.json").exit_code == 2);
+}
+
+TEST_CASE("check without a scenario uses the seed's optimized layout, which fits") {
+  const fs::path output = scratch() / "default.json";
+  std::string args = "--json ";
+  args += q(output.string());
+  const Run r = check(args);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("seed-optimized-1024") != std::string::npos);
+  CHECK(r.out.find("Verdict: FITS") != std::string::npos);
+  REQUIRE(fs::exists(output));
+  const auto j = nlohmann::json::parse(slurp(output));
+  CHECK(j.at("fits") == true);
+  CHECK(j.at("params_total").get<double>() == Approx(68.98e9).epsilon(0.001));
+  CHECK(j.at("flops_per_step").get<double>() > 0);
+  CHECK(j.at("memory_per_gpu_GiB").get<double>() < 80);
+}
+
+TEST_CASE("pure data parallelism of the 70B model fits only with ZeRO-3") {
+  SECTION("without sharding it does not fit, exit code still 0") {
+    const fs::path output = scratch() / "no-zero.json";
+    const Run r = check(q(scenario("seed-dp-1024-no-zero")) + " --json " + q(output.string()));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("DOES NOT FIT") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(output));
+    CHECK(j.at("fits") == false);
+    // 16 bytes per parameter of model states alone: more than 1 TB per GPU.
+    CHECK(j.at("memory_per_gpu_GiB").get<double>() > 1000);
+  }
+  SECTION("with ZeRO-3 it fits at every seed scale") {
+    for (const char* name : {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024",
+                             "seed-dp-1024-as-written"}) {
+      INFO(name);
+      const fs::path output = scratch() / (std::string(name) + ".json");
+      const Run r = check(q(scenario(name)) + " --json " + q(output.string()));
+      CHECK(r.exit_code == 0);
+      CHECK(nlohmann::json::parse(slurp(output)).at("fits") == true);
+    }
+  }
+}
