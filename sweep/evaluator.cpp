@@ -1,0 +1,169 @@
+#include "sweep/evaluator.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/json_reader.hpp"
+#include "sweep/results.hpp"
+
+namespace clustersim::sweep {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kSecondsPerDay = 86400.0;
+constexpr double kSecondsPerHour = 3600.0;
+constexpr std::size_t kMessageTail = 600;  // characters of a child's stderr kept in a reason
+
+std::string tail(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  if (t.size() > kMessageTail) t = "..." + t.substr(t.size() - kMessageTail);
+  return t;
+}
+
+// Numbers of `object` into `into`, nested objects one level deep as "outer.inner".
+void collect_numbers(const json& object, json& into, const std::string& prefix) {
+  for (const auto& [key, value] : object.items()) {
+    if (value.is_number()) {
+      into[prefix + key] = value;
+    } else if (value.is_object() && prefix.empty() && key != "breakdown") {
+      for (const auto& [k2, v2] : value.items()) {
+        if (v2.is_number()) into[key + "." + k2] = v2;
+      }
+    }
+  }
+}
+
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string memory_verdict(double need_GiB, double usable_GiB) {
+  return "needs " + fixed2(need_GiB) + " GiB per GPU but only " + fixed2(usable_GiB) +
+         " GiB is usable: " + fixed2(need_GiB - usable_GiB) + " GiB over";
+}
+
+const std::vector<std::string>& evaluator_names() {
+  static const std::vector<std::string> names = {"run", "check"};
+  return names;
+}
+
+std::vector<std::string> evaluator_argv(const std::string& executable,
+                                        const std::string& evaluator,
+                                        const std::string& scenario_path,
+                                        const std::string& json_path) {
+  if (evaluator != "run" && evaluator != "check") {
+    throw std::invalid_argument("unknown evaluator \"" + evaluator +
+                                "\"; choose one of: " + join_names(evaluator_names()));
+  }
+  return {executable, evaluator, scenario_path, "--json", json_path};
+}
+
+Evaluation interpret_child(const ProcessResult& result, const std::string& json_path) {
+  Evaluation e;
+  json out;
+  bool parsed = false;
+  if (!result.timed_out && result.term_signal == 0 && !result.spawn_failed) {
+    std::ifstream in(json_path, std::ios::binary);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      try {
+        out = json::parse(text.str());
+        parsed = out.is_object();
+      } catch (const json::exception&) {
+        parsed = false;
+      }
+    }
+  }
+  if (!parsed) {
+    e.status = result.exit_code == 2 ? kStatusInvalid : kStatusFailed;
+    e.reason = "evaluator " + result.describe();
+    if (!result.err.empty()) e.reason += ": " + tail(result.err);
+    return e;
+  }
+  collect_numbers(out, e.metrics, "");
+  // Common spellings of the memory figure, so that ranking and plots find one name.
+  if (!e.metrics.contains("memory_per_gpu_GiB")) {
+    for (const char* alt : {"memory.per_gpu_GiB", "memory.total_GiB", "memory.peak_GiB"}) {
+      if (e.metrics.contains(alt)) {
+        e.metrics["memory_per_gpu_GiB"] = e.metrics[alt];
+        break;
+      }
+    }
+  }
+  if (const auto it = out.find("breakdown"); it != out.end() && it->is_object()) {
+    for (const auto& [key, value] : it->items()) {
+      if (value.is_number()) e.breakdown[key] = value;
+    }
+  }
+  if (const auto it = out.find("warnings"); it != out.end() && it->is_array()) {
+    for (const auto& w : *it) {
+      if (w.is_string()) e.warnings.push_back(w.get<std::string>());
+    }
+  }
+  auto is_false = [&](const json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_boolean() && !it->get<bool>();
+  };
+  const json memory = out.value("memory", json::object());
+  const bool infeasible = is_false(out, "fits") || is_false(out, "feasible") ||
+                          (memory.is_object() && is_false(memory, "fits"));
+  if (infeasible) {
+    e.status = kStatusInfeasible;
+    for (const json* o : std::initializer_list<const json*>{&out, &memory}) {
+      for (const char* key : {"verdict", "reason", "memory_verdict"}) {
+        if (e.reason.empty() && o->is_object() && o->contains(key) && o->at(key).is_string()) {
+          e.reason = o->at(key).get<std::string>();
+        }
+      }
+    }
+    if (e.reason.empty()) {
+      const double need = e.metrics.value("memory_per_gpu_GiB", -1.0);
+      const double usable = e.metrics.value("usable_GiB", -1.0);
+      e.reason = "does not fit in GPU memory";
+      if (need >= 0 && usable >= 0) {
+        e.reason = memory_verdict(need, usable);
+      } else if (need >= 0) {
+        e.reason += ": needs " + fixed2(need) + " GiB per GPU";
+      }
+    }
+    return e;
+  }
+  if (result.exit_code != 0) {
+    e.status = result.exit_code == 2 ? kStatusInvalid : kStatusFailed;
+    e.reason = "evaluator " + result.describe();
+    if (!result.err.empty()) e.reason += ": " + tail(result.err);
+    return e;
+  }
+  e.status = kStatusOk;
+  return e;
+}
+
+void add_derived_metrics(json& metrics, const Scenario& scenario, double usd_per_gpu_hour) {
+  const auto it = metrics.find("step_time_s");
+  if (it == metrics.end() || !it->is_number()) return;
+  const double step_s = it->get<double>();
+  if (!(step_s > 0) || !std::isfinite(step_s)) return;
+  const double tokens_per_s = scenario.tokens_per_step() / step_s;
+  metrics["tokens_per_s"] = tokens_per_s;
+  const double tokens_total = scenario.training.tokens_total;
+  if (tokens_total > 0) {
+    const double train_s = tokens_total / tokens_per_s;
+    metrics["time_to_train_days"] = train_s / kSecondsPerDay;
+    const double gpu_hours = train_s / kSecondsPerHour * scenario.gpus;
+    metrics["gpu_hours"] = gpu_hours;
+    if (usd_per_gpu_hour > 0) metrics["cost_usd"] = gpu_hours * usd_per_gpu_hour;
+  }
+}
+
+}  // namespace clustersim::sweep

@@ -1,0 +1,220 @@
+#include "sweep/ranking.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace clustersim::sweep {
+
+namespace {
+
+using nlohmann::json;
+
+// A second component is named too when it costs at least this fraction of the first.
+constexpr double kSecondReasonShare = 0.5;
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t width) {
+  // Width in characters, counting UTF-8 continuation bytes as nothing.
+  std::size_t chars = 0;
+  for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
+  if (chars < width) s.append(width - chars, ' ');
+  return s;
+}
+
+double tokens_per_step(const SweepRecord& r) {
+  if (r.has_metric("tokens_per_s") && r.has_metric("step_time_s")) {
+    return r.metric("tokens_per_s") * r.metric("step_time_s");
+  }
+  return 1;
+}
+
+double gpus_of(const SweepRecord& r) {
+  const auto it = r.parameters.find("gpus");
+  return (it != r.parameters.end() && it->is_number()) ? it->get<double>() : 1;
+}
+
+}  // namespace
+
+std::string component_label(const std::string& component) {
+  std::string name = component;
+  for (const char* suffix : {"_s", "_seconds"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      name.erase(name.size() - s.size());
+    }
+  }
+  std::string out;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    std::size_t end = name.find('_', start);
+    if (end == std::string::npos) end = name.size();
+    std::string word = name.substr(start, end - start);
+    static const std::set<std::string> upper = {"dp", "tp", "pp", "cp", "ep", "sp", "mlp",
+                                                "ffn", "gemm", "zero", "hbm", "nic", "ib"};
+    if (upper.count(word)) {
+      std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) {
+        return static_cast<char>(std::toupper(c));
+      });
+    }
+    if (!word.empty()) out += (out.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner) {
+  if (runner_up.breakdown.empty() || winner.breakdown.empty()) return "";
+  const double scale_r = gpus_of(runner_up) / tokens_per_step(runner_up);
+  const double scale_w = gpus_of(winner) / tokens_per_step(winner);
+  double winner_total = 0;
+  if (winner.has_metric("step_time_s")) {
+    winner_total = winner.metric("step_time_s") * scale_w;
+  } else {
+    for (const auto& [k, v] : winner.breakdown.items()) {
+      if (v.is_number()) winner_total += v.get<double>() * scale_w;
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& [k, v] : runner_up.breakdown.items()) names.insert(k);
+  for (const auto& [k, v] : winner.breakdown.items()) names.insert(k);
+  struct Delta {
+    std::string name;
+    double per_token = 0;  // GPU-seconds per token more than the winner
+    double step_s = 0;     // seconds per step more than the winner
+  };
+  std::vector<Delta> deltas;
+  for (const auto& name : names) {
+    auto value = [&](const SweepRecord& r) {
+      const auto it = r.breakdown.find(name);
+      return (it != r.breakdown.end() && it->is_number()) ? it->get<double>() : 0.0;
+    };
+    const double vr = value(runner_up);
+    const double vw = value(winner);
+    const double d = vr * scale_r - vw * scale_w;
+    if (d > 0) deltas.push_back({name, d, vr - vw});
+  }
+  if (deltas.empty()) return "";
+  std::stable_sort(deltas.begin(), deltas.end(),
+                   [](const Delta& a, const Delta& b) { return a.per_token > b.per_token; });
+  auto describe = [&](const Delta& d) {
+    std::string s = component_label(d.name) + " " + fmt("%+.3f", d.step_s) + " s/step";
+    if (winner_total > 0) s += " (" + fmt("%+.1f", 100 * d.per_token / winner_total) + "%)";
+    return s;
+  };
+  std::string out = describe(deltas[0]);
+  if (deltas.size() > 1 && deltas[1].per_token >= kSecondReasonShare * deltas[0].per_token) {
+    out += ", " + describe(deltas[1]);
+  }
+  if (gpus_of(runner_up) != gpus_of(winner)) {
+    out += "; " + fmt("%.0f", gpus_of(runner_up)) + " vs " + fmt("%.0f", gpus_of(winner)) +
+           " GPUs";
+  }
+  return out;
+}
+
+std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int top) {
+  std::vector<const SweepRecord*> ok;
+  for (const auto& r : records) {
+    if (r.status == kStatusOk) ok.push_back(&r);
+  }
+  auto any = [&](const char* metric) {
+    return std::any_of(ok.begin(), ok.end(), [&](const SweepRecord* r) { return r->has_metric(metric); });
+  };
+  std::vector<Ranking> out;
+  auto add = [&](const std::string& title, const std::string& metric, bool higher) {
+    Ranking ranking;
+    ranking.title = title;
+    ranking.metric = metric;
+    ranking.higher_is_better = higher;
+    std::vector<const SweepRecord*> rows;
+    for (const auto* r : ok) {
+      if (r->has_metric(metric)) rows.push_back(r);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [&](const SweepRecord* a, const SweepRecord* b) {
+      const double va = a->metric(metric);
+      const double vb = b->metric(metric);
+      if (va != vb) return higher ? va > vb : va < vb;
+      return a->index < b->index;
+    });
+    if (static_cast<int>(rows.size()) > top) rows.resize(static_cast<std::size_t>(top));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      RankedRow row;
+      row.record = rows[i];
+      row.value = rows[i]->metric(metric);
+      if (i > 0) row.why_behind = loss_reason(*rows[i], *rows[0]);
+      ranking.rows.push_back(std::move(row));
+    }
+    out.push_back(std::move(ranking));
+  };
+  if (any("mfu")) add("best MFU", "mfu", true);
+  if (any("time_to_train_days")) {
+    add("best time to train", "time_to_train_days", false);
+  } else if (any("tokens_per_s")) {
+    add("best throughput", "tokens_per_s", true);
+  }
+  if (any("cost_usd")) {
+    add("best cost", "cost_usd", false);
+  } else if (any("gpu_hours")) {
+    add("best cost (GPU-hours)", "gpu_hours", false);
+  }
+  if (!any("mfu") && any("memory_per_gpu_GiB")) {
+    add("lowest memory per GPU", "memory_per_gpu_GiB", false);
+  }
+  return out;
+}
+
+std::string format_summary(const std::vector<SweepRecord>& records, int top) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& r : records) ++counts[r.status];
+  std::string out = std::to_string(records.size()) + " points: " +
+                    std::to_string(counts[kStatusOk]) + " ok, " +
+                    std::to_string(counts[kStatusInvalid]) + " invalid, " +
+                    std::to_string(counts[kStatusInfeasible]) + " infeasible (memory), " +
+                    std::to_string(counts[kStatusFailed]) + " failed\n";
+  for (const auto& r : records) {
+    if (r.status == kStatusFailed) {
+      out += "  failed: #" + std::to_string(r.index) + " " + r.label + ": " + r.reason + "\n";
+    }
+  }
+  const auto rankings = rank_records(records, top);
+  if (rankings.empty()) {
+    out += "nothing to rank (no point evaluated ok)\n";
+    return out;
+  }
+  std::size_t label_width = 6;
+  for (const auto& ranking : rankings) {
+    for (const auto& row : ranking.rows) label_width = std::max(label_width, row.record->label.size());
+  }
+  for (const auto& ranking : rankings) {
+    out += "\n" + ranking.title + ":\n";
+    out += "  " + pad("#", 4) + pad("point", label_width + 2) + pad("MFU", 8) + pad("step", 10) +
+           pad("train", 10) + pad("GPU-h", 11) + pad("cost", 11) + pad("mem/GPU", 10) +
+           "behind #1 because\n";
+    int rank = 1;
+    for (const auto& row : ranking.rows) {
+      const SweepRecord& r = *row.record;
+      auto metric_or_dash = [&](const char* name, const char* format, double scale) {
+        return r.has_metric(name) ? fmt(format, r.metric(name) * scale) : std::string("-");
+      };
+      out += "  " + pad(std::to_string(rank++), 4) + pad(r.label, label_width + 2) +
+             pad(metric_or_dash("mfu", "%.1f%%", 100), 8) +
+             pad(metric_or_dash("step_time_s", "%.3f s", 1), 10) +
+             pad(metric_or_dash("time_to_train_days", "%.1f d", 1), 10) +
+             pad(metric_or_dash("gpu_hours", "%.3g", 1), 11) +
+             pad(metric_or_dash("cost_usd", "$%.3g", 1), 11) +
+             pad(metric_or_dash("memory_per_gpu_GiB", "%.1f GiB", 1), 10) + row.why_behind +
+             "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace clustersim::sweep

@@ -1,0 +1,75 @@
+// Running a sweep: enumerate, screen, evaluate in parallel child processes, record, resume.
+//
+// Per point (of this shard), in enumeration order:
+//   1. already recorded (a done record with its key in DIR/results.jsonl): skipped;
+//   2. the scenario does not load: recorded "invalid" with the loader's message;
+//   3. the feasibility check (the memory model) says no: recorded "infeasible" with the numbers;
+//   4. otherwise evaluated by a child process (evaluator.hpp), `jobs` at a time.
+// Every record is appended whole (results.hpp). A sweep stopped by a signal or killed outright
+// resumes where it was when run again with the same DIR; a finished sweep rewrites the results
+// files sorted by point index. One sweep at a time may write a directory (an flock on
+// DIR/.lock).
+#pragma once
+
+#include <csignal>
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sweep/evaluator.hpp"
+#include "sweep/results.hpp"
+#include "sweep/sweep_spec.hpp"
+
+namespace clustersim::sweep {
+
+struct SweepOptions {
+  std::string out_dir;
+  int jobs = 1;
+  int shard = 1;   // this shard, 1-based
+  int shards = 1;  // points with index % shards == shard - 1 belong to this shard
+  std::string executable;        // the clustersim binary that evaluates points
+  std::string evaluator = "run"; // evaluator.hpp
+  double point_timeout_s = 0;    // per evaluation; 0 = none
+  bool progress_bar = false;     // redraw a progress bar on `progress`
+  std::ostream* progress = nullptr;  // progress bar or, without a bar, a line per 10%
+  const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler to stop
+  unsigned test_delay_ms = 0;    // test hook: each child waits this long before evaluating
+};
+
+struct SweepOutcome {
+  std::size_t points_total = 0;     // in the whole sweep
+  std::size_t points_in_shard = 0;
+  std::size_t already_done = 0;     // recorded by an earlier run
+  std::size_t evaluated = 0;        // children run by this call
+  std::size_t ok = 0, invalid = 0, infeasible = 0, failed = 0;  // over the shard's records
+  bool interrupted = false;
+  double wall_s = 0;
+  std::vector<SweepRecord> records;  // this shard's records, sorted by index
+};
+
+// Parses "I/N" (1 <= I <= N). Throws std::invalid_argument with the reason.
+std::pair<int, int> parse_shard(const std::string& text);
+
+// The points of `spec` that belong to shard `shard` of `shards`.
+std::vector<SweepPoint> shard_points(std::vector<SweepPoint> points, int shard, int shards);
+
+// The record of a point decided without a child: invalid (scenario does not load) or
+// infeasible (per `feasible`); nullopt when the point needs evaluating. `scenario` receives
+// the loaded scenario when it loads.
+std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint& point,
+                                        const std::string& key, const FeasibilityCheck& feasible,
+                                        std::optional<Scenario>& scenario);
+
+// Runs (or resumes) the sweep. Throws std::runtime_error when DIR cannot be written or is
+// locked by another sweep.
+SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
+                       const FeasibilityCheck& feasible);
+
+// Joins results of several runs (shards) into DIR: one record per key (results.hpp
+// latest_per_key), sorted by index; writes DIR/results.jsonl and DIR/results.csv. `parts` are
+// results directories or .jsonl files. Returns the merged records.
+std::vector<SweepRecord> merge_results(const std::string& out_dir,
+                                       const std::vector<std::string>& parts);
+
+}  // namespace clustersim::sweep

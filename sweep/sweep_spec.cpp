@@ -1,0 +1,576 @@
+#include "sweep/sweep_spec.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "core/scenario_loader.hpp"
+
+namespace clustersim::sweep {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// FNV-1a 64-bit parameters (draft-eastlake-fnv, section 5).
+constexpr std::uint64_t kFnvOffsetBasis = 14695981039346656037ULL;
+constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
+
+// Enumerations larger than this are almost certainly a mistake in the sweep file, and every
+// point is held in memory (a resolved scenario is a few kB).
+constexpr std::size_t kMaxPoints = 50000;
+
+const std::vector<std::string> kAxisNames = {
+    "gpus",      "layouts",           "micro_batch", "global_batch",  "zero_stage",
+    "recompute", "sequence_parallel", "grad_dtype",  "compression",   "nics_per_node",
+    "oversubscription", "cluster",    "model"};
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// The value at `pointer`, or null when any part of the path is absent.
+json get_or_null(const json& doc, const std::string& pointer) {
+  const json::json_pointer p(pointer);
+  return doc.contains(p) ? doc.at(p) : json();
+}
+
+int int_or(const json& doc, const std::string& pointer, int fallback) {
+  const json v = get_or_null(doc, pointer);
+  return v.is_number_integer() ? v.get<int>() : fallback;
+}
+
+// Resolves a relative path next to the sweep file first, then in the data directory.
+std::string resolve_input_path(const std::string& path, const std::string& sweep_file,
+                               const JsonNode& where) {
+  if (fs::path(path).is_absolute()) {
+    if (!fs::exists(path)) where.fail("base scenario \"" + path + "\" does not exist");
+    return path;
+  }
+  const fs::path beside = fs::path(sweep_file).parent_path() / path;
+  if (fs::exists(beside)) return beside.string();
+  const fs::path in_data = fs::path(data_root()) / path;
+  if (fs::exists(in_data)) return in_data.string();
+  where.fail("base scenario \"" + path + "\" is neither next to the sweep file (" +
+             beside.string() + ") nor in the data directory (" + in_data.string() + ")");
+}
+
+json load_preset_json(const std::string& folder, const std::string& name, const char* what,
+                      const JsonNode& where) {
+  const auto names = preset_names(folder);
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string message = std::string("no ") + what + " preset named \"" + name + "\"";
+    const std::string suggestion = nearest_name(name, names);
+    message += suggestion.empty() ? "; available: " + join_names(names)
+                                  : "; did you mean \"" + suggestion + "\"?";
+    where.fail(message);
+  }
+  return JsonDocument::load(data_root() + "/" + folder + "/" + name + ".json").root().raw();
+}
+
+json inline_cluster(json cluster, const JsonNode& where) {
+  if (cluster.is_string()) {
+    cluster = load_preset_json("topologies/clusters", cluster.get<std::string>(), "cluster",
+                               where);
+  }
+  if (cluster.is_object() && cluster.contains("gpu") && cluster["gpu"].is_string()) {
+    cluster["gpu"] = load_preset_json("topologies/gpus", cluster["gpu"].get<std::string>(),
+                                      "GPU", where);
+  }
+  return cluster;
+}
+
+// A non-empty array without repeated values.
+std::vector<JsonNode> axis_values(const JsonNode& node) {
+  if (!node.is_array()) node.fail("expected an array of values, got " + node.describe());
+  std::vector<JsonNode> items = node.items();
+  if (items.empty()) node.fail("an axis needs at least one value");
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (items[i].raw() == items[j].raw()) {
+        items[i].fail(items[i].describe() + " is listed twice");
+      }
+    }
+  }
+  return items;
+}
+
+// A list of positive integers, or "all" (returned as an empty vector).
+std::vector<int> int_list_or_all(const JsonNode& node, int max) {
+  if (node.is_string()) {
+    node.as_enum({"all"});
+    return {};
+  }
+  std::vector<int> out;
+  for (const auto& item : axis_values(node)) {
+    out.push_back(static_cast<int>(item.as_int_in(1, max)));
+  }
+  return out;
+}
+
+void validate_axes(const JsonNode& axes) {
+  axes.require_object();
+  axes.only_keys(kAxisNames);
+  if (const auto n = axes.find("gpus")) {
+    for (const auto& v : axis_values(*n)) v.as_int_in(1, 1 << 24);
+  }
+  if (const auto n = axes.find("layouts")) {
+    if (n->is_string()) {
+      n->as_enum({"all"});
+    } else if (n->is_object()) {
+      n->only_keys({"dp", "tp", "pp", "vpp"});
+      for (const char* k : {"dp", "tp", "pp", "vpp"}) {
+        if (const auto list = n->find(k)) int_list_or_all(*list, 1 << 20);
+      }
+    } else if (n->is_array()) {
+      for (const auto& item : axis_values(*n)) {
+        item.require_object();
+        item.only_keys({"dp", "tp", "pp", "vpp", "cp"});
+        item.int_at("tp", 1, 1 << 12);
+        item.int_at("pp", 1, 1 << 12);
+        item.int_or("dp", 1, 1, 1 << 20);
+        item.int_or("vpp", 1, 1, 1 << 10);
+        item.int_or("cp", 1, 1, 1 << 12);
+      }
+    } else {
+      n->fail("expected \"all\", an object of dp/tp/pp/vpp lists or a list of layouts, got " +
+              n->describe());
+    }
+  }
+  for (const char* k : {"micro_batch", "global_batch"}) {
+    if (const auto n = axes.find(k)) {
+      for (const auto& v : axis_values(*n)) v.as_int_in(1, std::int64_t(1) << 40);
+    }
+  }
+  if (const auto n = axes.find("zero_stage")) {
+    for (const auto& v : axis_values(*n)) v.as_int_in(0, 3);
+  }
+  if (const auto n = axes.find("recompute")) {
+    for (const auto& v : axis_values(*n)) v.as_enum({"none", "selective", "full"});
+  }
+  if (const auto n = axes.find("sequence_parallel")) {
+    for (const auto& v : axis_values(*n)) v.as_bool();
+  }
+  if (const auto n = axes.find("grad_dtype")) {
+    for (const auto& v : axis_values(*n)) v.as_enum({"fp32", "bf16", "fp16", "fp8"});
+  }
+  if (const auto n = axes.find("compression")) {
+    for (const auto& v : axis_values(*n)) {
+      if (v.is_string()) {
+        v.as_enum({"none", "onebit_adam"});
+      } else if (!v.is_object()) {
+        v.fail("expected a compression name or object, got " + v.describe());
+      }  // objects are checked by the scenario loader, point by point
+    }
+  }
+  if (const auto n = axes.find("nics_per_node")) {
+    for (const auto& v : axis_values(*n)) v.as_int_in(1, 1024);
+  }
+  if (const auto n = axes.find("oversubscription")) {
+    for (const auto& v : axis_values(*n)) {
+      if (v.as_number() < 1) v.fail(v.describe() + " must be at least 1 (1 = non-blocking)");
+    }
+  }
+  if (const auto n = axes.find("cluster")) {
+    for (const auto& v : axis_values(*n)) inline_cluster(v.as_string(), v);
+  }
+  if (const auto n = axes.find("model")) {
+    for (const auto& v : axis_values(*n)) {
+      load_preset_json("models/presets", v.as_string(), "model", v);
+    }
+  }
+}
+
+struct Variant {
+  json scenario;
+  std::string error;
+};
+
+using Expand = std::function<std::vector<Variant>(const Variant&)>;
+
+// One value per variant: sets `pointer` to each value of the axis.
+Expand set_each(const std::string& pointer, const json& values,
+                std::function<void(json&, const json&)> also = {}) {
+  return [pointer, values, also](const Variant& in) {
+    std::vector<Variant> out;
+    for (const auto& v : values) {
+      Variant next = in;
+      next.scenario[json::json_pointer(pointer)] = v;
+      if (also) also(next.scenario, v);
+      out.push_back(std::move(next));
+    }
+    return out;
+  };
+}
+
+void apply_layout(json& s, int dp, int tp, int pp, int vpp, std::optional<int> cp,
+                  const json& base, bool sp_axis) {
+  json& par = s["parallelism"];
+  par["dp"] = dp;
+  par["tp"] = tp;
+  par["pp"] = pp;
+  par["vpp"] = vpp;
+  if (cp) par["cp"] = *cp;
+  const json base_schedule = get_or_null(base, "/parallelism/schedule");
+  if (vpp > 1) {
+    par["schedule"] = "interleaved";
+  } else if (base_schedule == "interleaved") {
+    par["schedule"] = "1f1b";
+  }
+  if (pp != int_or(base, "/parallelism/pp", 1)) par.erase("layers_per_stage");
+  // Sequence parallelism is a TP feature; at tp 1 it is off unless the sweep varies it.
+  if (!sp_axis && tp == 1 && par.contains("sequence_parallel")) par["sequence_parallel"] = false;
+}
+
+Expand expand_layouts(const json& layouts, const json& base, bool sp_axis) {
+  return [layouts, base, sp_axis](const Variant& in) {
+    std::vector<Variant> out;
+    const int gpus = int_or(in.scenario, "/gpus", 1);
+    const int cp = int_or(in.scenario, "/parallelism/cp", 1);
+    if (layouts.is_array()) {
+      for (const auto& l : layouts) {
+        Variant next = in;
+        const int tp = l.at("tp").get<int>();
+        const int pp = l.at("pp").get<int>();
+        const int lcp = l.value("cp", cp);
+        const int dp = l.contains("dp") ? l.at("dp").get<int>()
+                                        : std::max(1, gpus / std::max(1, tp * pp * lcp));
+        apply_layout(next.scenario, dp, tp, pp, l.value("vpp", 1),
+                     l.contains("cp") ? std::optional<int>(lcp) : std::nullopt, base, sp_axis);
+        out.push_back(std::move(next));
+      }
+      return out;
+    }
+    auto list = [&](const char* key, const std::vector<int>& fallback) -> std::vector<int> {
+      if (!layouts.is_object() || !layouts.contains(key)) return fallback;
+      const json& v = layouts.at(key);
+      if (v.is_string()) return {};  // "all"
+      return v.get<std::vector<int>>();
+    };
+    const std::vector<int> tps = list("tp", {});
+    const std::vector<int> pps = list("pp", {});
+    const std::vector<int> dps = list("dp", {});
+    const bool vpp_all = layouts.is_object() && layouts.contains("vpp") &&
+                         layouts.at("vpp").is_string();
+    const std::vector<int> vpps = vpp_all ? std::vector<int>{} : list("vpp", {1});
+    const int layers = int_or(in.scenario, "/model/num_layers", 1);
+    if (gpus % cp != 0) return out;
+    for (int tp : tps.empty() ? divisors(gpus / cp) : tps) {
+      if ((gpus / cp) % tp != 0) continue;
+      for (int pp : pps.empty() ? divisors(gpus / cp / tp) : pps) {
+        if ((gpus / cp / tp) % pp != 0) continue;
+        const int dp = gpus / cp / tp / pp;
+        if (!dps.empty() && std::find(dps.begin(), dps.end(), dp) == dps.end()) continue;
+        std::vector<int> vs = vpps;
+        if (vpp_all) {
+          vs = {1};
+          for (int v = 2; pp > 1 && v <= layers; ++v) {
+            if (layers % (pp * v) == 0) vs.push_back(v);
+          }
+        }
+        for (int vpp : vs) {
+          Variant next = in;
+          apply_layout(next.scenario, dp, tp, pp, vpp, std::nullopt, base, sp_axis);
+          out.push_back(std::move(next));
+        }
+      }
+    }
+    return out;
+  };
+}
+
+// A label fragment for one parameter, e.g. "TP8", "mb2", "ZeRO-1".
+std::string fragment(const std::string& key, const json& v) {
+  auto text = [](const json& x) {
+    return x.is_string() ? x.get<std::string>() : x.dump();
+  };
+  if (key == "gpus") return text(v) + " GPUs";
+  if (key == "dp") return "DP" + text(v);
+  if (key == "tp") return "TP" + text(v);
+  if (key == "pp") return "PP" + text(v);
+  if (key == "vpp") return "VPP" + text(v);
+  if (key == "cp") return "CP" + text(v);
+  if (key == "micro_batch") return "mb" + text(v);
+  if (key == "global_batch") return "gb" + text(v);
+  if (key == "zero_stage") return "ZeRO-" + text(v);
+  if (key == "recompute") return "recompute:" + text(v);
+  if (key == "sequence_parallel") return v == true ? "SP" : "no-SP";
+  if (key == "grad_dtype") return "grad:" + text(v);
+  if (key == "compression") return v == "none" ? "no-compression" : text(v);
+  if (key == "nics_per_node") return text(v) + "NIC";
+  if (key == "oversubscription") return "oversub:" + text(v);
+  return text(v);  // cluster, model
+}
+
+void assign_labels(std::vector<SweepPoint>& points) {
+  std::vector<json> params;
+  params.reserve(points.size());
+  for (const auto& p : points) params.push_back(point_parameters(p.scenario));
+  // Which parameters vary across the sweep; dp, tp and pp always show (they name a layout).
+  std::set<std::string> varying = {"dp", "tp", "pp"};
+  for (const auto& [key, value] : params.front().items()) {
+    for (const auto& q : params) {
+      if (q.at(key) != value) {
+        varying.insert(key);
+        break;
+      }
+    }
+  }
+  const std::vector<std::string> order = {
+      "gpus",          "dp",          "tp",        "pp",
+      "vpp",           "cp",          "micro_batch", "global_batch",
+      "zero_stage",    "recompute",   "sequence_parallel", "grad_dtype",
+      "compression",   "nics_per_node", "oversubscription", "cluster",
+      "model"};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::string label;
+    std::string series;
+    for (const auto& key : order) {
+      if (!varying.count(key)) continue;
+      const std::string f = fragment(key, params[i].at(key));
+      label += (label.empty() ? "" : " ") + f;
+      if (key != "gpus" && key != "dp") series += (series.empty() ? "" : " ") + f;
+    }
+    points[i].label = label;
+    points[i].series = series;
+  }
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(const std::string& bytes) {
+  std::uint64_t h = kFnvOffsetBasis;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+std::string fnv1a64_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::uint64_t h = fnv1a64(bytes);
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = digits[h & 0xf];
+    h >>= 4;
+  }
+  return out;
+}
+
+json inline_presets(json scenario, const JsonNode& where) {
+  if (!scenario.is_object()) return scenario;
+  if (scenario.contains("model") && scenario["model"].is_string()) {
+    scenario["model"] = load_preset_json("models/presets",
+                                         scenario["model"].get<std::string>(), "model", where);
+  }
+  if (scenario.contains("cluster")) scenario["cluster"] = inline_cluster(scenario["cluster"], where);
+  return scenario;
+}
+
+SweepSpec load_sweep_spec(const std::string& path) {
+  return parse_sweep_spec(JsonDocument::load(path));
+}
+
+SweepSpec parse_sweep_spec(const JsonDocument& document) {
+  const JsonNode root = document.root();
+  root.require_object();
+  root.only_keys({"name", "description", "base", "axes", "ranking"});
+  SweepSpec spec;
+  spec.file = document.file();
+  spec.name = root.string_or("name", fs::path(document.file()).stem().string());
+  spec.description = root.string_or("description", "");
+
+  const JsonNode base = root.at("base");
+  json raw;
+  if (base.is_string()) {
+    spec.base_file = resolve_input_path(base.as_string(), spec.file, base);
+    // Loading the file itself first reports a broken base at its own file and pointer.
+    load_scenario(spec.base_file);
+    raw = JsonDocument::load(spec.base_file).root().raw();
+  } else if (base.is_object()) {
+    raw = base.raw();
+  } else {
+    base.fail("expected a scenario path or an inline scenario, got " + base.describe());
+  }
+  spec.base = inline_presets(raw, base);
+  {
+    const std::string name = spec.base_file.empty() ? spec.file + ":/base" : spec.base_file;
+    load_scenario(JsonDocument::parse(spec.base.dump(), name));
+  }
+
+  if (const auto axes = root.find("axes")) {
+    validate_axes(*axes);
+    spec.axes = axes->raw();
+  } else {
+    spec.axes = json::object();
+  }
+  for (const auto& name : kAxisNames) {
+    if (!spec.axes.contains(name)) continue;
+    const json& v = spec.axes.at(name);
+    if (name == "layouts" || (v.is_array() && v.size() > 1)) spec.varying.push_back(name);
+  }
+  if (const auto r = root.find("ranking")) {
+    r->only_keys({"usd_per_gpu_hour", "top"});
+    spec.ranking.usd_per_gpu_hour = r->non_negative_or("usd_per_gpu_hour", 0.0);
+    spec.ranking.top = static_cast<int>(r->int_or("top", 10, 1, 1000));
+  }
+  // Enumerate once so that an empty or oversized sweep is a ConfigError here, not later.
+  enumerate_points(spec);
+  return spec;
+}
+
+std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
+  const json& axes = spec.axes;
+  const json& base = spec.base;
+  const bool sp_axis = axes.contains("sequence_parallel");
+  std::vector<Expand> dims;
+
+  if (axes.contains("cluster")) {
+    json clusters = json::array();
+    const JsonDocument doc = JsonDocument::parse(axes.dump(), spec.file + ":/axes");
+    for (const auto& v : doc.root().at("cluster").items()) {
+      clusters.push_back(inline_cluster(v.raw(), v));
+    }
+    dims.push_back(set_each("/cluster", clusters));
+  }
+  if (axes.contains("model")) {
+    json models = json::array();
+    const JsonDocument doc = JsonDocument::parse(axes.dump(), spec.file + ":/axes");
+    for (const auto& v : doc.root().at("model").items()) {
+      models.push_back(load_preset_json("models/presets", v.as_string(), "model", v));
+    }
+    dims.push_back(set_each("/model", models));
+  }
+  if (axes.contains("gpus")) {
+    const bool has_layouts = axes.contains("layouts");
+    dims.push_back([values = axes.at("gpus"), has_layouts](const Variant& in) {
+      std::vector<Variant> out;
+      for (const auto& v : values) {
+        Variant next = in;
+        json& s = next.scenario;
+        const int gpus = v.get<int>();
+        s["gpus"] = gpus;
+        // The cluster grows (whole nodes) when the preset is too small for the GPU count.
+        const int per_node = std::max(1, int_or(s, "/cluster/gpus_per_node", 1));
+        const int nodes = int_or(s, "/cluster/nodes", 1);
+        if (std::int64_t(nodes) * per_node < gpus) {
+          s["cluster"]["nodes"] = (gpus + per_node - 1) / per_node;
+        }
+        if (!has_layouts) {
+          const int tp = int_or(s, "/parallelism/tp", 1);
+          const int pp = int_or(s, "/parallelism/pp", 1);
+          const int cp = int_or(s, "/parallelism/cp", 1);
+          if (gpus % (tp * pp * cp) == 0) {
+            s["parallelism"]["dp"] = gpus / (tp * pp * cp);
+          } else {
+            next.error = std::to_string(gpus) + " GPUs are not divisible by the base layout's " +
+                         "tp x pp x cp = " + std::to_string(tp * pp * cp);
+          }
+        }
+        out.push_back(std::move(next));
+      }
+      return out;
+    });
+  }
+  if (axes.contains("layouts")) dims.push_back(expand_layouts(axes.at("layouts"), base, sp_axis));
+  const std::vector<std::pair<const char*, const char*>> scalar = {
+      {"micro_batch", "/training/micro_batch"},
+      {"global_batch", "/training/global_batch"},
+      {"zero_stage", "/parallelism/zero_stage"},
+      {"recompute", "/training/recompute"},
+      {"sequence_parallel", "/parallelism/sequence_parallel"},
+      {"grad_dtype", "/comm/grad_dtype"},
+      {"compression", "/comm/compression"},
+  };
+  for (const auto& [axis, pointer] : scalar) {
+    if (axes.contains(axis)) dims.push_back(set_each(pointer, axes.at(axis)));
+  }
+  if (axes.contains("nics_per_node")) {
+    // A rail-optimized fabric has one NIC per GPU; other NIC counts are not rail-optimized.
+    dims.push_back(set_each("/cluster/nics_per_node", axes.at("nics_per_node"),
+                            [](json& s, const json& v) {
+                              if (v.get<int>() != int_or(s, "/cluster/gpus_per_node", 0)) {
+                                s["cluster"]["rail_optimized"] = false;
+                              }
+                            }));
+  }
+  if (axes.contains("oversubscription")) {
+    dims.push_back(set_each("/cluster/fabric/oversubscription", axes.at("oversubscription")));
+  }
+
+  std::vector<Variant> current = {{base, ""}};
+  for (const auto& expand : dims) {
+    std::vector<Variant> next;
+    for (const auto& v : current) {
+      for (auto& e : expand(v)) {
+        next.push_back(std::move(e));
+        if (next.size() > kMaxPoints) {
+          throw ConfigError(spec.file, "/axes",
+                            "the axes give more than " + std::to_string(kMaxPoints) +
+                                " points; split the sweep into several files");
+        }
+      }
+    }
+    current = std::move(next);
+  }
+  if (current.empty()) {
+    throw ConfigError(spec.file, "/axes", "the axes give no point (no layout multiplies to the "
+                                          "GPU count?)");
+  }
+  std::vector<SweepPoint> points;
+  points.reserve(current.size());
+  for (std::size_t i = 0; i < current.size(); ++i) {
+    SweepPoint p;
+    p.index = i;
+    p.scenario = std::move(current[i].scenario);
+    p.error = std::move(current[i].error);
+    points.push_back(std::move(p));
+  }
+  assign_labels(points);
+  return points;
+}
+
+std::string canonical_json(const json& scenario) { return scenario.dump(); }
+
+std::string point_key(const json& scenario, const std::string& evaluator) {
+  return fnv1a64_hex("clustersim-sweep-point v1\n" + evaluator + "\n" + canonical_json(scenario));
+}
+
+json point_parameters(const json& s) {
+  auto or_default = [&](const char* pointer, json fallback) {
+    json v = get_or_null(s, pointer);
+    return v.is_null() ? fallback : v;
+  };
+  json compression = or_default("/comm/compression", "none");
+  if (compression.is_object()) compression = compression.value("kind", json("none"));
+  json cluster = get_or_null(s, "/cluster");
+  json model = get_or_null(s, "/model");
+  json p = json::object();
+  p["gpus"] = or_default("/gpus", 0);
+  p["dp"] = or_default("/parallelism/dp", 1);
+  p["tp"] = or_default("/parallelism/tp", 1);
+  p["pp"] = or_default("/parallelism/pp", 1);
+  p["vpp"] = or_default("/parallelism/vpp", 1);
+  p["cp"] = or_default("/parallelism/cp", 1);
+  p["micro_batch"] = or_default("/training/micro_batch", 1);
+  p["global_batch"] = or_default("/training/global_batch", 0);
+  p["zero_stage"] = or_default("/parallelism/zero_stage", 0);
+  p["recompute"] = or_default("/training/recompute", "none");
+  p["sequence_parallel"] = or_default("/parallelism/sequence_parallel", false);
+  p["grad_dtype"] = or_default("/comm/grad_dtype", "bf16");
+  p["compression"] = compression;
+  p["nics_per_node"] = or_default("/cluster/nics_per_node", 0);
+  p["oversubscription"] = or_default("/cluster/fabric/oversubscription", 1);
+  p["cluster"] = cluster.is_object() ? cluster.value("name", json("")) : cluster;
+  p["model"] = model.is_object() ? model.value("name", json("")) : model;
+  return p;
+}
+
+}  // namespace clustersim::sweep

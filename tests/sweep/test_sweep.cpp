@@ -1,0 +1,450 @@
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/errors.hpp"
+#include "core/scenario_loader.hpp"
+#include "sweep/ranking.hpp"
+#include "sweep/regress.hpp"
+#include "sweep/results.hpp"
+#include "sweep/sweep_runner.hpp"
+#include "sweep/sweep_spec.hpp"
+
+using namespace clustersim;
+using namespace clustersim::sweep;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSource = CLUSTERSIM_SOURCE_DIR;
+const std::string kBinary = CLUSTERSIM_BINARY;
+const std::string kTinySweep = kSource + "/tests/sweep/data/tiny-sweep.json";
+
+std::string make_temp_dir(const std::string& name) {
+  std::string pattern = (fs::temp_directory_path() / ("clustersim-test-" + name + "-XXXXXX")).string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command line, capturing its output.
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+SweepSpec spec_from(const std::string& text) {
+  // Named as if it sat in tests/sweep/data/, so that relative base paths resolve.
+  return parse_sweep_spec(JsonDocument::parse(text, kSource + "/tests/sweep/data/inline.json"));
+}
+
+std::size_t count_status(const std::string& jsonl, const std::string& status) {
+  std::size_t n = 0;
+  for (const auto& r : read_results(jsonl, false).records) n += r.status == status;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("FNV-1a 64 matches the reference test vectors") {
+  // Test vectors from the FNV reference code (draft-eastlake-fnv, test suite).
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ULL);
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
+  CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
+  CHECK(fnv1a64_hex("a") == "af63dc4c8601ec8c");
+}
+
+TEST_CASE("a sweep enumerates every combination of its axes in a fixed order") {
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"zero_stage": [1, 2], "micro_batch": [1, 2]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 4);
+  // micro_batch is the outer axis, zero_stage the inner one (the documented order).
+  const std::vector<std::pair<int, int>> expected = {{1, 1}, {1, 2}, {2, 1}, {2, 2}};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const json p = point_parameters(points[i].scenario);
+    CHECK(points[i].index == i);
+    CHECK(p["micro_batch"] == expected[i].first);
+    CHECK(p["zero_stage"] == expected[i].second);
+  }
+  CHECK(points[3].label == "DP64 TP8 PP2 mb2 ZeRO-2");
+  CHECK(points[3].series == "TP8 PP2 mb2 ZeRO-2");
+  SECTION("the same file gives the same points and keys every time") {
+    const auto again = enumerate_points(spec);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      CHECK(point_key(again[i].scenario, "run") == point_key(points[i].scenario, "run"));
+    }
+  }
+  SECTION("keys differ between points and between evaluators") {
+    std::set<std::string> keys;
+    for (const auto& p : points) keys.insert(point_key(p.scenario, "run"));
+    CHECK(keys.size() == 4);
+    CHECK(point_key(points[0].scenario, "run") != point_key(points[0].scenario, "check"));
+  }
+}
+
+TEST_CASE("layouts \"all\" gives every factorization of the GPU count") {
+  // 64 = 2^6: tp = 2^a and pp = 2^b with a + b <= 6 gives 7 + 6 + ... + 1 = 28 layouts.
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"gpus": [64], "layouts": "all"}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 28);
+  for (const auto& p : points) {
+    const json q = point_parameters(p.scenario);
+    CHECK(q["dp"].get<int>() * q["tp"].get<int>() * q["pp"].get<int>() == 64);
+    CHECK(q["vpp"] == 1);
+  }
+  // The base uses sequence parallelism; at tp 1 the sweep turns it off rather than produce
+  // a scenario the loader must reject.
+  CHECK(points[0].scenario["parallelism"]["tp"] == 1);
+  CHECK(points[0].scenario["parallelism"]["sequence_parallel"] == false);
+}
+
+TEST_CASE("vpp \"all\" lists only virtual stage counts that divide the layers per stage") {
+  // llama2-70b has 80 layers. pp 2: 40 layers per stage, whose divisors above 1 are
+  // 2, 4, 5, 8, 10, 20, 40 -> with vpp 1, 8 layouts. pp 1 has no virtual stages.
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"layouts": {"tp": [8], "pp": [1, 2], "vpp": "all"}}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 1 + 8);
+  std::vector<int> vpps;
+  for (const auto& p : points) {
+    if (p.scenario["parallelism"]["pp"] == 2) vpps.push_back(p.scenario["parallelism"]["vpp"]);
+  }
+  CHECK(vpps == std::vector<int>{1, 2, 4, 5, 8, 10, 20, 40});
+  for (const auto& p : points) {
+    const bool interleaved = p.scenario["parallelism"]["vpp"].get<int>() > 1;
+    CHECK((p.scenario["parallelism"]["schedule"] == "interleaved") == interleaved);
+  }
+}
+
+TEST_CASE("a gpus axis without layouts keeps the base layout and grows the cluster") {
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"gpus": [256, 2048]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2);
+  // TP 8 x PP 2 = 16 GPUs per replica: dp = 256 / 16 = 16 and 2048 / 16 = 128.
+  CHECK(points[0].scenario["parallelism"]["dp"] == 16);
+  CHECK(points[1].scenario["parallelism"]["dp"] == 128);
+  // The 128-node preset holds 1024 GPUs; 2048 need 256 nodes of 8.
+  CHECK(points[1].scenario["cluster"]["nodes"] == 256);
+  std::optional<Scenario> loaded;
+  CHECK_FALSE(screen_point(spec, points[1], "k", {}, loaded).has_value());
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->gpus == 2048);
+}
+
+TEST_CASE("bad sweep files are rejected with the file and JSON pointer") {
+  SECTION("an unknown axis suggests the nearest name") {
+    try {
+      spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+          "axes": {"micro_batches": [1, 2]}})");
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK(e.pointer() == "/axes/micro_batches");
+      CHECK(std::string(e.what()).find("micro_batch") != std::string::npos);
+    }
+  }
+  SECTION("a repeated value") {
+    CHECK_THROWS_WITH(spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+        "axes": {"zero_stage": [1, 1]}})"),
+                      Catch::Contains("/axes/zero_stage/1") && Catch::Contains("twice"));
+  }
+  SECTION("a base scenario that does not exist") {
+    CHECK_THROWS_WITH(spec_from(R"({"base": "scenarios/nope.json"})"),
+                      Catch::Contains("/base") && Catch::Contains("nope.json"));
+  }
+  SECTION("an unknown cluster preset") {
+    CHECK_THROWS_WITH(spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+        "axes": {"cluster": ["h800-128x8-rial"]}})"),
+                      Catch::Contains("/axes/cluster/0") && Catch::Contains("h800-128x8-rail"));
+  }
+}
+
+TEST_CASE("invalid points carry the loader's message") {
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"micro_batch": [3]}})");
+  const auto points = enumerate_points(spec);
+  std::optional<Scenario> loaded;
+  const auto r = screen_point(spec, points[0], "k", {}, loaded);
+  REQUIRE(r.has_value());
+  CHECK(r->status == kStatusInvalid);
+  // global batch 1024 over dp 64 x micro-batch 3 = 192 does not divide.
+  CHECK_THAT(r->reason, Catch::Contains("/training/global_batch") && Catch::Contains("192"));
+}
+
+TEST_CASE("shards partition the points of a sweep") {
+  const SweepSpec spec = load_sweep_spec(kTinySweep);
+  const auto all = enumerate_points(spec);
+  REQUIRE(all.size() == 2 * 6 * 2 * 2);
+  std::set<std::size_t> seen;
+  for (int shard = 1; shard <= 5; ++shard) {
+    for (const auto& p : shard_points(all, shard, 5)) {
+      CHECK(seen.insert(p.index).second);  // in no other shard
+      CHECK(static_cast<int>(p.index % 5) == shard - 1);
+    }
+  }
+  CHECK(seen.size() == all.size());
+  CHECK(parse_shard("3/8") == std::make_pair(3, 8));
+  CHECK_THROWS(parse_shard("0/8"));
+  CHECK_THROWS(parse_shard("9/8"));
+  CHECK_THROWS(parse_shard("3"));
+}
+
+TEST_CASE("a torn last line is not a record and is cut off on repair") {
+  const std::string dir = make_temp_dir("torn");
+  const std::string file = dir + "/results.jsonl";
+  SweepRecord a;
+  a.key = "a";
+  a.status = kStatusOk;
+  SweepRecord b = a;
+  b.key = "b";
+  b.index = 1;
+  const std::string whole = to_json_line(a) + to_json_line(b);
+  write_text(file, whole + R"({"key":"c","ind)");
+  const auto read = read_results(file, false);
+  CHECK(read.records.size() == 2);
+  CHECK(read.torn_bytes == 15);
+  CHECK(fs::file_size(file) == whole.size() + 15);
+  read_results(file, true);
+  CHECK(read_text(file) == whole);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("one record per key: a done record beats a failed retry, results sorted by index") {
+  SweepRecord failed;
+  failed.key = "x";
+  failed.index = 5;
+  failed.status = kStatusFailed;
+  SweepRecord ok = failed;
+  ok.status = kStatusOk;
+  SweepRecord other;
+  other.key = "y";
+  other.index = 2;
+  other.status = kStatusInvalid;
+  const auto out = latest_per_key({failed, ok, other, failed});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].key == "y");
+  CHECK(out[1].key == "x");
+  CHECK(out[1].status == kStatusOk);
+}
+
+TEST_CASE("a runner-up's loss is explained by the breakdown component that grew most") {
+  SweepRecord winner;
+  winner.key = "w";
+  winner.status = kStatusOk;
+  winner.parameters = {{"gpus", 1024}};
+  winner.metrics = {{"step_time_s", 1.1}, {"tokens_per_s", 1000.0 / 1.1}};
+  winner.breakdown = {{"compute_s", 1.0}, {"pipeline_bubble_s", 0.1}};
+  SweepRecord runner = winner;
+  runner.key = "r";
+  runner.metrics = {{"step_time_s", 1.4}, {"tokens_per_s", 1000.0 / 1.4}};
+  runner.breakdown = {{"compute_s", 1.0}, {"pipeline_bubble_s", 0.4}};
+  // Same GPUs and tokens per step: 0.3 s more bubble out of the winner's 1.1 s = +27.3%.
+  CHECK(loss_reason(runner, winner) == "pipeline bubble +0.300 s/step (+27.3%)");
+  CHECK(component_label("exposed_dp_comm_s") == "exposed DP comm");
+  SECTION("twice the GPUs for the same step time is twice the GPU-time per token") {
+    runner.parameters = {{"gpus", 2048}};
+    runner.metrics = winner.metrics;
+    runner.breakdown = winner.breakdown;
+    // Every component doubles per token; compute grows most: 1.0 s x 2048 vs x 1024.
+    CHECK(loss_reason(runner, winner) ==
+          "compute +0.000 s/step (+90.9%); 2048 vs 1024 GPUs");
+  }
+}
+
+TEST_CASE("the regression diff names the scenario and metric beyond tolerance") {
+  Baseline b;
+  b.metrics = {"mfu", "step_time_s"};
+  b.tolerance_pct = 1;
+  BaselineEntry e;
+  e.scenario = "scenarios/seed-optimized-1024.json";
+  e.values = {{"mfu", 0.46}, {"step_time_s", 1.20}};
+  b.entries.push_back(e);
+  Evaluation now;
+  now.status = kStatusOk;
+  now.metrics = {{"mfu", 0.44}, {"step_time_s", 1.205}};
+  const RegressReport report = compare_with_baseline(b, {now}, std::nullopt);
+  REQUIRE(report.rows.size() == 2);
+  // MFU 0.46 -> 0.44 is -4.35%: beyond 1%. Step time +0.42%: within.
+  CHECK_FALSE(report.rows[0].pass);
+  CHECK(report.rows[0].change_pct == Approx(-100.0 * 0.02 / 0.46));
+  CHECK(report.rows[1].pass);
+  const std::string text = format_report(report);
+  CHECK_THAT(text, Catch::Contains("seed-optimized-1024") && Catch::Contains("mfu") &&
+                       Catch::Contains("FAIL") && Catch::Contains("-4.35%"));
+  const std::string xml = junit_xml(report);
+  CHECK_THAT(xml, Catch::Contains("tests=\"2\" failures=\"1\"") &&
+                      Catch::Contains("<testcase classname=\"regress.seed-optimized-1024\" name=\"mfu\""));
+  SECTION("a wider tolerance from the command line passes it") {
+    CHECK(compare_with_baseline(b, {now}, 5.0).passed());
+  }
+}
+
+TEST_CASE("the union of the shards of a sweep equals the unsharded sweep", "[slow]") {
+  const std::string dir = make_temp_dir("shards");
+  const std::string common = kBinary + " sweep " + quoted(kTinySweep) + " --evaluate check --jobs 2 --quiet";
+  const auto whole = run_command(common + " --out " + quoted(dir + "/whole"));
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+  std::string parts;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string part = dir + "/part" + std::to_string(i);
+    const auto r = run_command(common + " --shard " + std::to_string(i) + "/3 --out " + quoted(part));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    parts += " " + quoted(part);
+  }
+  const auto merged = run_command(kBinary + " sweep merge " + quoted(dir + "/merged") + parts);
+  INFO(merged.output);
+  REQUIRE(merged.exit_code == 0);
+  const std::string expected = read_text(dir + "/whole/results.jsonl");
+  CHECK(read_results(dir + "/whole/results.jsonl", false).records.size() == 48);
+  CHECK(read_text(dir + "/merged/results.jsonl") == expected);
+  CHECK(read_text(dir + "/merged/results.csv") == read_text(dir + "/whole/results.csv"));
+  SECTION("merging a part twice changes nothing") {
+    const auto again = run_command(kBinary + " sweep merge " + quoted(dir + "/again") + parts +
+                                   " " + quoted(dir + "/part2/results.jsonl"));
+    REQUIRE(again.exit_code == 0);
+    CHECK(read_text(dir + "/again/results.jsonl") == expected);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a sweep killed mid-way resumes without redoing a finished point", "[slow]") {
+  const std::string dir = make_temp_dir("kill");
+  const std::string reference = dir + "/reference";
+  const std::string out = dir + "/killed";
+  const auto ref = run_command(kBinary + " sweep " + quoted(kTinySweep) +
+                               " --evaluate check --jobs 2 --quiet --out " + quoted(reference));
+  REQUIRE(ref.exit_code == 0);
+  const std::size_t ok_total = count_status(reference + "/results.jsonl", kStatusOk);
+  REQUIRE(ok_total >= 6);
+
+  // Each evaluation waits 300 ms (the test hook), so the kill lands with children in flight.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("CLUSTERSIM_SWEEP_TEST_DELAY_MS", "300", 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    ::execl(kBinary.c_str(), kBinary.c_str(), "sweep", kTinySweep.c_str(), "--evaluate", "check",
+            "--jobs", "2", "--out", out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string jsonl = out + "/results.jsonl";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (count_status(jsonl, kStatusOk) < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+
+  const ResultsFile after_kill = read_results(jsonl, false);
+  const std::size_t ok_before = count_status(jsonl, kStatusOk);
+  REQUIRE(ok_before >= 2);
+  REQUIRE(ok_before < ok_total);  // killed mid-way
+  CHECK(after_kill.bad_lines == 0);
+  // The evaluators die with the sweep: nothing is appended after the kill.
+  const std::string snapshot = read_text(jsonl);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  CHECK(read_text(jsonl) == snapshot);
+
+  const auto resumed = run_command(kBinary + " sweep " + quoted(kTinySweep) +
+                                   " --evaluate check --jobs 2 --no-plots --out " + quoted(out));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  std::set<std::string> keys_before;
+  for (const auto& r : after_kill.records) keys_before.insert(r.key);
+  // "48 points (K already done, E evaluated)": only the points without a record ran again.
+  const std::regex summary(R"((\d+) points \((\d+) already done, (\d+) evaluated\))");
+  std::smatch m;
+  REQUIRE(std::regex_search(resumed.output, m, summary));
+  CHECK(std::stoul(m[2]) == keys_before.size());
+  CHECK(std::stoul(m[3]) == ok_total - ok_before);
+  // Whole lines only, and the same results as the uninterrupted sweep.
+  const std::string final_text = read_text(jsonl);
+  CHECK(final_text.back() == '\n');
+  CHECK(read_results(jsonl, false).bad_lines == 0);
+  CHECK(final_text == read_text(reference + "/results.jsonl"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a changed model constant makes regress fail naming the scenario and metric", "[slow]") {
+  // A private copy of the data directory, so that the preset can be changed.
+  const std::string data = make_temp_dir("regress");
+  for (const char* sub : {"models", "topologies", "scenarios", "validation"}) {
+    if (fs::exists(kSource + "/" + sub)) {
+      fs::copy(kSource + "/" + sub, data + "/" + sub, fs::copy_options::recursive);
+    }
+  }
+  const std::string baseline = data + "/baseline.json";
+  write_text(baseline, R"({"description": "test", "tolerance_pct": 0.5, "evaluator": "check",
+      "metrics": ["flops_per_step", "memory_per_gpu_GiB"],
+      "scenarios": [{"scenario": "scenarios/seed-optimized-1024.json"},
+                    {"scenario": "scenarios/seed-dp-64.json"}]})");
+  const std::string env = "CLUSTERSIM_DATA_DIR=" + quoted(data) + " ";
+  const std::string cmd = env + kBinary + " regress --baseline " + quoted(baseline);
+  const auto update = run_command(cmd + " --update");
+  INFO(update.output);
+  REQUIRE(update.exit_code == 0);
+  const auto same = run_command(cmd);
+  INFO(same.output);
+  CHECK(same.exit_code == 0);
+
+  // Llama 2 70B with a hidden size of 10240 instead of 8192: many more FLOPs per step.
+  const std::string preset = data + "/models/presets/llama2-70b.json";
+  json model = json::parse(read_text(preset));
+  model["hidden_size"] = 10240;
+  write_text(preset, model.dump(2));
+  const std::string junit = data + "/junit.xml";
+  const auto changed = run_command(cmd + " --junit " + quoted(junit));
+  INFO(changed.output);
+  CHECK(changed.exit_code == 1);
+  CHECK_THAT(changed.output, Catch::Contains("seed-optimized-1024") &&
+                                 Catch::Contains("flops_per_step") && Catch::Contains("FAIL"));
+  CHECK_THAT(read_text(junit), Catch::Contains("<failure") &&
+                                   Catch::Contains("classname=\"regress.seed-optimized-1024\""));
+  fs::remove_all(data);
+}
