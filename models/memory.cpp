@@ -56,7 +56,9 @@ constexpr double kOnebitErrorBytes = 4.0;
 constexpr double kOnebitSignBytes = 1.0 / 8.0;
 constexpr double kOnebitSignBuffers = 2.0;  // send and receive
 
-double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+double gib(double bytes) {
+  return bytes / (1024.0 * 1024.0 * 1024.0);
+}
 
 std::string fmt(double v, int digits) {
   char buf[64];
@@ -79,9 +81,8 @@ double collective_buffers(const NcclSettings& nccl, int channels) {
   if (has_proto(NcclProto::simple)) per_connection += nccl.buffsize_bytes;
   if (has_proto(NcclProto::ll128)) per_connection += kNcclLl128BufferBytes;
   if (has_proto(NcclProto::ll)) per_connection += kNcclLlBufferBytes;
-  const bool tree = nccl.algos.empty() ||
-                    std::find(nccl.algos.begin(), nccl.algos.end(), NcclAlgo::tree) !=
-                        nccl.algos.end();
+  const bool tree = nccl.algos.empty() || std::find(nccl.algos.begin(), nccl.algos.end(),
+                                                    NcclAlgo::tree) != nccl.algos.end();
   const double peers = kRingPeersPerChannel + (tree ? kTreePeersPerChannel : 0.0);
   return channels * peers * per_connection;
 }
@@ -115,9 +116,9 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len) 
   const double s = seq_len;
   const double mlp_tensors = m.ffn == FfnKind::swiglu ? 3.0 : 2.0;
   ActivationCoefficients c;
-  c.replicated_per_token = kActivationBytes * 2 * h    // the two norm inputs
-                           + kActivationBytes * 2 * h  // QKV input and first-MLP input
-                           + kMaskBytes * 2 * h;       // attention and MLP dropout masks
+  c.replicated_per_token = kActivationBytes * 2 * h          // the two norm inputs
+                           + kActivationBytes * 2 * h        // QKV input and first-MLP input
+                           + kMaskBytes * 2 * h;             // attention and MLP dropout masks
   c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
                         + kActivationBytes * mlp_tensors * f;
   // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
@@ -133,7 +134,8 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::in
   // Korthikanti et al. Table 2: TP shards the sharded and score parts; SP also splits the
   // replicated part along the sequence.
   const double replicated = sp ? c.replicated_per_token / t : c.replicated_per_token;
-  const double no_recompute = tokens * (replicated + c.sharded_per_token / t + c.scores_per_token / t);
+  const double no_recompute =
+      tokens * (replicated + c.sharded_per_token / t + c.scores_per_token / t);
   const double scores = tokens * c.scores_per_token / t;
   LayerActivations out;
   switch (recompute) {
@@ -181,10 +183,13 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
   const double embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : grad_bytes;
   const double head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : grad_bytes;
   // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp.
+  // Approximation: the score tensors are then counted for s/cp keys per query instead of s;
+  // Megatron's context parallelism runs FlashAttention-style kernels that keep no score tensors
+  // at all, so the term matters only for recompute "none" estimates.
   const int seq_per_gpu = std::max(1, tr.seq_len / cp);
 
-  const LayerActivations act =
-      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute);
+  const LayerActivations act = layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp,
+                                                      par.sequence_parallel, tr.recompute);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;
@@ -242,8 +247,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                          grad_shard;
     st.optimizer_bytes = st.parameters * kAdamStateBytesPerParam / opt_shard;
     if (par.zero_stage >= 3) {
-      const double unit = std::max({layer_params, first ? embedding_params : 0.0,
-                                    last ? head_params : 0.0});
+      const double unit =
+          std::max({layer_params, first ? embedding_params : 0.0, last ? head_params : 0.0});
       st.zero3_gathered_bytes =
           unit * (kZero3GatheredUnits * weight_bytes + kZero3UnshardedGradUnits * grad_bytes);
     }
@@ -268,17 +273,19 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
         per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
 
     st.nccl_buffers_bytes = nccl_bytes;
-    if (dp > 1 && par.zero_stage >= 2) st.dp_bucket_bytes = kZeroReduceBuckets * tr.grad_bucket_bytes;
+    if (dp > 1 && par.zero_stage >= 2)
+      st.dp_bucket_bytes = kZeroReduceBuckets * tr.grad_bucket_bytes;
 
     if (s.comm.compression.kind == Compression::onebit_adam && dp > 1) {
-      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes            // worker error
-                             + st.parameters * kOnebitErrorBytes / dp     // server error
+      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes         // worker error
+                             + st.parameters * kOnebitErrorBytes / dp  // server error
                              + st.parameters * kOnebitSignBytes * kOnebitSignBuffers;
     }
     est.stages.push_back(st);
   }
   for (std::size_t i = 1; i < est.stages.size(); ++i) {
-    if (est.stages[i].total_bytes() > est.stages[static_cast<std::size_t>(est.worst_stage)].total_bytes()) {
+    if (est.stages[i].total_bytes() >
+        est.stages[static_cast<std::size_t>(est.worst_stage)].total_bytes()) {
       est.worst_stage = static_cast<int>(i);
     }
   }
@@ -288,12 +295,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                             fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
                             "% allocator fragmentation reserve (UNVERIFIED) = " +
                             fmt(gib(est.usable_bytes()), 1) + " GiB");
-  est.assumptions.push_back("weights " + fmt(weight_bytes, 0) + " B/param, gradients " +
-                            fmt(grad_bytes, 0) + " B/param (comm.grad_dtype " +
-                            to_string(s.comm.grad_dtype) + ")" +
-                            (s.comm.fp32_layer_groups.empty() ? std::string()
-                                                              : ", FP32 (4 B) for the FP32 layer groups") +
-                            ", Adam states 12 B/param (ZeRO paper K = 12)");
+  est.assumptions.push_back(
+      "weights " + fmt(weight_bytes, 0) + " B/param, gradients " + fmt(grad_bytes, 0) +
+      " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) + ")" +
+      (s.comm.fp32_layer_groups.empty() ? std::string()
+                                        : ", FP32 (4 B) for the FP32 layer groups") +
+      ", Adam states 12 B/param (ZeRO paper K = 12)");
   est.assumptions.push_back(
       "activations per Korthikanti et al. 2022 (with dropout masks, no FlashAttention), " +
       std::string(to_string(tr.recompute)) + " recomputation, " +

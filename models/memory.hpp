@@ -42,9 +42,10 @@ struct HbmReserve {
   // "High gpu memory overhead", 2020); we take 0.75 GiB.
   double cuda_context_bytes = 0.75 * 1024.0 * 1024.0 * 1024.0;
   // Fraction of the HBM lost to the caching allocator's fragmentation and rounding
-  // (block sizes rounded to 512 B / 2 MiB / 20 MiB segments, PyTorch c10/cuda/CUDACachingAllocator).
-  // UNVERIFIED assumption: 5%; no measured figure in the reference material, and the seed's
-  // third fault shows fragmentation growing over days, which this static estimate ignores.
+  // (block sizes rounded to 512 B / 2 MiB / 20 MiB segments, PyTorch
+  // c10/cuda/CUDACachingAllocator). UNVERIFIED assumption: 5%; no measured figure in the reference
+  // material, and the seed's third fault shows fragmentation growing over days, which this static
+  // estimate ignores.
   double allocator_fragmentation_fraction = 0.05;
 };
 
@@ -61,9 +62,9 @@ struct StageMemory {
   double activation_per_micro_batch_bytes = 0;  // stored activations of one micro-batch
   double activation_transient_bytes = 0;        // recompute working set (one layer)
   double micro_batches_in_flight = 0;
-  double nccl_buffers_bytes = 0;    // NCCL's per-channel protocol buffers of every communicator
-  double dp_bucket_bytes = 0;       // gradient-reduction staging buckets
-  double onebit_adam_bytes = 0;     // 1-bit Adam error-feedback buffers and packed sign buffers
+  double nccl_buffers_bytes = 0;  // NCCL's per-channel protocol buffers of every communicator
+  double dp_bucket_bytes = 0;     // gradient-reduction staging buckets
+  double onebit_adam_bytes = 0;   // 1-bit Adam error-feedback buffers and packed sign buffers
 
   double total_bytes() const {
     return weights_bytes + zero3_gathered_bytes + gradients_bytes + optimizer_bytes +
@@ -74,8 +75,8 @@ struct StageMemory {
 struct MemoryEstimate {
   std::vector<StageMemory> stages;
   int worst_stage = 0;
-  double hbm_bytes = 0;          // the GPU's capacity
-  double reserved_bytes = 0;     // CUDA context + allocator fragmentation reserve
+  double hbm_bytes = 0;       // the GPU's capacity
+  double reserved_bytes = 0;  // CUDA context + allocator fragmentation reserve
   HbmReserve reserve;
   std::vector<std::string> assumptions;  // one line each, for reports
 
@@ -92,6 +93,7 @@ struct MemoryEstimate {
 constexpr double kAdamStateBytesPerParam = 12.0;
 
 // Estimates memory per GPU for every pipeline stage of the scenario.
-MemoryEstimate estimate_memory(const clustersim::Scenario& scenario, const HbmReserve& reserve = {});
+MemoryEstimate estimate_memory(const clustersim::Scenario& scenario,
+                               const HbmReserve& reserve = {});
 
 }  // namespace clustersim::models

@@ -22,7 +22,9 @@ double kv_width(const ModelSpec& m) {
 
 // Weight matrices of the FFN: up and down for GeLU, gate, up and down for SwiGLU
 // (Shazeer 2020, "GLU Variants Improve Transformer", eq. 6).
-double ffn_matrices(const ModelSpec& m) { return m.ffn == FfnKind::swiglu ? 3.0 : 2.0; }
+double ffn_matrices(const ModelSpec& m) {
+  return m.ffn == FfnKind::swiglu ? 3.0 : 2.0;
+}
 
 // Parameters of one normalisation layer: LayerNorm has a gain and a bias, RMSNorm only a gain
 // (Zhang & Sennrich 2019).
@@ -76,8 +78,8 @@ double layer_parameters_per_tp_rank(const ModelSpec& m, int tp) {
   double params = h * q_width + 2 * h * kv_width_rank + q_width * h;  // Q, K, V, O
   params += ffn_matrices(m) * h * f / tp;
   if (m.linear_biases) {
-    params += q_width + 2 * kv_width_rank + h;             // column-parallel biases split, O bias whole
-    params += (ffn_matrices(m) - 1) * f / tp + h;          // FFN-in biases split, FFN-out whole
+    params += q_width + 2 * kv_width_rank + h;     // column-parallel biases split, O bias whole
+    params += (ffn_matrices(m) - 1) * f / tp + h;  // FFN-in biases split, FFN-out whole
   }
   params += 2 * norm_params(m);  // replicated on every tensor-parallel rank
   return params;
@@ -110,7 +112,8 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
   const ForwardFlopsBreakdown fwd = forward_flops_per_token(m, seq_len);
   const double l = m.num_layers;
   FlopsPerToken out;
-  double layer_forward = 0;  // forward FLOPs of all Transformer layers (what full recompute repeats)
+  double layer_forward =
+      0;  // forward FLOPs of all Transformer layers (what full recompute repeats)
   if (convention == FlopConvention::megatron) {
     out.forward = fwd.total();
     layer_forward = fwd.per_layer() * l;
@@ -124,16 +127,22 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
   }
   out.backward = kBackwardOverForward * out.forward;
   switch (recompute) {
-    case Recompute::none: out.recompute = 0; break;
+    case Recompute::none:
+      out.recompute = 0;
+      break;
     // Korthikanti et al. 2022 §4.1/§5: full recomputation re-runs each layer's forward pass
     // (SC'21 eq. 3 counts it: 4x instead of 3x the forward GEMMs; the logit layer is not
     // recomputed, hence V/(16lh) instead of V/(12lh)).
-    case Recompute::full: out.recompute = layer_forward; break;
+    case Recompute::full:
+      out.recompute = layer_forward;
+      break;
     // Selective recomputation re-runs only the attention core (Q K^T, softmax, dropout,
     // attention over V; Korthikanti et al. §4.2): 4 s h per token and layer. Korthikanti et al.
     // write HFU with 72 B L s h^2 (1 + s/(3h) + ...), which counts 12 B s^2 h L more than model
     // FLOPs (three times this forward work); we count the forward work that actually runs.
-    case Recompute::selective: out.recompute = fwd.attention_core_per_layer * l; break;
+    case Recompute::selective:
+      out.recompute = fwd.attention_core_per_layer * l;
+      break;
   }
   return out;
 }

@@ -28,14 +28,12 @@ struct ParameterCounts {
   double mlp_per_layer = 0;        // FFN weights (2 matrices GeLU, 3 SwiGLU) and biases
   double norms_per_layer = 0;      // the two pre-norms (LayerNorm: weight+bias, RMSNorm: weight)
   double final_norm = 0;
-  double lm_head = 0;              // V x h when untied, 0 when the embedding is reused
+  double lm_head = 0;  // V x h when untied, 0 when the embedding is reused
   int num_layers = 0;
 
   double per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
   double layers() const { return per_layer() * num_layers; }
-  double total() const {
-    return embedding + position_embedding + layers() + final_norm + lm_head;
-  }
+  double total() const { return embedding + position_embedding + layers() + final_norm + lm_head; }
   // Parameters that multiply activations (the N of PaLM's 6N): layers, final norm, LM head
   // (the embedding matrix when tied).
   double palm_n() const;
@@ -60,7 +58,7 @@ struct FlopsPerToken {
   double forward = 0;    // one forward pass
   double backward = 0;   // the backward pass (2x forward: gradients w.r.t. inputs and weights)
   double recompute = 0;  // forward work repeated by activation recomputation
-  double model() const { return forward + backward; }  // MFU numerator
+  double model() const { return forward + backward; }                 // MFU numerator
   double hardware() const { return forward + backward + recompute; }  // HFU numerator
 };
 

@@ -33,7 +33,9 @@ const std::vector<OptionSpec>& check_options() {
   return specs;
 }
 
-std::string billions(double n) { return fixed(n / 1e9, 2) + " B"; }
+std::string billions(double n) {
+  return fixed(n / 1e9, 2) + " B";
+}
 
 // "1.23e18" style for FLOPs, with the SI prefix spelled out for readability.
 std::string flops(double f) {
@@ -47,7 +49,9 @@ std::string flops(double f) {
   return fixed(v, v >= 100 ? 1 : 2) + " " + units[u];
 }
 
-std::string gib(double bytes) { return fixed(bytes / kGiB, 2) + " GiB"; }
+std::string gib(double bytes) {
+  return fixed(bytes / kGiB, 2) + " GiB";
+}
 
 void row(std::ostream& os, const std::string& label, const std::string& value) {
   std::string l = "  " + label;
@@ -72,10 +76,10 @@ std::string describe_cluster(const ClusterSpec& c) {
   std::ostringstream os;
   os << c.name << ": " << c.nodes << " nodes x " << c.gpus_per_node << " " << c.gpu.name
      << ", NVLink " << fixed(c.nvlink_Bps / 1e9, 0) << " GB/s per direction, " << c.nics_per_node
-     << " x " << fixed(c.nic_Bps * 8 / 1e9, 0) << " Gb/s NIC"
-     << (c.nics_per_node > 1 ? "s" : "") << " per node, "
-     << (c.rail_optimized ? "rail-optimized " : "") << "fat tree (" << c.fabric.nodes_per_leaf
-     << " nodes per leaf, oversubscription " << fixed(c.fabric.oversubscription, 1) << ")";
+     << " x " << fixed(c.nic_Bps * 8 / 1e9, 0) << " Gb/s NIC" << (c.nics_per_node > 1 ? "s" : "")
+     << " per node, " << (c.rail_optimized ? "rail-optimized " : "") << "fat tree ("
+     << c.fabric.nodes_per_leaf << " nodes per leaf, oversubscription "
+     << fixed(c.fabric.oversubscription, 1) << ")";
   return os.str();
 }
 
@@ -144,7 +148,8 @@ std::string usage_check() {
 
 int cmd_check(const std::vector<std::string>& argv) {
   const Args args(argv, check_options(), 1);
-  const std::string path = args.positional().empty() ? default_scenario_path() : args.positional()[0];
+  const std::string path =
+      args.positional().empty() ? default_scenario_path() : args.positional()[0];
   const Scenario s = load_scenario(path);
 
   const models::ParameterCounts params = models::count_parameters(s.model);
@@ -153,12 +158,12 @@ int cmd_check(const std::vector<std::string>& argv) {
   const std::int64_t micro_batches = s.micro_batches();
   const double bubble = models::bubble_over_ideal(s.parallelism.pp, s.parallelism.vpp,
                                                   micro_batches, s.parallelism.schedule);
-  const double bubble_step = models::bubble_fraction_of_step(
-      s.parallelism.pp, s.parallelism.vpp, micro_batches, s.parallelism.schedule);
+  const double bubble_step = models::bubble_fraction_of_step(s.parallelism.pp, s.parallelism.vpp,
+                                                             micro_batches, s.parallelism.schedule);
   const models::MemoryEstimate mem = models::estimate_memory(s);
   const models::StageMemory& worst = mem.worst();
-  const double peak_bf16 = s.cluster.gpu.peak(s.training.precision == Dtype::fp8 ? Dtype::fp8
-                                                                                 : Dtype::bf16);
+  const double peak_bf16 =
+      s.cluster.gpu.peak(s.training.precision == Dtype::fp8 ? Dtype::fp8 : Dtype::bf16);
 
   std::ostream& os = std::cout;
   os << "Scenario " << s.name << "  (" << s.file << ")\n";
@@ -168,8 +173,8 @@ int cmd_check(const std::vector<std::string>& argv) {
   row(os, "layout", describe_layout(s));
   {
     std::ostringstream b;
-    b << s.training.global_batch << " sequences x " << s.training.seq_len << " tokens = "
-      << fixed(s.tokens_per_step() / 1e6, 2) << "M tokens per step; micro-batch "
+    b << s.training.global_batch << " sequences x " << s.training.seq_len
+      << " tokens = " << fixed(s.tokens_per_step() / 1e6, 2) << "M tokens per step; micro-batch "
       << s.training.micro_batch << ", " << micro_batches << " micro-batch"
       << (micro_batches == 1 ? "" : "es") << " per DP rank per step";
     row(os, "batch", b.str());
@@ -180,8 +185,9 @@ int cmd_check(const std::vector<std::string>& argv) {
       << (s.training.overlap_grad_reduce ? " (overlapped with backward)" : "");
     row(os, "training", t.str());
     if (s.training.tokens_total > 0) {
-      row(os, "run", fixed(s.training.tokens_total / 1e12, 2) + "T tokens = " +
-                         fixed(s.training.tokens_total / s.tokens_per_step(), 0) + " steps");
+      row(os, "run",
+          fixed(s.training.tokens_total / 1e12, 2) +
+              "T tokens = " + fixed(s.training.tokens_total / s.tokens_per_step(), 0) + " steps");
     }
     std::ostringstream c;
     c << "gradients in " << to_string(s.comm.grad_dtype);
@@ -210,16 +216,17 @@ int cmd_check(const std::vector<std::string>& argv) {
   }
 
   os << "\nDerived\n";
-  row(os, "parameters", billions(params.total()) + " total: embedding " +
-                            billions(params.embedding + params.position_embedding) + ", " +
-                            std::to_string(params.num_layers) + " layers x " +
-                            billions(params.per_layer()) + ", LM head " +
-                            (params.lm_head > 0 ? billions(params.lm_head) : "tied") +
-                            "; PaLM N " + billions(params.palm_n()));
+  row(os, "parameters",
+      billions(params.total()) + " total: embedding " +
+          billions(params.embedding + params.position_embedding) + ", " +
+          std::to_string(params.num_layers) + " layers x " + billions(params.per_layer()) +
+          ", LM head " + (params.lm_head > 0 ? billions(params.lm_head) : "tied") + "; PaLM N " +
+          billions(params.palm_n()));
   auto conv_row = [&](const char* label, const models::StepFlops& f) {
-    row(os, label, flops(f.per_token.model()) + "/token model, " +
-                       flops(f.per_token.hardware()) + "/token hardware; per step " +
-                       flops(f.model()) + " model, " + flops(f.hardware()) + " hardware");
+    row(os, label,
+        flops(f.per_token.model()) + "/token model, " + flops(f.per_token.hardware()) +
+            "/token hardware; per step " + flops(f.model()) + " model, " + flops(f.hardware()) +
+            " hardware");
   };
   conv_row("FLOPs (Megatron-LM)", meg);
   conv_row("FLOPs (PaLM 6N+12lhs)", palm);
@@ -227,9 +234,10 @@ int cmd_check(const std::vector<std::string>& argv) {
       human_seconds(meg.model() / (s.gpus * peak_bf16)) + " per step at 100% MFU, " +
           human_seconds(meg.model() / (s.gpus * peak_bf16 * 0.5)) + " at 50%");
   if (s.parallelism.pp > 1) {
-    row(os, "pipeline bubble", "(p-1)/" + std::string(s.parallelism.vpp > 1 ? "(v m)" : "m") +
-                                   " = " + fixed(100 * bubble, 2) + "% of ideal compute, " +
-                                   fixed(100 * bubble_step, 2) + "% of the step");
+    row(os, "pipeline bubble",
+        "(p-1)/" + std::string(s.parallelism.vpp > 1 ? "(v m)" : "m") + " = " +
+            fixed(100 * bubble, 2) + "% of ideal compute, " + fixed(100 * bubble_step, 2) +
+            "% of the step");
   } else {
     row(os, "pipeline bubble", "none (pp = 1)");
   }
@@ -239,22 +247,23 @@ int cmd_check(const std::vector<std::string>& argv) {
     os << " (stage " << worst.stage << " of " << s.parallelism.pp << ", the largest)";
   }
   os << "\n";
-  row(os, "weights", gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
-                         " parameters in this GPU's model slice" +
-                         (s.parallelism.zero_stage >= 3
-                              ? ", 1/" + std::to_string(s.parallelism.dp) + " of them resident (ZeRO-3)"
-                              : "") +
-                         ")");
+  row(os, "weights",
+      gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
+          " parameters in this GPU's model slice" +
+          (s.parallelism.zero_stage >= 3
+               ? ", 1/" + std::to_string(s.parallelism.dp) + " of them resident (ZeRO-3)"
+               : "") +
+          ")");
   if (worst.zero3_gathered_bytes > 0) {
-    row(os, "ZeRO-3 gathered", gib(worst.zero3_gathered_bytes) +
-                                   "  (2 units prefetched + 1 unsharded gradient)");
+    row(os, "ZeRO-3 gathered",
+        gib(worst.zero3_gathered_bytes) + "  (2 units prefetched + 1 unsharded gradient)");
   }
   row(os, "gradients", gib(worst.gradients_bytes));
   row(os, "optimizer states", gib(worst.optimizer_bytes));
-  row(os, "activations", gib(worst.activations_bytes) + "  (" +
-                             gib(worst.activation_per_micro_batch_bytes) + " per micro-batch x " +
-                             fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
-                             gib(worst.activation_transient_bytes) + " recompute working set)");
+  row(os, "activations",
+      gib(worst.activations_bytes) + "  (" + gib(worst.activation_per_micro_batch_bytes) +
+          " per micro-batch x " + fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
+          gib(worst.activation_transient_bytes) + " recompute working set)");
   row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
   if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
   if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
@@ -263,8 +272,8 @@ int cmd_check(const std::vector<std::string>& argv) {
   if (s.parallelism.pp > 1) {
     std::string per_stage;
     for (const auto& st : mem.stages) {
-      per_stage += (per_stage.empty() ? "" : ", ") + std::to_string(st.stage) + ": " +
-                   gib(st.total_bytes());
+      per_stage +=
+          (per_stage.empty() ? "" : ", ") + std::to_string(st.stage) + ": " + gib(st.total_bytes());
     }
     row(os, "per stage", per_stage);
   }

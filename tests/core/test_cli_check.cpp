@@ -143,8 +143,8 @@ TEST_CASE("pure data parallelism of the 70B model fits only with ZeRO-3") {
     CHECK(j.at("memory_per_gpu_GiB").get<double>() > 1000);
   }
   SECTION("with ZeRO-3 it fits at every seed scale") {
-    for (const char* name : {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024",
-                             "seed-dp-1024-as-written"}) {
+    for (const char* name :
+         {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024", "seed-dp-1024-as-written"}) {
       INFO(name);
       const fs::path output = scratch() / (std::string(name) + ".json");
       const Run r = check(q(scenario(name)) + " --json " + q(output.string()));

@@ -74,9 +74,9 @@ TEST_CASE("unknown keys are rejected with the nearest valid name") {
   CHECK(expect_error(with({{"parallelism", {{"zero_stag", 1}}}}), "/parallelism/zero_stag",
                      "unknown key")
             .find("zero_stage") != std::string::npos);
-  CHECK(expect_error(with({{"training", {{"micro_bach", 1}}}}), "/training/micro_bach",
-                     "unknown key")
-            .find("micro_batch") != std::string::npos);
+  CHECK(
+      expect_error(with({{"training", {{"micro_bach", 1}}}}), "/training/micro_bach", "unknown key")
+          .find("micro_batch") != std::string::npos);
   CHECK(expect_error(with({{"comm", {{"nccl", {{"NCCL_ALOG", "Ring"}}}}}}), "/comm/nccl/NCCL_ALOG",
                      "")
             .find("NCCL_ALGO") != std::string::npos);
@@ -92,7 +92,8 @@ TEST_CASE("zero and negative values are rejected") {
 }
 
 TEST_CASE("enumerations list their valid names") {
-  expect_error(with({{"training", {{"recompute", "partial"}}}}), "/training/recompute", "selective");
+  expect_error(with({{"training", {{"recompute", "partial"}}}}), "/training/recompute",
+               "selective");
   expect_error(with({{"parallelism", {{"schedule", "zigzag"}}}}), "/parallelism/schedule", "1f1b");
   expect_error(with({{"comm", {{"grad_dtype", "int8"}}}}), "/comm/grad_dtype", "fp16");
   expect_error(with({{"comm", {{"fp32_layer_groups", {"embedding", "attention"}}}}}),
@@ -104,12 +105,14 @@ TEST_CASE("impossible layouts are rejected at the key to change") {
     expect_error(with({{"parallelism", {{"dp", 32}}}}), "/parallelism", "1024");
   }
   SECTION("tp must divide the attention heads") {
-    expect_error(with({{"gpus", 24}, {"parallelism", {{"dp", 8}, {"tp", 3}, {"pp", 1}}},
+    expect_error(with({{"gpus", 24},
+                       {"parallelism", {{"dp", 8}, {"tp", 3}, {"pp", 1}}},
                        {"training", {{"global_batch", 1024}}}}),
                  "/parallelism/tp", "64 attention heads");
   }
   SECTION("pp must divide the layers unless a split is given") {
-    expect_error(with({{"gpus", 96}, {"parallelism", {{"dp", 4}, {"tp", 8}, {"pp", 3}}},
+    expect_error(with({{"gpus", 96},
+                       {"parallelism", {{"dp", 4}, {"tp", 8}, {"pp", 3}}},
                        {"training", {{"global_batch", 1024}}}}),
                  "/parallelism/pp", "80 layers");
   }
@@ -122,17 +125,19 @@ TEST_CASE("impossible layouts are rejected at the key to change") {
                  "/parallelism/sequence_parallel", "tp > 1");
   }
   SECTION("virtual stages need a pipeline") {
-    expect_error(with({{"gpus", 512}, {"parallelism", {{"dp", 64}, {"pp", 1}, {"vpp", 2},
-                                                       {"schedule", "interleaved"}}}}),
-                 "/parallelism/vpp", "pp > 1");
+    expect_error(
+        with({{"gpus", 512},
+              {"parallelism", {{"dp", 64}, {"pp", 1}, {"vpp", 2}, {"schedule", "interleaved"}}}}),
+        "/parallelism/vpp", "pp > 1");
   }
   SECTION("more GPUs than the cluster has") {
     expect_error(with({{"gpus", 2048}, {"parallelism", {{"dp", 128}}}}), "/gpus", "1024");
   }
   SECTION("GPUs that do not fill whole nodes") {
-    expect_error(with({{"gpus", 12}, {"parallelism", {{"dp", 12}, {"tp", 1}, {"pp", 1},
-                                                      {"sequence_parallel", false}}}}),
-                 "/gpus", "whole nodes");
+    expect_error(
+        with({{"gpus", 12},
+              {"parallelism", {{"dp", 12}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false}}}}),
+        "/gpus", "whole nodes");
   }
 }
 
@@ -141,8 +146,9 @@ TEST_CASE("a global batch that does not split into micro-batches is rejected") {
 }
 
 TEST_CASE("combinations that cannot run together are rejected") {
-  expect_error(with({{"parallelism", {{"zero_stage", 3}}}, {"comm", {{"compression", "onebit_adam"}}}}),
-               "/comm/compression", "ZeRO stage 3");
+  expect_error(
+      with({{"parallelism", {{"zero_stage", 3}}}, {"comm", {{"compression", "onebit_adam"}}}}),
+      "/comm/compression", "ZeRO stage 3");
   expect_error(with({{"training", {{"tokens_total", 1000}}}}), "/training/tokens_total", "tokens");
   expect_error(with({{"cluster", "dgx-a100-sc21"}, {"training", {{"precision", "fp8"}}}}),
                "/training/precision", "FP8");
@@ -194,8 +200,8 @@ TEST_CASE("errors inside inline presets point into the scenario") {
 }
 
 TEST_CASE("NCCL settings out of NCCL's range are rejected at their variable") {
-  expect_error(with({{"comm", {{"nccl", {{"NCCL_IB_TIMEOUT", 40}}}}}}), "/comm/nccl/NCCL_IB_TIMEOUT",
-               "40");
+  expect_error(with({{"comm", {{"nccl", {{"NCCL_IB_TIMEOUT", 40}}}}}}),
+               "/comm/nccl/NCCL_IB_TIMEOUT", "40");
   expect_error(with({{"comm", {{"nccl", {{"NCCL_ALGO", "Butterfly"}}}}}}), "/comm/nccl/NCCL_ALGO",
                "Butterfly");
 }

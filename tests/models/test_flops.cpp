@@ -39,7 +39,8 @@ TEST_CASE("Megatron-convention forward FLOPs of Llama-2-70B match a hand count")
   CHECK(none.forward == Approx(fwd).epsilon(1e-12));
   CHECK(none.backward == Approx(2 * fwd).epsilon(1e-12));
   CHECK(none.recompute == 0);
-  const FlopsPerToken sel = flops_per_token(m, 4096, Recompute::selective, FlopConvention::megatron);
+  const FlopsPerToken sel =
+      flops_per_token(m, 4096, Recompute::selective, FlopConvention::megatron);
   CHECK(sel.recompute == Approx(l * 4 * s * h).epsilon(1e-12));
   CHECK(sel.model() == Approx(none.model()).epsilon(1e-12));
   const FlopsPerToken full = flops_per_token(m, 4096, Recompute::full, FlopConvention::megatron);
@@ -47,9 +48,9 @@ TEST_CASE("Megatron-convention forward FLOPs of Llama-2-70B match a hand count")
 }
 
 TEST_CASE("for GPT shapes the Megatron convention reduces to SC'21 eq. 3 and Korthikanti eq. 7") {
-  const auto preset = GENERATE(as<std::string>{}, "gpt-1.7b-sc21", "gpt-18.4b-sc21",
-                               "gpt-145.6b-sc21", "gpt-174.6b-sc21", "gpt-1008b-sc21",
-                               "gpt-22b-korthikanti");
+  const auto preset =
+      GENERATE(as<std::string>{}, "gpt-1.7b-sc21", "gpt-18.4b-sc21", "gpt-145.6b-sc21",
+               "gpt-174.6b-sc21", "gpt-1008b-sc21", "gpt-22b-korthikanti");
   INFO(preset);
   const ModelSpec m = load_model_preset(preset);
   const double s = 2048, l = m.num_layers, h = m.hidden, V = m.vocab;
@@ -115,7 +116,8 @@ TEST_CASE("Korthikanti et al.'s MFU from measured iteration times is reproduced 
     INFO(r.id);
     const ModelSpec m = load_model_preset(r.preset);
     // Model FLOPs do not depend on the recomputation strategy.
-    const FlopsPerToken f = flops_per_token(m, 2048, Recompute::selective, FlopConvention::megatron);
+    const FlopsPerToken f =
+        flops_per_token(m, 2048, Recompute::selective, FlopConvention::megatron);
     const double mfu = f.model() * r.batch * 2048 / (r.step_time_s * r.gpus * kA100PeakFlops);
     CHECK(mfu == Approx(r.mfu).epsilon(kPublishedTolerance));
   }
@@ -191,8 +193,8 @@ TEST_CASE("Llama 3 405B's 6N step-time approximation is reproduced") {
 }
 
 TEST_CASE("step FLOPs are per-token FLOPs times the global batch's tokens") {
-  const Scenario s = load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) +
-                                   "/scenarios/seed-optimized-1024.json");
+  const Scenario s =
+      load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/seed-optimized-1024.json");
   const StepFlops f = flops_per_step(s, FlopConvention::megatron);
   CHECK(f.tokens == 1024.0 * 4096);
   CHECK(f.model() == Approx(f.per_token.model() * 1024 * 4096));

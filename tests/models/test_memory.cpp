@@ -81,13 +81,13 @@ TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64
   const auto stage = GENERATE(0, 1, 2, 3);
   const double expected_GB[] = {120.0, 31.4, 16.6, 1.875};
   INFO("ZeRO stage " << stage);
-  const Scenario s = patched({{"model", "gpt-7.5b-sc21"},
-                              {"gpus", 64},
-                              {"parallelism",
-                               {{"dp", 64}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false},
-                                {"zero_stage", stage}}},
-                              {"training", {{"global_batch", 64}, {"seq_len", 2048}}},
-                              {"comm", {{"grad_dtype", "fp16"}}}});
+  const Scenario s = patched(
+      {{"model", "gpt-7.5b-sc21"},
+       {"gpus", 64},
+       {"parallelism",
+        {{"dp", 64}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false}, {"zero_stage", stage}}},
+       {"training", {{"global_batch", 64}, {"seq_len", 2048}}},
+       {"comm", {{"grad_dtype", "fp16"}}}});
   const MemoryEstimate e = estimate_memory(s);
   const StageMemory& m = e.worst();
   const double params = count_parameters(s.model).total();
@@ -97,8 +97,8 @@ TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64
 }
 
 TEST_CASE("FP32 layer groups keep the embedding and LM-head gradients in 4 bytes") {
-  const Scenario with = patched({{"comm", {{"grad_dtype", "fp16"},
-                                           {"fp32_layer_groups", {"embedding", "lm_head"}}}}});
+  const Scenario with = patched(
+      {{"comm", {{"grad_dtype", "fp16"}, {"fp32_layer_groups", {"embedding", "lm_head"}}}}});
   const Scenario without = patched({{"comm", {{"grad_dtype", "fp16"}}}});
   const MemoryEstimate a = estimate_memory(with);
   const MemoryEstimate b = estimate_memory(without);
@@ -119,7 +119,7 @@ TEST_CASE("the optimized seed layout's first stage is counted term by term") {
   CHECK(st.parameters == Approx(params));
   CHECK(st.weights_bytes == Approx(2 * params));
   CHECK(st.gradients_bytes == Approx(2 * 40 * layer + 4 * V * h / 8));  // FP16, embedding FP32
-  CHECK(st.optimizer_bytes == Approx(12 * params / 64));                 // ZeRO-1 over DP 64
+  CHECK(st.optimizer_bytes == Approx(12 * params / 64));                // ZeRO-1 over DP 64
   // 1F1B with pp = 2: two micro-batches in flight on the first stage.
   CHECK(st.micro_batches_in_flight == 2);
   const double per_layer = seq * (10 * h + 4 * h + 4 * kv + 6 * f) / 8;
@@ -150,8 +150,8 @@ TEST_CASE("a 70B model fits pure data parallelism only with ZeRO-3") {
     CHECK(e.peak_bytes() > 16 * 68.9e9);
   }
   SECTION("with ZeRO-3 every seed data-parallel scale fits") {
-    for (const char* name : {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024",
-                             "seed-dp-1024-as-written"}) {
+    for (const char* name :
+         {"seed-dp-64", "seed-dp-256", "seed-dp-512", "seed-dp-1024", "seed-dp-1024-as-written"}) {
       INFO(name);
       CHECK(estimate_memory(load_scenario(scenario_path(name))).fits());
     }

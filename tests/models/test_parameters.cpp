@@ -66,11 +66,12 @@ TEST_CASE("the SC'21 GPT family follows Narayanan et al.'s parameter formula") {
     const char* preset;
     double l, h, published;
   };
-  const Row rows[] = {{"gpt-1.7b-sc21", 24, 2304, 1.7e9},     {"gpt-3.6b-sc21", 30, 3072, 3.6e9},
-                      {"gpt-7.5b-sc21", 36, 4096, 7.5e9},     {"gpt-18.4b-sc21", 40, 6144, 18.4e9},
-                      {"gpt-39.1b-sc21", 48, 8192, 39.1e9},   {"gpt-76.1b-sc21", 60, 10240, 76.1e9},
-                      {"gpt-145.6b-sc21", 80, 12288, 145.6e9}, {"gpt-310.1b-sc21", 96, 16384, 310.1e9},
-                      {"gpt-529.6b-sc21", 105, 20480, 529.6e9}, {"gpt-1008b-sc21", 128, 25600, 1008.0e9}};
+  const Row rows[] = {
+      {"gpt-1.7b-sc21", 24, 2304, 1.7e9},       {"gpt-3.6b-sc21", 30, 3072, 3.6e9},
+      {"gpt-7.5b-sc21", 36, 4096, 7.5e9},       {"gpt-18.4b-sc21", 40, 6144, 18.4e9},
+      {"gpt-39.1b-sc21", 48, 8192, 39.1e9},     {"gpt-76.1b-sc21", 60, 10240, 76.1e9},
+      {"gpt-145.6b-sc21", 80, 12288, 145.6e9},  {"gpt-310.1b-sc21", 96, 16384, 310.1e9},
+      {"gpt-529.6b-sc21", 105, 20480, 529.6e9}, {"gpt-1008b-sc21", 128, 25600, 1008.0e9}};
   for (const Row& r : rows) {
     INFO(r.preset);
     const double V = 51200, s = 2048;
