@@ -43,8 +43,8 @@ constexpr double kNcclLlBufferBytes = 8.0 * 512 * 8 * 16;
 constexpr double kRingPeersPerChannel = 1.0;
 constexpr double kTreePeersPerChannel = 3.0;
 // Channels when NCCL_MIN/MAX_NCHANNELS are unset. UNVERIFIED: NCCL chooses per topology; we take
-// its maximum (MAXCHANNELS = 32), an upper bound for the fit verdict.
-constexpr int kNcclChannelsAssumed = 32;
+// its maximum (MAXCHANNELS, core/nccl_settings.hpp), an upper bound for the fit verdict.
+constexpr int kNcclChannelsAssumed = kNcclMaxChannels;
 // Point-to-point (pipeline) connections: channels per peer, Simple protocol only.
 // UNVERIFIED: NCCL_NCHANNELS_PER_NET_PEER default 2 assumed for every peer.
 constexpr double kNcclP2pChannelsPerPeer = 2.0;
