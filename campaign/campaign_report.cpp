@@ -216,7 +216,8 @@ std::string summary_text(const std::string& scenario_name, const CampaignModel& 
   for (const auto& [cause, h] : s.gpu_hours_lost_by_cause) {
     const auto it = s.interruptions_by_cause.find(cause);
     os << "    " << cause;
-    for (std::size_t pad = cause.size(); pad < 34; ++pad) os << ' ';
+    for (std::size_t pad = cause.size(); pad < 40; ++pad) os << ' ';
+    os << ' ';
     os << fmt(it == s.interruptions_by_cause.end() ? 0.0 : it->second, 2) << "  "
        << fmt(h, 0) << "\n";
   }

@@ -192,11 +192,12 @@ Monitoring monitor_trial(const CampaignModel& model, const TrialTrace& trace, do
   };
   for (const auto& r : out.rows) {
     const bool stepping = r.phase == "running" || r.phase == "hung";
-    if (stepping) {
-      const double ratio = r.step_time_s / base.step_time_s;
-      const Level l = ratio > th.step_time_critical  ? critical
-                      : ratio > th.step_time_warning ? warning
-                                                     : ok;
+    const double ratio = stepping ? r.step_time_s / base.step_time_s : 0.0;
+    const Level l = ratio > th.step_time_critical  ? critical
+                    : ratio > th.step_time_warning ? warning
+                                                   : ok;
+    // A hang only gets worse until it is detected: it never resolves an alert.
+    if (stepping && !(r.phase == "hung" && l < step.level)) {
       update(step, l, r.t_s, r.step_time_s, th.step_time_warning * base.step_time_s,
              th.step_time_critical * base.step_time_s,
              "step time " + format(ratio, 2) + "x the baseline " +
