@@ -48,6 +48,10 @@ StepModel fixed_step_model(const Scenario& scenario, double step_time_s, double 
       e.note += std::string(e.note.empty() ? "" : "; ") +
                 "degraded link: no exposed communication share given, step time unchanged";
     }
+    for (const auto& n : faults.lost_nodes) {
+      e.hang = true;
+      e.hang_on = "node " + std::to_string(n.node);
+    }
     e.ib_bps *= link_factor;
     e.step_time_s = step_time_s * factor;
     e.mfu = mfu / factor;

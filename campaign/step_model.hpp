@@ -37,7 +37,8 @@ using StepModel = std::function<StepEstimate(const StepFaults&)>;
 // The fallback when the scenario gives the step time: a GPU slowed to speed factor f makes the
 // synchronous step 1/f times longer (the step waits for its slowest rank; an upper bound that
 // ignores overlap), a link degraded to bandwidth factor b stretches the exposed communication
-// share c of the step to c/b (c = `exposed_comm_share`, 0 when unknown), and a down link hangs.
+// share c of the step to c/b (c = `exposed_comm_share`, 0 when unknown), and a down link or a
+// lost node hangs the step.
 // Monitoring bandwidths come from the cluster's line rates times the achieved fractions of
 // nccl-tests measurements (step_model.cpp). Preconditions: step_time_s > 0, 0 < mfu <= 1.
 StepModel fixed_step_model(const Scenario& scenario, double step_time_s, double mfu,
