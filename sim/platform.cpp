@@ -1,0 +1,206 @@
+// The SimGrid platform built from the cluster graph (see platform.hpp for the choices).
+#include "sim/platform.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/detail/simgrid_platform.hpp"
+// After the S4U headers, which define the macros these two need.
+#include <simgrid/version.h>
+#include <xbt/log.h>
+
+namespace clustersim::sim {
+
+namespace {
+
+bool g_engine_used = false;
+
+// A link that is down keeps a residual bandwidth in SimGrid (a zero capacity aborts SimGrid
+// 3.32's solver); flows crossing it are suspended by the simulation, so nothing moves.
+constexpr double kDownResidualFactor = 1e-6;
+
+std::uint64_t pair_key(int a, int b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
+         static_cast<std::uint32_t>(b);
+}
+
+}  // namespace
+
+namespace detail {
+
+void GraphZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
+                                const simgrid::kernel::routing::NetPoint* dst,
+                                simgrid::kernel::routing::Route* into, double* latency) {
+  const auto& map = owner_->endpoint_of_netpoint;
+  const int a = src->id() < map.size() ? map[src->id()] : -1;
+  const int b = dst->id() < map.size() ? map[dst->id()] : -1;
+  if (a < 0 || b < 0) throw std::logic_error("GraphZone: route between unknown netpoints");
+  if (a == b) return;
+  const CachedRoute& r = owner_->route(a, b);
+  into->link_list_.insert(into->link_list_.end(), r.links.begin(), r.links.end());
+  (void)latency;  // links carry no latency (platform.hpp)
+}
+
+}  // namespace detail
+
+Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o,
+                     bool p2p_nvlink, int actor_stack_KiB)
+    : graph(g), options(o) {
+  namespace sg4 = simgrid::s4u;
+  router = std::make_unique<detail::EndpointRouter>(graph, p2p_nvlink);
+  num_gpus = graph.num_gpus();
+
+  engine = new sg4::Engine("clustersim");
+  // SimGrid's informational logging ("Configuration change: ...") would mix with our output.
+  xbt_log_control_set("root.thresh:warning");
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic", false);
+  sg4::Engine::set_config("network/bandwidth-factor", o.bandwidth_factor);
+  sg4::Engine::set_config("network/latency-factor", o.latency_factor);
+  sg4::Engine::set_config("network/weight-S", o.weight_S);
+  sg4::Engine::set_config("maxmin/precision", o.maxmin_precision);
+  sg4::Engine::set_config("contexts/stack-size", actor_stack_KiB);
+
+  zone = new detail::GraphZone("cluster", this);
+  const int endpoints = router->num_endpoints();
+  hosts.resize(static_cast<std::size_t>(endpoints), nullptr);
+  std::vector<double> ladder;
+  for (int i = 0; i < kSpeedSteps; ++i) ladder.push_back(kNominalSpeed * (1.0 - double(i) / kSpeedSteps));
+  for (int e = 0; e < endpoints; ++e) {
+    const bool gpu = e < num_gpus;
+    sg4::Host* h = zone->create_host(router->name(e), gpu ? ladder : std::vector<double>{kNominalSpeed});
+    h->seal();
+    hosts[static_cast<std::size_t>(e)] = h;
+    const auto id = h->get_netpoint()->id();
+    if (endpoint_of_netpoint.size() <= id) endpoint_of_netpoint.resize(id + 1, -1);
+    endpoint_of_netpoint[id] = e;
+  }
+  links.resize(static_cast<std::size_t>(graph.num_links()));
+  for (const auto& l : graph.links()) {
+    for (int dir = 0; dir < 2; ++dir) {
+      sg4::Link* s = zone->create_link(l.name + (dir == 0 ? "/up" : "/down"),
+                                       std::vector<double>{l.bandwidth_Bps});
+      s->set_latency(0);
+      s->set_sharing_policy(sg4::Link::SharingPolicy::SHARED);
+      s->seal();
+      links[static_cast<std::size_t>(l.id)][static_cast<std::size_t>(dir)] = s;
+    }
+  }
+  factor.assign(links.size(), 1.0);
+  down.assign(links.size(), 0);
+  bytes.assign(links.size(), {0.0, 0.0});
+  zone->seal();
+}
+
+const detail::CachedRoute& Platform::Impl::route(int src, int dst) {
+  const std::uint64_t key = pair_key(src, dst);
+  auto it = routes.find(key);
+  if (it != routes.end()) return it->second;
+  detail::CachedRoute r;
+  r.hops = router->route(src, dst);
+  r.links.reserve(r.hops.size());
+  for (const auto& h : r.hops) {
+    r.links.push_back(links[static_cast<std::size_t>(h.link)]
+                           [h.dir == topologies::Direction::up ? 0 : 1]
+                               ->get_impl());
+  }
+  return routes.emplace(key, std::move(r)).first->second;
+}
+
+void Platform::Impl::account(int src, int dst, double wire_bytes) {
+  for (const auto& h : route(src, dst).hops) {
+    bytes[static_cast<std::size_t>(h.link)][h.dir == topologies::Direction::up ? 0 : 1] += wire_bytes;
+  }
+}
+
+bool Platform::Impl::route_is_down(int src, int dst) {
+  for (const auto& h : route(src, dst).hops) {
+    if (down[static_cast<std::size_t>(h.link)] > 0) return true;
+  }
+  return false;
+}
+
+void Platform::Impl::refresh_link(int link) {
+  const auto& l = graph.link(link);
+  const double f = down[static_cast<std::size_t>(link)] > 0
+                       ? kDownResidualFactor
+                       : factor[static_cast<std::size_t>(link)];
+  for (auto* s : links[static_cast<std::size_t>(link)]) s->set_bandwidth(l.bandwidth_Bps * f);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOptions& options,
+                   bool p2p_nvlink, int actor_stack_KiB) {
+  if (g_engine_used) {
+    throw std::logic_error(
+        "Platform: this process already created its SimGrid engine; SimGrid 3.32 keeps global "
+        "state (clock, configuration) after an engine is destroyed, so each simulation needs its "
+        "own process (see sim/subprocess.hpp)");
+  }
+  if (actor_stack_KiB < 16) throw std::invalid_argument("actor_stack_KiB must be >= 16");
+  if (!(options.bandwidth_factor > 0) || !(options.latency_factor >= 0) ||
+      !(options.weight_S >= 0) || !(options.maxmin_precision > 0)) {
+    throw std::invalid_argument(
+        "NetworkModelOptions: bandwidth_factor and maxmin_precision must be > 0, latency_factor "
+        "and weight_S >= 0");
+  }
+  g_engine_used = true;
+  impl_ = std::make_unique<Impl>(graph, options, p2p_nvlink, actor_stack_KiB);
+}
+
+Platform::~Platform() = default;
+
+bool Platform::engine_used_in_this_process() { return g_engine_used; }
+
+const topologies::ClusterGraph& Platform::graph() const { return impl_->graph; }
+const NetworkModelOptions& Platform::options() const { return impl_->options; }
+
+std::string Platform::describe() const {
+  std::ostringstream s;
+  const auto& o = impl_->options;
+  s << "SimGrid " << SIMGRID_VERSION_MAJOR << '.' << SIMGRID_VERSION_MINOR
+    << ", network model CM02 (bandwidth factor " << o.bandwidth_factor << ", latency factor "
+    << o.latency_factor << ", weight-S " << o.weight_S << "), split-duplex links, latency from "
+    << "NCCL's model";
+  return s.str();
+}
+
+double Platform::link_bandwidth_factor(int link) const {
+  return impl_->factor.at(static_cast<std::size_t>(link));
+}
+
+bool Platform::link_is_down(int link) const { return impl_->down.at(static_cast<std::size_t>(link)) > 0; }
+
+LinkUsageReport Platform::link_usage(double elapsed_s) const {
+  LinkUsageReport rep;
+  rep.elapsed_s = elapsed_s;
+  const auto& g = impl_->graph;
+  rep.classes.resize(topologies::kNumLinkClasses);
+  for (int c = 0; c < topologies::kNumLinkClasses; ++c) {
+    rep.classes[static_cast<std::size_t>(c)].cls = static_cast<topologies::LinkClass>(c);
+  }
+  for (const auto& l : g.links()) {
+    auto& cu = rep.classes[static_cast<std::size_t>(l.cls)];
+    const auto& b = impl_->bytes[static_cast<std::size_t>(l.id)];
+    cu.links += 1;
+    cu.bytes += b[0] + b[1];
+    cu.capacity_Bps += 2 * l.bandwidth_Bps;
+    if (elapsed_s > 0) {
+      const double peak = std::max(b[0], b[1]) / (l.bandwidth_Bps * elapsed_s);
+      if (peak > cu.peak_link_utilisation) {
+        cu.peak_link_utilisation = peak;
+        cu.peak_link = l.name;
+      }
+    }
+    if (b[0] > 0 || b[1] > 0) rep.links.push_back({l.id, l.name, l.cls, b[0], b[1], l.bandwidth_Bps});
+  }
+  for (auto& cu : rep.classes) {
+    cu.utilisation = elapsed_s > 0 && cu.capacity_Bps > 0 ? cu.bytes / (cu.capacity_Bps * elapsed_s) : 0;
+  }
+  return rep;
+}
+
+}  // namespace clustersim::sim
