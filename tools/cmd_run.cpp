@@ -1,15 +1,208 @@
-// Placeholder until `clustersim run` is built; replaced by its implementation.
+// `clustersim run [SCENARIO] [--json FILE] [--trace FILE]`: simulates one training step of the
+// scenario (the seed's optimized layout when none is given) and prints the step time, MFU and
+// where the time goes. A layout that does not fit in GPU memory is a negative verdict (exit 1)
+// with the numbers, not a made-up MFU; a step that hangs on a fault is one too.
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 
+#include "campaign/campaign_config.hpp"
+#include "core/atomic_file.hpp"
+#include "core/scenario_loader.hpp"
+#include "models/memory.hpp"
+#include "sim/step_report.hpp"
+#include "sim/step_simulator.hpp"
+#include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
+#include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
 
-std::string usage_run() { return "usage: clustersim run (not built yet)\n"; }
+namespace {
 
-int cmd_run(const std::vector<std::string>&) {
-  std::cerr << "clustersim run is not built yet\n";
-  return 1;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Traces with more ranks than this keep only each replica class's first replica (file size).
+constexpr int kDefaultTraceRanks = 1024;
+
+const std::vector<OptionSpec>& run_options() {
+  static const std::vector<OptionSpec> specs = {
+      {"json", "", true, false,
+       "also write the results as JSON to FILE (step_time_s, tokens_per_s, mfu, hfu, "
+       "comm_fraction, breakdown, memory_per_gpu_GiB, wall_time_s, ...)"},
+      {"trace", "", true, false,
+       "write a Chrome/Perfetto trace (ui.perfetto.dev) to FILE: one track per rank"},
+      {"trace-ranks", "", true, false,
+       "with more ranks than N, trace only each replica class's first replica (default 1024)"},
+      {"exact", "", false, false,
+       "no shortcuts: one pipeline per replica, TP collectives as flows, no bucket merging (slow)"},
+      {"flops", "", true, false, "FLOP convention of MFU/HFU: megatron (default) or palm"},
+      {"no-faults", "", false, false, "ignore the scenario's step-level faults"},
+      {"free-comm", "", false, false,
+       "every transfer and collective takes no time: the pipeline schedule alone"},
+  };
+  return specs;
+}
+
+std::string pct(double x) { return fixed(100 * x, 1) + " %"; }
+
+void row(std::ostream& os, const std::string& label, const std::string& value) {
+  std::string l = "  " + label;
+  if (l.size() < 26) l.resize(26, ' ');
+  os << l << value << "\n";
+}
+
+std::string replicas_text(const std::vector<int>& r) {
+  if (r.empty()) return "-";
+  bool contiguous = true;
+  for (std::size_t i = 1; i < r.size(); ++i) contiguous &= r[i] == r[i - 1] + 1;
+  if (r.size() == 1) return std::to_string(r[0]);
+  if (contiguous) return std::to_string(r.front()) + "-" + std::to_string(r.back());
+  return std::to_string(r.size()) + " replicas";
+}
+
+void print_breakdown(std::ostream& os, const sim::TimeBreakdown& b, double step) {
+  auto line = [&](const char* name, double v) {
+    row(os, name, human_seconds(v) + "  " + (step > 0 ? pct(v / step) : std::string("-")));
+  };
+  line("compute", b.compute_s);
+  line("TP comm (exposed)", b.tp_s);
+  line("PP comm (exposed)", b.pp_s);
+  line("DP comm (exposed)", b.dp_s);
+  line("pipeline bubble", b.bubble_s);
+  line("optimizer", b.optimizer_s);
+  line("idle", b.idle_s);
+}
+
+void print_report(std::ostream& os, const Scenario& s, const sim::StepReport& r) {
+  const Parallelism& p = s.parallelism;
+  os << "clustersim run: " << s.name << " (" << s.gpus << " GPUs: dp " << p.dp << " x tp " << p.tp
+     << " x pp " << p.pp;
+  if (p.cp > 1) os << " x cp " << p.cp;
+  os << ", " << s.micro_batches() << " micro-batches, " << to_string(p.schedule);
+  if (p.vpp > 1) os << " vpp " << p.vpp;
+  if (p.zero_stage > 0) os << ", ZeRO-" << p.zero_stage;
+  os << ")\n";
+  os << "  cluster: " << s.cluster.name << ", model: " << s.model.name << "\n\n";
+  if (!r.completed && r.hang) {
+    os << "The step HANGS: " << r.hang->cause << "\n";
+    row(os, "collective", r.hang->collective);
+    row(os, "stalled at", human_seconds(r.hang->start_s));
+    row(os, "NCCL reports it at", human_seconds(r.hang->detected_s) + " (NCCL_IB_TIMEOUT " +
+                                      std::to_string(s.comm.nccl.ib_timeout) + ", retry count " +
+                                      std::to_string(s.comm.nccl.ib_retry_cnt) + ")");
+    os << "\n";
+    return;
+  }
+  row(os, "step time", human_seconds(r.step_time_s));
+  row(os, "tokens/s", fixed(r.tokens_per_s / 1e6, 3) + " M");
+  row(os, "MFU", pct(r.mfu) + "  (" + r.flop_convention + " FLOPs; megatron " +
+                     pct(r.mfu_megatron) + ", palm " + pct(r.mfu_palm) + ")");
+  row(os, "HFU", pct(r.hfu) + "  (with recomputation)");
+  row(os, "peak per GPU", fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" +
+                              to_string(s.training.precision) + ", dense)");
+  row(os, "memory per GPU", fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
+                                fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");
+  if (r.phases.size() > 1) {
+    for (const auto& ph : r.phases) {
+      row(os, "phase " + ph.name, human_seconds(ph.step_time_s) + ", MFU " + pct(ph.mfu) + ", " +
+                                      pct(ph.fraction_of_run) + " of the run");
+    }
+  }
+  if (!r.slowest_rank.empty()) row(os, "slowest rank", r.slowest_rank);
+  if (!r.slowest_link.empty()) row(os, "slowest link", r.slowest_link);
+
+  os << "\nWhere the time goes (critical path: pipeline stage " << r.critical_stage
+     << ", replica class " << r.critical_class << ")\n";
+  print_breakdown(os, r.breakdown, r.step_time_s);
+  row(os, "communication share", pct(r.comm_fraction) + " of the step (exposed TP + PP + DP)");
+
+  os << "\nPer pipeline stage and replica class (seconds)\n";
+  os << "  class stage replicas     ranks     end  compute       tp       pp       dp   bubble"
+        "      opt     idle\n";
+  for (const auto& c : r.ranks) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "  %5d %5d %-10s %7d %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n",
+                  c.replica_class, c.stage, replicas_text(c.replicas).c_str(), c.ranks, c.end_s,
+                  c.breakdown.compute_s, c.breakdown.tp_s, c.breakdown.pp_s, c.breakdown.dp_s,
+                  c.breakdown.bubble_s, c.breakdown.optimizer_s, c.breakdown.idle_s);
+    os << buf;
+  }
+
+  os << "\nLink utilisation over the step\n";
+  for (const auto& l : r.links) {
+    std::string v = pct(l.utilisation) + " mean over " + std::to_string(l.links) + " links";
+    if (!l.peak_link.empty()) v += ", busiest " + l.peak_link + " " + pct(l.peak_link_utilisation);
+    row(os, l.link_class, v);
+  }
+  os << "\nSimulated " << r.collectives << " collectives and transfers (" << r.flows
+     << " flows) in " << fixed(r.wall_time_s, 2) << " s wall.\n";
+  for (const auto& n : r.notes) os << "  note: " << n << "\n";
+}
+
+}  // namespace
+
+std::string usage_run() {
+  return "usage: clustersim run [SCENARIO] [--json FILE] [--trace FILE] [--exact]\n"
+         "Simulates one training step: step time, MFU, where the time goes.\n"
+         "Without SCENARIO runs " +
+         default_scenario_path() + ".\n" + describe_options(run_options());
+}
+
+int cmd_run(const std::vector<std::string>& argv) {
+  const Args args(argv, run_options(), 1);
+  const std::string path =
+      args.positional().empty() ? default_scenario_path() : args.positional().front();
+  const Scenario s = load_scenario(path);
+
+  sim::StepOptions options;
+  options.exact = args.flag("exact");
+  options.free_communication = args.flag("free-comm");
+  const std::string conv = args.value_or("flops", "megatron");
+  if (conv == "palm") {
+    options.convention = models::FlopConvention::palm;
+  } else if (conv != "megatron") {
+    throw UsageError("--flops must be megatron or palm, not \"" + conv + "\"");
+  }
+  const long long trace_ranks = args.int_or("trace-ranks", kDefaultTraceRanks);
+  if (trace_ranks < 1) throw UsageError("--trace-ranks must be at least 1");
+  if (!args.flag("no-faults") && s.faults.present()) {
+    campaign::FaultContext context;
+    const auto graph = topologies::ClusterGraph::build(s.cluster, s.gpus);
+    for (const auto& l : graph.links()) context.link_names.push_back(l.name);
+    options.faults = campaign::parse_step_faults(s, context);
+  }
+  options.record_trace = args.value("trace").has_value();
+
+  for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
+
+  // Memory first: an infeasible layout gets a verdict, not a simulated MFU.
+  const models::MemoryEstimate mem = models::estimate_memory(s);
+  if (!mem.fits()) {
+    const auto& worst = mem.worst();
+    std::cout << "clustersim run: " << s.name << " does NOT fit in GPU memory\n";
+    row(std::cout, "worst stage", std::to_string(worst.stage));
+    row(std::cout, "needs per GPU", fixed(mem.peak_bytes() / kGiB, 1) + " GiB");
+    row(std::cout, "usable per GPU", fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " +
+                                         fixed(mem.hbm_bytes / kGiB, 1) + " GiB HBM");
+    row(std::cout, "short by", fixed(-mem.headroom_bytes() / kGiB, 1) + " GiB");
+    row(std::cout, "weights", fixed(worst.weights_bytes / kGiB, 1) + " GiB");
+    row(std::cout, "gradients", fixed(worst.gradients_bytes / kGiB, 1) + " GiB");
+    row(std::cout, "optimizer states", fixed(worst.optimizer_bytes / kGiB, 1) + " GiB");
+    row(std::cout, "activations", fixed(worst.activations_bytes / kGiB, 1) + " GiB");
+    std::cout << "No step was simulated. Shard more (ZeRO, tensor/pipeline parallelism) or "
+                 "recompute activations.\n";
+    return 1;
+  }
+
+  const sim::StepReport r = sim::simulate_step(s, options);
+  print_report(std::cout, s, r);
+  if (const auto json = args.value("json")) write_json_file(*json, sim::to_json(r));
+  if (const auto trace = args.value("trace")) {
+    write_file_atomically(*trace, sim::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));
+  }
+  return r.completed ? 0 : 1;
 }
 
 }  // namespace clustersim::cli

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Wall time and peak memory of `clustersim run` (one simulated training step):
+#   - the default scenario (seed-optimized-1024: DP 64 x TP 8 x PP 2, 1024 GPUs),
+#     target < 1 s wall on one core and < 300 MB (/work/shared/DESIGN.md);
+#   - Llama 3 405B at 16384 GPUs (scenarios/llama3-405b-16384.json), target: completes
+#     (DESIGN.md: under 30 s).
+# Usage: bench/step_bench.sh [BUILD_DIR]   (default: build). Needs GNU time (/usr/bin/time -v).
+# Runs pinned to one core with taskset when available. Prints one line per case.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$here/build}"
+bin="$build/clustersim"
+if [[ ! -x "$bin" ]]; then
+  echo "step_bench: $bin not found; build it first (cmake --build $build --target clustersim)" >&2
+  exit 2
+fi
+if [[ ! -x /usr/bin/time ]]; then
+  echo "step_bench: /usr/bin/time (GNU time) is required" >&2
+  exit 2
+fi
+pin=()
+if command -v taskset > /dev/null; then pin=(taskset -c 0); fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+run_case() {
+  local name="$1" scenario="$2"
+  local log="$tmp/$name.time" out="$tmp/$name.json"
+  if ! "${pin[@]}" /usr/bin/time -v "$bin" run "$scenario" --json "$out" > "$tmp/$name.out" 2> "$log"; then
+    echo "$name: clustersim run failed" >&2
+    cat "$tmp/$name.out" "$log" >&2
+    return 1
+  fi
+  local wall rss
+  wall="$(grep 'Elapsed (wall clock) time' "$log" | awk '{print $NF}')"
+  rss="$(grep 'Maximum resident set size' "$log" | awk '{print $NF}')"
+  python3 - "$name" "$wall" "$rss" "$out" <<'PY'
+import json, sys
+name, wall, rss, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+parts = [float(x) for x in wall.split(":")]
+secs = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+r = json.load(open(path))
+print(f"{name}: wall {secs:.2f} s (simulator {r['wall_time_s']:.2f} s), peak RSS {rss / 1024:.0f} MB, "
+      f"step {r['step_time_s']:.3f} s, MFU {100 * r['mfu']:.1f} %, {r['collectives']} collectives, "
+      f"{r['flows']} flows")
+PY
+}
+
+run_case seed-optimized-1024 "$here/scenarios/seed-optimized-1024.json"
+run_case llama3-405b-16384 "$here/scenarios/llama3-405b-16384.json"

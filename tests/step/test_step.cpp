@@ -1,0 +1,347 @@
+// The step simulator end to end. Every simulation runs in a child process (SimGrid allows one
+// engine per process). Expected values come from closed forms (the 1F1B bubble), from the
+// workload's own kernel sum on one GPU (no communication), and from qualitative facts of the
+// seed article; no constant is tuned to the article's MFU table.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/nccl_settings.hpp"
+#include "sim/step_report.hpp"
+#include "sim/step_simulator.hpp"
+#include "tests/workload/fixtures.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+using clustersim::test::load;
+using clustersim::test::small_scenario;
+
+namespace {
+
+sim::StepReport run(const Scenario& s, sim::StepOptions o = {}) {
+  o.record_trace = false;
+  return sim::simulate_step_isolated(s, o);
+}
+
+// Pipeline stages of equal cost: a one-token vocabulary (the embedding and the head have no work
+// to speak of) on an idealised H800 without kernel launch overhead and with unlimited HBM
+// bandwidth (elementwise kernels take no time), so that only the identical layers cost time.
+nlohmann::json balanced(nlohmann::json j) {
+  j["model"]["vocab_size"] = 1;
+  nlohmann::json cluster = test::scenario_json("topologies/clusters/h800-128x8-rail.json");
+  nlohmann::json gpu = test::scenario_json("topologies/gpus/h800-sxm.json");
+  gpu["kernel_launch_us"] = 0;
+  gpu["hbm_TBps"] = 1e6;
+  gpu["sources"]["kernel_launch_us"] = "test: no launch overhead";
+  gpu["sources"]["hbm_TBps"] = "test: unlimited HBM bandwidth";
+  cluster["gpu"] = gpu;
+  j["cluster"] = cluster;
+  return j;
+}
+
+// A model large enough that its kernels, not fixed overheads, dominate a step (GPT-like, 4096
+// hidden, 2048-token sequences).
+nlohmann::json medium(nlohmann::json j) {
+  j["model"]["hidden_size"] = 4096;
+  j["model"]["num_attention_heads"] = 32;
+  j["model"]["num_kv_heads"] = 32;
+  j["model"]["ffn_hidden_size"] = 16384;
+  j["training"]["seq_len"] = 2048;
+  return j;
+}
+
+double nic_bytes(const sim::StepReport& r) {
+  for (const auto& l : r.links) {
+    if (l.link_class == "nic") return l.bytes;
+  }
+  return 0;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("A single-GPU step takes exactly the time of its kernels") {
+  nlohmann::json j = small_scenario(1, 1, 1, 1);
+  const Scenario s = load(j);
+  const auto w = workload::build_workload(s, test::compute_model(s));
+  const sim::StepReport r = run(s);
+  REQUIRE(r.completed);
+  // No communication at all: the step is the sum of the kernels, optimizer included.
+  CHECK(r.step_time_s == Approx(w.stages.at(0).compute_s).epsilon(1e-9));
+  CHECK(r.breakdown.compute_s + r.breakdown.optimizer_s == Approx(r.step_time_s));
+  CHECK(r.breakdown.comm() == 0);
+  CHECK(r.breakdown.bubble_s == 0);
+  // MFU can never exceed the best GEMM efficiency measured (MAMF 80.3%).
+  CHECK(r.mfu > 0.2);
+  CHECK(r.mfu < 0.803);
+}
+
+TEST_CASE("With free communication the 1F1B bubble is (p - 1) / (m + p - 1) of the step") {
+  const auto [p, m] = GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
+  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
+  j["training"]["global_batch"] = m;
+  const Scenario s = load(j);
+  sim::StepOptions o;
+  o.free_communication = true;
+  const sim::StepReport r = run(s, o);
+  REQUIRE(r.completed);
+  const auto& b = r.breakdown;
+  // Pipeline part of the step on the critical stage: compute plus bubble.
+  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  CHECK(share == Approx(double(p - 1) / (m + p - 1)).epsilon(0.002));
+}
+
+TEST_CASE("With free communication the interleaved bubble shrinks by the number of chunks") {
+  // Narayanan et al. 2021 eq. (2): bubble / ideal = (p - 1) / (v m).
+  const int p = 4, m = 8, v = 2;
+  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
+  j["training"]["global_batch"] = m;
+  j["parallelism"]["vpp"] = v;
+  j["parallelism"]["schedule"] = "interleaved";
+  const Scenario s = load(j);
+  sim::StepOptions o;
+  o.free_communication = true;
+  const sim::StepReport r = run(s, o);
+  const auto& b = r.breakdown;
+  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  CHECK(share == Approx(double(p - 1) / (v * m + p - 1)).epsilon(0.002));
+}
+
+TEST_CASE("Turning overlap off never makes a step faster") {
+  nlohmann::json j = medium(small_scenario(32, 4, 8, 1));
+  j["parallelism"]["zero_stage"] = GENERATE(0, 1, 3);
+  const Scenario on = load(j);
+  const double t_on = run(on).step_time_s;
+  SECTION("gradient reduction") {
+    j["training"]["overlap_grad_reduce"] = false;
+    CHECK(run(load(j)).step_time_s >= t_on * (1 - 1e-9));
+  }
+  SECTION("parameter gathers") {
+    j["training"]["overlap_param_gather"] = false;
+    CHECK(run(load(j)).step_time_s >= t_on * (1 - 1e-9));
+  }
+}
+
+TEST_CASE("FP8 gradients put half the BF16 gradient bytes on the network") {
+  // Pure data parallelism across 4 nodes with TP inside them: the NICs carry only gradients.
+  nlohmann::json j = small_scenario(32, 4, 8, 1);
+  // Simple protocol only: bytes on the wire equal the payload (LL/LL128 add flag bytes).
+  j["comm"]["nccl"]["NCCL_PROTO"] = "Simple";
+  j["comm"]["grad_dtype"] = "bf16";
+  const double bf16 = nic_bytes(run(load(j)));
+  j["comm"]["grad_dtype"] = "fp8";
+  const double fp8 = nic_bytes(run(load(j)));
+  REQUIRE(bf16 > 0);
+  CHECK(fp8 == Approx(bf16 / 2).epsilon(0.01));
+}
+
+TEST_CASE("The same scenario always gives the same numbers") {
+  nlohmann::json j = small_scenario(32, 2, 8, 2);
+  const Scenario s = load(j);
+  const auto a = run(s);
+  const auto b = run(s);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.mfu == b.mfu);
+  CHECK(a.flows == b.flows);
+  CHECK(a.breakdown.dp_s == b.breakdown.dp_s);
+}
+
+TEST_CASE("The shortcuts agree with the full simulation on a small case") {
+  // 4 nodes: dp 2 x tp 8 x pp 2. Exact: one pipeline per replica, TP collectives as flows,
+  // every bucket its own NCCL call.
+  nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
+  j["training"]["grad_bucket_MiB"] = 16;
+  const Scenario s = load(j);
+  const auto fast = run(s);
+  sim::StepOptions o;
+  o.exact = true;
+  const auto exact = run(s, o);
+  REQUIRE(fast.completed);
+  REQUIRE(exact.completed);
+  CHECK(fast.step_time_s == Approx(exact.step_time_s).epsilon(0.02));
+  CHECK(fast.flows < exact.flows);
+}
+
+TEST_CASE("A slowed GPU slows the step and is named") {
+  nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
+  const Scenario s = load(j);
+  const auto healthy = run(s);
+  sim::StepOptions o;
+  // Rank 5 = tp 5 of replica 0, stage 0, at half speed for the whole step.
+  o.faults.slow_gpus.push_back({5, 0.5, 0.0, "ECC down-clocking"});
+  const auto r = run(s, o);
+  REQUIRE(r.completed);
+  // Its replica gets a class of its own: 2 classes x 2 stages.
+  REQUIRE(r.ranks.size() == 4);
+  const sim::RankClassReport* slow = nullptr;
+  for (const auto& c : r.ranks) {
+    if (c.stage == 0 && c.replicas == std::vector<int>{0}) slow = &c;
+  }
+  REQUIRE(slow != nullptr);
+  CHECK(slow->slowest_speed == 0.5);
+  // Its kernels take exactly twice as long as on a healthy GPU ...
+  CHECK(slow->breakdown.compute_s == Approx(2 * healthy.ranks.at(0).breakdown.compute_s));
+  // ... and everyone synchronised with it waits: the step is longer, by at most 2x.
+  CHECK(r.step_time_s > healthy.step_time_s * 1.1);
+  CHECK(r.step_time_s <= healthy.step_time_s * 2.0 * (1 + 1e-9));
+  CHECK(r.slowest_rank.find("rank 5") != std::string::npos);
+}
+
+TEST_CASE("A down link makes the collective crossing it hang until NCCL's timeout") {
+  nlohmann::json j = small_scenario(32, 4, 8, 1);
+  const Scenario s = load(j);
+  sim::StepOptions o;
+  LinkFault f;
+  f.link = "node1/nic0-leaf";
+  f.down = true;
+  o.faults.links.push_back(f);
+  const auto r = run(s, o);
+  CHECK_FALSE(r.completed);
+  REQUIRE(r.hang.has_value());
+  CHECK(r.hang->link == "node1/nic0-leaf");
+  CHECK(r.hang->collective.find("reduce") != std::string::npos);
+  // NCCL_IB_TIMEOUT 22, retries capped at 7: 4.096 us x 2^22 x 8 tries (env.rst).
+  CHECK(r.hang->detected_s - r.hang->start_s == Approx(s.comm.nccl.ib_hang_detection_s()));
+  CHECK(r.hang->detected_s - r.hang->start_s > 100);
+}
+
+TEST_CASE("A lost node makes the step hang and is named") {
+  nlohmann::json j = small_scenario(32, 2, 8, 2);
+  const Scenario s = load(j);
+  sim::StepOptions o;
+  o.faults.lost_nodes.push_back({3, 0.01});
+  const auto r = run(s, o);
+  CHECK_FALSE(r.completed);
+  REQUIRE(r.hang.has_value());
+  CHECK(r.hang->node == 3);
+  CHECK(r.hang->start_s >= 0.01);
+}
+
+TEST_CASE("Unknown link names in faults are a configuration error") {
+  const Scenario s = load(small_scenario(8, 1, 8, 1));
+  sim::StepOptions o;
+  LinkFault f;
+  f.link = "node0/nic0-leef";
+  o.faults.links.push_back(f);
+  CHECK_THROWS(run(s, o));
+}
+
+TEST_CASE("1-bit Adam reports both phases and its compressed phase moves fewer bytes") {
+  nlohmann::json j = small_scenario(32, 32, 1, 1);
+  j["parallelism"]["zero_stage"] = 0;
+  j["comm"]["grad_dtype"] = "fp16";
+  j["comm"]["compression"] = {{"kind", "onebit_adam"}, {"warmup_fraction", 0.2}};
+  const Scenario s = load(j);
+  sim::StepOptions warm;
+  warm.single_phase = true;
+  sim::StepOptions comp = warm;
+  comp.compressed_phase = true;
+  const auto rw = run(s, warm);
+  const auto rc = run(s, comp);
+  CHECK(nic_bytes(rc) < nic_bytes(rw) / 4);
+  const auto both = run(s);
+  REQUIRE(both.phases.size() == 2);
+  CHECK(both.phases[0].step_time_s == Approx(rw.step_time_s));
+  CHECK(both.phases[1].step_time_s == Approx(rc.step_time_s));
+  CHECK(both.step_time_s == Approx(0.2 * rw.step_time_s + 0.8 * rc.step_time_s));
+}
+
+TEST_CASE("The seed's scaling table keeps its shape", "[slow]") {
+  auto seed = [](const std::string& name) {
+    return run(load(test::scenario_json("scenarios/" + name + ".json")));
+  };
+  const auto dp64 = seed("seed-dp-64");
+  const auto dp256 = seed("seed-dp-256");
+  const auto dp1024 = seed("seed-dp-1024");
+  const auto opt = seed("seed-optimized-1024");
+  // Pure data parallelism loses MFU with scale while communication's share grows ...
+  CHECK(dp64.mfu > dp256.mfu);
+  CHECK(dp256.mfu > dp1024.mfu);
+  CHECK(dp64.comm_fraction < dp1024.comm_fraction);
+  // ... and DP 64 x TP 8 x PP 2 beats pure DP at 1024 GPUs.
+  CHECK(opt.mfu > dp1024.mfu);
+}
+
+TEST_CASE("Reducing gradients after every micro-batch is slower than once per step", "[slow]") {
+  const auto once = run(load(test::scenario_json("scenarios/seed-optimized-1024.json")));
+  const auto every =
+      run(load(test::scenario_json("scenarios/seed-optimized-1024-reduce-per-microbatch.json")));
+  CHECK(every.step_time_s > once.step_time_s);
+}
+
+TEST_CASE("clustersim run writes JSON and a Perfetto trace, and refuses layouts that do not fit",
+          "[slow]") {
+  const std::string bin = CLUSTERSIM_BINARY;
+  const std::string dir = std::string(CLUSTERSIM_SOURCE_DIR);
+  const std::string json = "test_step_run.json";
+  const std::string trace = "test_step_trace.json";
+  std::remove(json.c_str());
+  std::remove(trace.c_str());
+  // A small scenario file.
+  nlohmann::json j = small_scenario(16, 1, 8, 2);
+  {
+    std::ofstream out("test_step_scenario.json");
+    out << j.dump(2);
+  }
+  const int rc = std::system((bin + " run test_step_scenario.json --json " + json + " --trace " +
+                              trace + " > test_step_run.txt 2>&1")
+                                 .c_str());
+  CHECK(rc == 0);
+  const auto report = nlohmann::json::parse(slurp(json));
+  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "hfu", "comm_fraction", "breakdown",
+                          "memory_per_gpu_GiB", "wall_time_s"}) {
+    CHECK(report.contains(key));
+  }
+  const auto tr = nlohmann::json::parse(slurp(trace));
+  REQUIRE(tr.contains("traceEvents"));
+  int complete = 0;
+  std::set<int> tids;
+  for (const auto& e : tr["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      tids.insert(e["tid"].get<int>());
+    }
+  }
+  CHECK(complete > 0);
+  CHECK(tids.size() >= 16);  // every rank has at least its compute track
+  // Does not fit: verdict, exit 1, nothing written.
+  std::remove(json.c_str());
+  const int no = std::system((bin + " run " + dir + "/scenarios/seed-dp-1024-no-zero.json --json " +
+                              json + " > test_step_nofit.txt 2>&1")
+                                 .c_str());
+  CHECK(WEXITSTATUS(no) == 1);
+  CHECK(slurp("test_step_nofit.txt").find("does NOT fit") != std::string::npos);
+  CHECK(slurp(json).empty());
+}
+
+TEST_CASE("A step report survives its JSON round trip") {
+  sim::StepReport r;
+  r.scenario = "x";
+  r.gpus = 16;
+  r.step_time_s = 1.5;
+  r.mfu = 0.4;
+  r.breakdown.compute_s = 1.0;
+  r.breakdown.bubble_s = 0.5;
+  r.ranks.push_back({1, 2, 8, {3}, 1.4, 0.5, r.breakdown});
+  r.links.push_back({"nic", 64, 1e9, 0.3, 0.6, "node0/nic0-leaf"});
+  r.phases.push_back({"warm-up", 0.2, 1.5, 0.4, true});
+  r.hang = sim::HangReport{"link a down", "a", -1, "dp", 1, 2.0, 19.0};
+  r.notes = {"n"};
+  const auto back = sim::step_report_from_json(nlohmann::json::parse(sim::to_json(r).dump()));
+  CHECK(back.step_time_s == 1.5);
+  CHECK(back.breakdown.bubble_s == 0.5);
+  CHECK(back.ranks.at(0).replicas == std::vector<int>{3});
+  CHECK(back.links.at(0).peak_link == "node0/nic0-leaf");
+  REQUIRE(back.hang.has_value());
+  CHECK(back.hang->detected_s == 19.0);
+  CHECK(back.notes == r.notes);
+}
