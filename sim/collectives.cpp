@@ -820,6 +820,7 @@ std::shared_ptr<const Decomposition> Planner::decompose(const CollectiveRequest&
   double alpha_weight = 0;
   for (const Phase& ph : d->phases) alpha_weight += ph.bw_time_s;
   double bulk_time = 0;  // sum (sequential) or max (pipelined) of the phases' bandwidth times
+  double chain_fill = 1;  // largest pipeline fill of a broadcast/reduce chain
   for (Phase& ph : d->phases) {
     if (ph.alpha_s <= 0 && !d->pipelined_phases) {
       ph.alpha_s = alpha_weight > 0 ? p.latency_s * ph.bw_time_s / alpha_weight
@@ -844,6 +845,7 @@ std::shared_ptr<const Decomposition> Planner::decompose(const CollectiveRequest&
         rp.chunks = ceil_div(rp.payload, c);
         const double fill = static_cast<double>(rp.chunks + k - 2) / rp.chunks;
         rp.edge_rate_Bps *= fill;
+        chain_fill = std::max(chain_fill, fill);
       } else {
         // NCCL's loop: nChannels * nRanks * chunkSize bytes per loop (all_reduce.h).
         rp.chunks = ceil_div(rp.payload, k * c);
@@ -889,6 +891,36 @@ std::shared_ptr<const Decomposition> Planner::decompose(const CollectiveRequest&
   d->bulk_flows.reserve(flows.size());
   for (const auto& [k, bytes] : flows) d->bulk_flows.push_back({k.first, k.second, bytes});
   d->bulk_bw_time_s = bulk_time;
+  // A chain's chunks cross its k - 1 edges one after the other (store and forward): when the
+  // links, not NCCL's model, set the pace, the last chunk arrives after every hop's time for one
+  // chunk plus (chunks - 1) times the slowest hop. Bulk flows have no chunks, so a collective
+  // with chains is paced to the longest such pipeline (or the links' shared time, if longer).
+  if (chain_fill > 1 + 1e-9) {
+    double pipeline = 0;
+    for (const Phase& ph : d->phases) {
+      for (const RingPattern& rp : ph.rings) {
+        const int k = static_cast<int>(rp.order.size());
+        if (k < 2 || (rp.kind != RingKind::chain_forward && rp.kind != RingKind::chain_reduce)) continue;
+        const double c = rp.payload / rp.chunks / p.wire_efficiency;
+        double sum = 0, slowest = 0;
+        for (int i = 0; i + 1 < k; ++i) {
+          const double b = std::min(
+              graph_->route_bandwidth_Bps(router_.route(rp.order[static_cast<std::size_t>(i)],
+                                                        rp.order[static_cast<std::size_t>(i + 1)])),
+              rp.edge_rate_Bps > 0 ? rp.edge_rate_Bps / p.wire_efficiency
+                                   : std::numeric_limits<double>::infinity());
+          sum += c / b;
+          slowest = std::max(slowest, c / b);
+        }
+        pipeline = std::max(pipeline, sum + (rp.chunks - 1) * slowest);
+      }
+    }
+    std::vector<FluidFlow> ff;
+    for (const auto& f : d->bulk_flows) ff.push_back({router_.route(f.src, f.dst), f.payload / p.wire_efficiency, 0});
+    const double links_time = fluid_makespan_s(
+        ff, [this](int l) { return graph_->link(l).bandwidth_Bps; });
+    d->bulk_bw_time_s = std::max({d->bulk_bw_time_s, pipeline, links_time});
+  }
   return d;
 }
 

@@ -1,0 +1,86 @@
+// Helpers for the tests of sim/: small clusters written out in code, and running a simulation in
+// a child process (SimGrid 3.32 allows one engine per process; see sim/README.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "core/scenario_loader.hpp"
+#include "sim/nccl_model.hpp"
+#include "sim/simulation.hpp"
+#include "sim/subprocess.hpp"
+#include "topologies/cluster_graph.hpp"
+
+namespace clustersim::sim::testing {
+
+constexpr double KiB = 1024.0;
+constexpr double MiB = 1024.0 * 1024.0;
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+
+// A cluster of `nodes` x `gpn` H100-like GPUs. Link speeds are chosen per test so the
+// bottleneck is known by construction.
+inline ClusterSpec small_cluster(int nodes, int gpn, int nics, double nic_GBps, double pcie_GBps,
+                                 bool rail, bool gdr, double nvlink_GBps = 200) {
+  ClusterSpec c;
+  c.name = "test";
+  c.gpu.name = "H100";
+  c.gpu.peak_flops[Dtype::bf16] = 989e12;
+  c.gpu.hbm_bytes = 80e9;
+  c.gpu.hbm_Bps = 3.35e12;
+  c.gpu.nvlink_Bps = nvlink_GBps * 1e9;
+  c.gpu.pcie_Bps = pcie_GBps * 1e9;
+  c.nodes = nodes;
+  c.gpus_per_node = gpn;
+  c.nics_per_node = nics;
+  c.nic_Bps = nic_GBps * 1e9;
+  c.rail_optimized = rail;
+  c.nvlink_Bps = nvlink_GBps * 1e9;
+  c.nvlink_latency_s = 3e-6;
+  c.gpudirect_rdma = gdr;
+  c.fabric.nodes_per_leaf = nodes;
+  c.fabric.oversubscription = 1;
+  c.fabric.nic_latency_s = 1e-6;
+  c.fabric.switch_latency_s = 0.5e-6;
+  return c;
+}
+
+inline std::vector<int> iota_gpus(int first, int count, int stride = 1) {
+  std::vector<int> g;
+  for (int i = 0; i < count; ++i) g.push_back(first + i * stride);
+  return g;
+}
+
+// NCCL's latency for a Ring/Simple all-reduce on this hardware, by NCCL's own table
+// (sim/nccl_model.hpp, tested against tuning.cc separately), with the ring plateau factor of
+// CALIBRATION.md §2: x1.4 on Ampere and later for multi-node all-reduce when
+// nBytes / (nChannels * nRanks) >= 64.
+inline double ring_simple_latency_s(const topologies::ClusterGraph& g, int ranks, int nodes,
+                                    double bytes) {
+  NcclHardware hw;
+  hw.arch = GpuArch::hopper;
+  hw.cpu = CpuVendor::intel;
+  hw.nvlink_Bps_per_gpu = g.nvlink_Bps_per_gpu();
+  hw.net_Bps_per_gpu = g.net_Bps_per_gpu();
+  hw.nics_per_node = g.nics_per_node();
+  hw.gpus_per_node = g.gpus_per_node();
+  hw.nvswitch = g.gpus_per_node() > 1;
+  hw.gpudirect_rdma = g.spec().gpudirect_rdma;
+  NcclSettings s;
+  s.algos = {NcclAlgo::ring};
+  s.protos = {NcclProto::simple};
+  const NcclModel m(derive_comm_info(hw, ranks, nodes, s), s);
+  double lat_us = m.latency_us(NcclCollective::all_reduce, NcclAlgo::ring, NcclProto::simple);
+  const double per = bytes / (static_cast<double>(m.comm().comm_channels) * ranks);
+  if (nodes > 1 && per >= 64) lat_us *= 1.4;
+  return lat_us * 1e-6;
+}
+
+inline NcclSettings ring_simple() {
+  NcclSettings s;
+  s.algos = {NcclAlgo::ring};
+  s.protos = {NcclProto::simple};
+  return s;
+}
+
+}  // namespace clustersim::sim::testing
