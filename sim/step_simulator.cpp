@@ -4,7 +4,9 @@
 #include <simgrid/s4u/Semaphore.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -200,6 +202,9 @@ class StepRun {
   const std::optional<HangReport>& hang() const { return hang_; }
   std::vector<TraceSlice>& trace() { return trace_; }
   double tp_nvlink_bytes() const { return tp_nvlink_bytes_; }
+  double unsimulated_bytes(topologies::LinkClass c) const {
+    return unsimulated_bytes_[static_cast<std::size_t>(c)];
+  }
 
  private:
   // ---- Setup -------------------------------------------------------------------------------
@@ -688,8 +693,36 @@ class StepRun {
           }
         }
       }
+      // The other replicas' transfers are not simulated; their bytes still count in the link
+      // statistics (payload per hop of each one's own route).
+      if (replicas.size() < all.size()) {
+        const auto& hops = skipped_pp_hops(cls, src_stage, receiver_stage);
+        for (std::size_t k = 0; k < hops.size(); ++k) unsimulated_bytes_[k] += hops[k] * recv_like.bytes;
+      }
     }
     msg.started_event.fire(sim_.now());
+  }
+
+  // Hops per link class of the pipeline transfers the shortcut leaves out (all replicas of the
+  // class but its first, every TP/CP rank), from stage `src` to stage `dst`.
+  const std::array<double, topologies::kNumLinkClasses>& skipped_pp_hops(int cls, int src, int dst) {
+    auto& slot = skipped_hops_[{cls, src, dst}];
+    if (!slot) {
+      slot = std::make_unique<std::array<double, topologies::kNumLinkClasses>>();
+      slot->fill(0);
+      const auto& g = sim_.graph();
+      const auto& all = classes_[static_cast<std::size_t>(cls)].replicas;
+      for (std::size_t i = 1; i < all.size(); ++i) {
+        for (int c = 0; c < cp_; ++c) {
+          for (int t = 0; t < tp_; ++t) {
+            for (const auto& hop : g.route(gpu_of(t, c, all[i], src), gpu_of(t, c, all[i], dst))) {
+              (*slot)[static_cast<std::size_t>(g.link(hop.link).cls)] += 1;
+            }
+          }
+        }
+      }
+    }
+    return *slot;
   }
 
   void run_class_stage(int cls, int st) {
@@ -819,6 +852,9 @@ class StepRun {
   Stream embedding_;
   std::vector<double> coll_time_;
   double tp_nvlink_bytes_ = 0;
+  std::array<double, topologies::kNumLinkClasses> unsimulated_bytes_{};
+  std::map<std::tuple<int, int, int>, std::unique_ptr<std::array<double, topologies::kNumLinkClasses>>>
+      skipped_hops_;
   std::vector<ClassStage> cs_;
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<Message>> messages_;
   bool aborted_ = false;
@@ -827,6 +863,13 @@ class StepRun {
 };
 
 std::string link_class_name(topologies::LinkClass c) { return topologies::to_string(c); }
+
+// "0.5", "12.25": a number as a person writes it.
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
 
 // Everything one simulation of one phase measures.
 StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compressed) {
@@ -922,6 +965,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     lc.peak_link_utilisation = c.peak_link_utilisation;
     lc.peak_link = c.peak_link;
     if (c.cls == topologies::LinkClass::nvlink && !opt.exact) lc.bytes += run.tp_nvlink_bytes();
+    lc.bytes += run.unsimulated_bytes(c.cls);
     lc.utilisation = c.capacity_Bps > 0 && step > 0 ? lc.bytes / (c.capacity_Bps * step) : 0;
     r.links.push_back(std::move(lc));
   }
@@ -940,8 +984,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     r.slowest_rank = "rank " + std::to_string(worst->rank) + " (node " +
                      std::to_string(gpu / s.cluster.gpus_per_node) + ", GPU " +
                      std::to_string(gpu % s.cluster.gpus_per_node) + ") at " +
-                     std::to_string(worst->speed_factor) + "x from " +
-                     std::to_string(worst->from_s) + " s" +
+                     num(worst->speed_factor) + "x speed from " + num(worst->from_s) + " s" +
                      (worst->cause.empty() ? "" : " (" + worst->cause + ")");
   }
   if (!opt.faults.links.empty()) {
@@ -951,7 +994,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
       const double wf = worst->down ? 0 : worst->bandwidth_factor;
       if (f < wf) worst = &l;
     }
-    r.slowest_link = worst->link + (worst->down ? " down" : " at " + std::to_string(worst->bandwidth_factor) + "x bandwidth");
+    r.slowest_link = worst->link + (worst->down ? " down" : " at " + num(worst->bandwidth_factor) + "x bandwidth");
   }
 
   if (opt.record_trace) r.trace = std::move(run.trace());
@@ -1021,7 +1064,8 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options) {
     r.mfu_megatron *= scale;
     r.mfu_palm *= scale;
     r.notes.push_back("1-bit Adam: step time, tokens/s and MFU are averages over the run (warm-up " +
-                      std::to_string(wf) + " of it); the breakdown and trace are the warm-up phase's");
+                      std::to_string(static_cast<int>(std::lround(100 * wf))) +
+                      "% of it); the breakdown and trace are the warm-up phase's");
   }
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;

@@ -4,6 +4,8 @@
 // with the numbers, not a made-up MFU; a step that hangs on a fault is one too.
 #include <algorithm>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 #include <sstream>
 
 #include "campaign/campaign_config.hpp"
@@ -38,6 +40,10 @@ const std::vector<OptionSpec>& run_options() {
        "no shortcuts: one pipeline per replica, TP collectives as flows, no bucket merging (slow)"},
       {"flops", "", true, false, "FLOP convention of MFU/HFU: megatron (default) or palm"},
       {"no-faults", "", false, false, "ignore the scenario's step-level faults"},
+      {"at", "", true, false,
+       "simulate the step at this moment of the run (e.g. 3600, 78h, 3.1d): the scenario's "
+       "fault events active then apply from the step's start (default: events as timed, "
+       "counted from the step's start)"},
       {"free-comm", "", false, false,
        "every transfer and collective takes no time: the pipeline schedule alone"},
   };
@@ -45,6 +51,30 @@ const std::vector<OptionSpec>& run_options() {
 }
 
 std::string pct(double x) { return fixed(100 * x, 1) + " %"; }
+
+// "3600", "3600s", "78h", "3.1d" -> seconds.
+double parse_time_s(const std::string& text) {
+  if (text.empty()) throw UsageError("--at needs a time");
+  double scale = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's': number.pop_back(); break;
+    case 'h': scale = 3600; number.pop_back(); break;
+    case 'd': scale = 86400; number.pop_back(); break;
+    default: break;
+  }
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != number.size() || !(v >= 0)) {
+    throw UsageError("--at: \"" + text + "\" is not a time (seconds, or with s/h/d)");
+  }
+  return v * scale;
+}
 
 void row(std::ostream& os, const std::string& label, const std::string& value) {
   std::string l = "  " + label;
@@ -171,7 +201,12 @@ int cmd_run(const std::vector<std::string>& argv) {
     campaign::FaultContext context;
     const auto graph = topologies::ClusterGraph::build(s.cluster, s.gpus);
     for (const auto& l : graph.links()) context.link_names.push_back(l.name);
-    options.faults = campaign::parse_step_faults(s, context);
+    if (const auto at = args.value("at")) {
+      const double t = parse_time_s(*at);
+      options.faults = campaign::step_faults_at(campaign::parse_faults(s, context).events, t);
+    } else {
+      options.faults = campaign::parse_step_faults(s, context);
+    }
   }
   options.record_trace = args.value("trace").has_value();
 
