@@ -14,6 +14,7 @@
 #include "campaign/campaign_report.hpp"
 #include "campaign/monitoring.hpp"
 #include "campaign/monte_carlo.hpp"
+#include "campaign/simulated_step.hpp"
 #include "campaign/step_model.hpp"
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
@@ -23,12 +24,6 @@
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
-
-// The step simulator is linked when sim/ provides it (it is built in the same tree).
-#if __has_include("sim/step_simulator.hpp")
-#include "campaign/simulated_step.hpp"
-#define CLUSTERSIM_CAMPAIGN_HAS_SIMULATOR 1
-#endif
 
 namespace clustersim::cli {
 
@@ -99,14 +94,7 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::fixed_step_model(scenario, *settings.step_time_s, *settings.mfu,
                                       settings.exposed_comm_share);
   } else {
-#ifdef CLUSTERSIM_CAMPAIGN_HAS_SIMULATOR
     step = campaign::simulated_step_model(scenario);
-#else
-    throw ConfigError(scenario.campaign.present() ? scenario.campaign.file : scenario.file,
-                      scenario.campaign.present() ? scenario.campaign.pointer : "",
-                      "the step simulator is not available in this build; give the step time "
-                      "as campaign.step_time_s (with campaign.mfu)");
-#endif
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
   context.run_end_s = campaign::fault_free_duration_s(scenario, baseline.step_time_s);
