@@ -44,10 +44,10 @@ constexpr int kTreeChunksPerDepth = 8;
 // NVLS kernels reduce through the switch with multimem.ld_reduce and write back with
 // multimem.st in the same warp, so loads and stores pipeline at a fine grain, not chunk by
 // chunk. Our own modelling choice (no NCCL constant): step granularity cuts NVLS into 16 KiB
-// pieces (a warp-unrolled 16-byte-per-thread working set), at most 512 per collective to bound
-// the flow count; the pipeline fill is then below 1% from 2 MiB up.
+// pieces (a warp-unrolled 16-byte-per-thread working set), at most 64 per collective to bound
+// the flow count; the pipeline fill (at most 1/64) is compensated in the rate caps.
 constexpr double kNvlsPipelineBytes = 16.0 * 1024;
-constexpr int kNvlsMaxChunks = 512;
+constexpr int kNvlsMaxChunks = 64;
 
 // The ratio used to separate the model's latency from its bandwidth term numerically.
 constexpr double kSlopeProbe = 1e-3;

@@ -2,6 +2,11 @@
 // SimGrid engine needed).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "sim/collectives.hpp"
 #include "sim/detail/planner.hpp"
 
@@ -46,4 +51,29 @@ TEST_CASE("Max-min sharing: two flows on one link share it, a capped flow leaves
   // A 300-byte and a 100-byte flow: 50 each until 2 s, then the big one alone at 100: 2 + 2 s.
   CHECK(detail::fluid_makespan_s({{{{0, Direction::up}}, 300, 0}, {{{0, Direction::up}}, 100, 0}},
                                  cap) == Approx(4.0));
+}
+
+TEST_CASE("SimGrid headers are included only under sim/", "[sim][layering]") {
+  namespace fs = std::filesystem;
+  const fs::path root = CLUSTERSIM_SOURCE_DIR;
+  std::vector<std::string> offenders;
+  for (const char* dir : {"core", "models", "topologies", "workload", "campaign", "sweep",
+                          "validation", "tools", "tests"}) {
+    if (!fs::exists(root / dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      const auto ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".h")) continue;
+      std::ifstream in(e.path());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("#include <simgrid/", 0) == 0 || line.rfind("#include <xbt/", 0) == 0) {
+          offenders.push_back(fs::relative(e.path(), root).string());
+          break;
+        }
+      }
+    }
+  }
+  INFO("files outside sim/ including SimGrid: " << offenders.size());
+  for (const auto& f : offenders) INFO(f);
+  CHECK(offenders.empty());
 }
