@@ -425,6 +425,7 @@ CollectivePlan Planner::plan(const CollectiveRequest& request,
 
 std::string Planner::shape_key(const CollectiveRequest& r) const {
   std::ostringstream k;
+  k.precision(17);
   k << static_cast<int>(r.op) << '|' << r.bytes << '|' << r.root << '|' << r.one_way << '|'
     << (r.algorithm ? static_cast<int>(*r.algorithm) : -1) << '|'
     << (r.protocol ? static_cast<int>(*r.protocol) : -1) << '|' << r.channels.value_or(0) << '|'
@@ -443,6 +444,23 @@ std::string Planner::shape_key(const CollectiveRequest& r) const {
 
 std::shared_ptr<const Decomposition> Planner::decompose(const CollectiveRequest& r,
                                                         Granularity default_granularity) const {
+  validate(r);
+  std::string key = shape_key(r);
+  key += '|';
+  key += std::to_string(static_cast<int>(r.granularity.value_or(default_granularity)));
+  for (int g : r.gpus) {
+    key += ',';
+    key += std::to_string(g);
+  }
+  auto it = decompositions_.find(key);
+  if (it != decompositions_.end()) return it->second;
+  auto d = build(r, default_granularity);
+  decompositions_.emplace(std::move(key), d);
+  return d;
+}
+
+std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
+                                                    Granularity default_granularity) const {
   validate(r);
   auto d = std::make_shared<Decomposition>();
   CollectivePlan& p = d->plan;

@@ -82,6 +82,10 @@ class Planner {
   TransportChoice transport_;
   EndpointRouter router_;
   mutable std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<NcclModel>> models_;
+  // Decompositions are deterministic in the request: cached by its full key.
+  mutable std::unordered_map<std::string, std::shared_ptr<const Decomposition>> decompositions_;
+  std::shared_ptr<const Decomposition> build(const CollectiveRequest& request,
+                                             Granularity default_granularity) const;
 };
 
 // One flow for the analytic max-min computation: its route as (link, direction) resources.
