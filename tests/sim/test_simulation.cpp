@@ -420,3 +420,21 @@ TEST_CASE("A process runs one SimGrid engine: a second Simulation is refused", "
   });
   CHECK(v[0] == 1);
 }
+
+TEST_CASE("The network model's bandwidth factor scales what one flow gets of its bottleneck",
+          "[sim][network]") {
+  // SimGrid CM02 with network/bandwidth-factor 0.5: a flow alone on a 20 GB/s path gets 10 GB/s.
+  const auto spec = small_cluster(2, 1, 1, 50, 20, false, false);
+  const auto graph = topologies::ClusterGraph::build(spec, 2);
+  const double S = 1 * GiB;
+  const auto t = run_in_subprocess([&] {
+    SimulationOptions o;
+    o.nccl = ring_simple();
+    o.network.bandwidth_factor = 0.5;
+    std::vector<double> out;
+    for (const auto& r : simulate_collectives(graph, {allreduce({0, 1}, S)}, o)) out.push_back(r.time_s());
+    return out;
+  });
+  const double L = ring_simple_latency_s(graph, 2, 2, S);
+  CHECK(t[0] == Approx(L + ring_bw_term(S, 2, 10e9)).epsilon(0.01));
+}
