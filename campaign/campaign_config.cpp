@@ -47,8 +47,8 @@ std::optional<std::pair<double, JsonNode>> time_of(const JsonNode& n, const std:
     const std::string key = base + suffix;
     if (const auto v = n.find(key)) {
       if (out) {
-        n.fail_at(key, "\"" + first_key + "\" and \"" + key +
-                           "\" both give this time; give it once");
+        n.fail_at(key,
+                  "\"" + first_key + "\" and \"" + key + "\" both give this time; give it once");
       }
       first_key = key;
       const double value = v->as_number();
@@ -63,7 +63,9 @@ std::vector<std::string> time_keys(const std::string& base) {
   return {base + "_s", base + "_h", base + "_days"};
 }
 
-std::string days_text(double s) { return number(s / kSecondsPerDay) + " days"; }
+std::string days_text(double s) {
+  return number(s / kSecondsPerDay) + " days";
+}
 
 void check_before_end(const JsonNode& where, double t_s, const FaultContext& ctx) {
   if (t_s >= ctx.run_end_s) {
@@ -197,8 +199,8 @@ void parse_failure_rates(const JsonNode& n, FaultsConfig& f) {
   f.causes = default_failure_causes(f.rate_model);
   if (const auto causes = n.find("causes")) {
     for (const auto& [name, c] : causes->members()) {
-      c.only_keys({"per_gpu_hour", "per_node_hour", "per_nic_hour", "per_job_hour", "detection",
-                   "source"});
+      c.only_keys(
+          {"per_gpu_hour", "per_node_hour", "per_nic_hour", "per_job_hour", "detection", "source"});
       const std::pair<const char*, FailureUnit> units[] = {{"per_gpu_hour", FailureUnit::gpu},
                                                            {"per_node_hour", FailureUnit::node},
                                                            {"per_nic_hour", FailureUnit::nic},
@@ -219,8 +221,9 @@ void parse_failure_rates(const JsonNode& n, FaultsConfig& f) {
         rate_given = true;
       }
       if (!rate_given && existing == f.causes.end()) {
-        c.fail("a new cause needs its rate: one of per_gpu_hour, per_node_hour, per_nic_hour, "
-               "per_job_hour");
+        c.fail(
+            "a new cause needs its rate: one of per_gpu_hour, per_node_hour, per_nic_hour, "
+            "per_job_hour");
       }
       if (const auto d = c.find("detection")) {
         const std::string det = d->as_enum({"crash", "network", "hang"});
@@ -263,7 +266,8 @@ void parse_stragglers(const JsonNode& n, FaultsConfig& f) {
       if (k.rate_per_gpu_hour < 0) rate.fail(rate.describe() + " is a negative rate");
       const auto factor = c.at(factor_key);
       k.factor = factor.as_number();
-      if (k.factor > 1) factor.fail(factor.describe() + " is above 1; a straggler is slower, in (0, 1)");
+      if (k.factor > 1)
+        factor.fail(factor.describe() + " is above 1; a straggler is slower, in (0, 1)");
       if (!(k.factor > 0) || k.factor == 1) factor.fail(factor.describe() + " must lie in (0, 1)");
       k.duration_median_s = c.positive_at("duration_median_s");
       k.duration_sigma = c.non_negative_or("duration_sigma", 0);
@@ -311,7 +315,8 @@ void parse_drift(const JsonNode& n, FaultsConfig& f) {
     const double from = n.positive_at("from_step_time_s");
     const auto to_node = n.at("to_step_time_s");
     const double to = to_node.as_positive();
-    if (to < from) to_node.fail(to_node.describe() + " is below from_step_time_s; drift slows steps");
+    if (to < from)
+      to_node.fail(to_node.describe() + " is below from_step_time_s; drift slows steps");
     // Linear growth of the step time with process age: the seed gives only the endpoints.
     d.growth_per_day = (to / from - 1.0) / n.positive_at("over_days");
   }
@@ -336,32 +341,45 @@ void parse_drift(const JsonNode& n, FaultsConfig& f) {
 
 const char* to_string(FaultKind k) {
   switch (k) {
-    case FaultKind::gpu_slowdown: return "gpu_slowdown";
-    case FaultKind::link_degraded: return "link_degraded";
-    case FaultKind::link_down: return "link_down";
-    case FaultKind::node_lost: return "node_lost";
+    case FaultKind::gpu_slowdown:
+      return "gpu_slowdown";
+    case FaultKind::link_degraded:
+      return "link_degraded";
+    case FaultKind::link_down:
+      return "link_down";
+    case FaultKind::node_lost:
+      return "node_lost";
   }
   return "?";
 }
 
 const char* to_string(IntervalPolicy p) {
   switch (p) {
-    case IntervalPolicy::fixed: return "fixed";
-    case IntervalPolicy::young: return "young";
-    case IntervalPolicy::daly: return "daly";
-    case IntervalPolicy::none: return "none";
+    case IntervalPolicy::fixed:
+      return "fixed";
+    case IntervalPolicy::young:
+      return "young";
+    case IntervalPolicy::daly:
+      return "daly";
+    case IntervalPolicy::none:
+      return "none";
   }
   return "?";
 }
 
-const char* to_string(SaveMode m) { return m == SaveMode::blocking ? "blocking" : "async"; }
+const char* to_string(SaveMode m) {
+  return m == SaveMode::blocking ? "blocking" : "async";
+}
 
 std::string ScriptedFault::target() const {
   switch (kind) {
-    case FaultKind::gpu_slowdown: return "rank " + std::to_string(rank);
+    case FaultKind::gpu_slowdown:
+      return "rank " + std::to_string(rank);
     case FaultKind::link_degraded:
-    case FaultKind::link_down: return "link " + link;
-    case FaultKind::node_lost: return "node " + std::to_string(node);
+    case FaultKind::link_down:
+      return "link " + link;
+    case FaultKind::node_lost:
+      return "node " + std::to_string(node);
   }
   return "?";
 }
@@ -420,8 +438,8 @@ CheckpointConfig parse_checkpointing(const Scenario& scenario, double model_para
   const auto doc = SectionDocument::open(scenario.checkpointing);
   if (!doc) return c;
   const JsonNode n = doc->root();
-  n.only_keys({"interval", "interval_min", "mode", "size_GB", "bytes_per_parameter",
-               "write_GBps", "read_GBps", "save_s", "load_s", "async_stall_s", "restart"});
+  n.only_keys({"interval", "interval_min", "mode", "size_GB", "bytes_per_parameter", "write_GBps",
+               "read_GBps", "save_s", "load_s", "async_stall_s", "restart"});
   const std::string policy = n.enum_at("interval", {"fixed", "young", "daly", "none"});
   c.policy = policy == "fixed"   ? IntervalPolicy::fixed
              : policy == "young" ? IntervalPolicy::young
@@ -433,15 +451,15 @@ CheckpointConfig parse_checkpointing(const Scenario& scenario, double model_para
     n.fail_at("interval_min", "interval_min is read only with \"interval\": \"fixed\"");
   }
   c.mode = n.enum_or("mode", {"blocking", "async"}, "blocking") == "async" ? SaveMode::async
-                                                                            : SaveMode::blocking;
+                                                                           : SaveMode::blocking;
   if (n.has("size_GB") && n.has("bytes_per_parameter")) {
     n.fail_at("bytes_per_parameter", "give size_GB or bytes_per_parameter, not both");
   }
   if (n.has("size_GB")) {
     c.size_bytes = n.positive_at("size_GB") * kBytesPerGB;
   } else {
-    c.size_bytes = n.positive_or("bytes_per_parameter", kCheckpointBytesPerParameter) *
-                   model_parameters;
+    c.size_bytes =
+        n.positive_or("bytes_per_parameter", kCheckpointBytesPerParameter) * model_parameters;
   }
   const auto duration = [&](const char* seconds_key, const char* rate_key) {
     if (n.has(seconds_key) && n.has(rate_key)) {
@@ -469,8 +487,9 @@ CheckpointConfig parse_checkpointing(const Scenario& scenario, double model_para
   }
   if ((c.policy == IntervalPolicy::young || c.policy == IntervalPolicy::daly) &&
       (c.mode == SaveMode::blocking ? c.save_s : c.async_stall_s) <= 0) {
-    n.fail_at("interval", "the Young/Daly interval needs a checkpoint that costs time; the "
-                          "stall is 0 s");
+    n.fail_at("interval",
+              "the Young/Daly interval needs a checkpoint that costs time; the "
+              "stall is 0 s");
   }
   if (const auto r = n.find("restart")) {
     r->only_keys({"reschedule_s", "init_s"});
@@ -496,8 +515,8 @@ FaultsConfig parse_faults(const Scenario& scenario, const FaultContext& context)
   const auto doc = SectionDocument::open(scenario.faults);
   if (!doc) return f;
   const JsonNode n = doc->root();
-  n.only_keys({"events", "watchdog_timeout_s", "crash_detection_s", "failure_rates",
-               "stragglers", "loss_spikes", "drift"});
+  n.only_keys({"events", "watchdog_timeout_s", "crash_detection_s", "failure_rates", "stragglers",
+               "loss_spikes", "drift"});
   f.events = parse_events(n, scenario, context);
   f.watchdog_timeout_s = n.positive_or("watchdog_timeout_s", f.watchdog_timeout_s);
   f.crash_detection_s = n.non_negative_or("crash_detection_s", f.crash_detection_s);
@@ -537,12 +556,16 @@ StepFaults step_faults_at(const std::vector<ScriptedFault>& events, double t_s) 
   for (const auto& e : events) {
     if (t_s < e.from_s || t_s >= e.until_s) continue;
     switch (e.kind) {
-      case FaultKind::gpu_slowdown: out.slow_gpus.push_back({e.rank, e.factor, 0.0, e.cause}); break;
+      case FaultKind::gpu_slowdown:
+        out.slow_gpus.push_back({e.rank, e.factor, 0.0, e.cause});
+        break;
       case FaultKind::link_degraded:
       case FaultKind::link_down:
         out.links.push_back({e.link, e.factor, e.kind == FaultKind::link_down, 0.0, 0.0});
         break;
-      case FaultKind::node_lost: out.lost_nodes.push_back({e.node, 0.0}); break;
+      case FaultKind::node_lost:
+        out.lost_nodes.push_back({e.node, 0.0});
+        break;
     }
   }
   return out;

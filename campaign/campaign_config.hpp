@@ -72,36 +72,36 @@ const char* to_string(FaultKind k);
 // One step-level fault placed in the run's timeline.
 struct ScriptedFault {
   FaultKind kind = FaultKind::gpu_slowdown;
-  int rank = -1;             // gpu_slowdown
-  std::string link;          // link_degraded, link_down
-  int node = -1;             // node_lost
-  double factor = 1;         // speed factor (gpu) or remaining bandwidth fraction (link)
-  double from_s = 0;         // wall-clock time from the start of the run
+  int rank = -1;      // gpu_slowdown
+  std::string link;   // link_degraded, link_down
+  int node = -1;      // node_lost
+  double factor = 1;  // speed factor (gpu) or remaining bandwidth fraction (link)
+  double from_s = 0;  // wall-clock time from the start of the run
   double until_s = kInfinity;
   std::string cause;
-  SourceRef where;           // the event's JSON location
+  SourceRef where;             // the event's JSON location
   std::string target() const;  // "rank 234", "link node3/nic5-leaf", "node 12"
 };
 
 struct StragglerClass {
   std::string name;
-  bool link = false;            // false: a slow GPU; true: a degraded link (the rank's NIC)
+  bool link = false;  // false: a slow GPU; true: a degraded link (the rank's NIC)
   double rate_per_gpu_hour = 0;
-  double factor = 1;            // speed factor or bandwidth factor, (0, 1)
+  double factor = 1;  // speed factor or bandwidth factor, (0, 1)
   double duration_median_s = 0;
-  double duration_sigma = 0;    // of the log of the duration (lognormal)
+  double duration_sigma = 0;  // of the log of the duration (lognormal)
 };
 
 struct StragglerPolicy {
-  bool replace = false;      // detect and replace the slow node, or wait it out
+  bool replace = false;  // detect and replace the slow node, or wait it out
   double detect_after_s = 600;
-  double threshold = 1.5;    // step time ratio that counts as slow (the seed's warning level)
+  double threshold = 1.5;  // step time ratio that counts as slow (the seed's warning level)
 };
 
 struct SampleFilter {
   bool enabled = false;
-  int max_tokens = 0;             // samples longer than this are dropped
-  int min_loss_mask_tokens = 0;   // samples with fewer loss tokens are dropped
+  int max_tokens = 0;                // samples longer than this are dropped
+  int min_loss_mask_tokens = 0;      // samples with fewer loss tokens are dropped
   double data_fraction_removed = 0;  // share of the data the filter removes (its data cost)
 };
 
@@ -118,15 +118,15 @@ struct LossSpikes {
 };
 
 struct DriftMitigations {
-  int empty_cache_every_steps = 0;   // 0 = no periodic torch.cuda.empty_cache()
-  double empty_cache_cost_s = 0;     // extra time per call
+  int empty_cache_every_steps = 0;  // 0 = no periodic torch.cuda.empty_cache()
+  double empty_cache_cost_s = 0;    // extra time per call
   bool limit_loader_workers = false;
-  double loader_slowdown = 0;        // relative step time cost of fewer loader workers
+  double loader_slowdown = 0;  // relative step time cost of fewer loader workers
 };
 
 struct Drift {
-  double growth_per_day = 0;        // relative step-time growth per day of process age
-  double fragmentation_share = 0.5; // part of the growth from allocator fragmentation
+  double growth_per_day = 0;         // relative step-time growth per day of process age
+  double fragmentation_share = 0.5;  // part of the growth from allocator fragmentation
   bool resets_on_restart = true;
   DriftMitigations mitigations;
   // Growth per second left after the mitigations.

@@ -19,7 +19,9 @@ nlohmann::json stats_json(const Stats& s) {
 }
 
 // JSON has no infinity; finite or null.
-nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json finite(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 
 std::string fmt(double v, int digits) {
   if (!std::isfinite(v)) return "inf";
@@ -48,8 +50,9 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                    {"p50", s.interruptions.p50},
                    {"p90", s.interruptions.p90},
                    {"by_cause", by_cause},
-                   {"note", "mean interruptions per run: unplanned failures and NaN rollbacks, "
-                            "plus planned replacements of slow nodes (\"replacement: ...\")"}};
+                   {"note",
+                    "mean interruptions per run: unplanned failures and NaN rollbacks, "
+                    "plus planned replacements of slow nodes (\"replacement: ...\")"}};
   nlohmann::json lost = nlohmann::json::object();
   double lost_total = 0;
   for (const auto& [cause, h] : s.gpu_hours_lost_by_cause) {
@@ -87,11 +90,10 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
       {"restart_s", m.restart_s},
       {"rollback_mtbf_h", finite(m.rollback_mtbf_s / kSecondsPerHour)},
       {"checkpoints_per_run", s.checkpoints},
-      {"first_order_goodput",
-       std::isfinite(m.interval_s) && std::isfinite(m.rollback_mtbf_s)
-           ? nlohmann::json(first_order_goodput(m.interval_s, save_stall, m.restart_s,
-                                                m.rollback_mtbf_s))
-           : nlohmann::json()}};
+      {"first_order_goodput", std::isfinite(m.interval_s) && std::isfinite(m.rollback_mtbf_s)
+                                  ? nlohmann::json(first_order_goodput(
+                                        m.interval_s, save_stall, m.restart_s, m.rollback_mtbf_s))
+                                  : nlohmann::json()}};
   if (m.checkpoint.policy == IntervalPolicy::young || m.checkpoint.policy == IntervalPolicy::daly) {
     j["checkpointing"]["formula"] =
         m.checkpoint.policy == IntervalPolicy::young
@@ -112,8 +114,9 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                         {"mtbf_h", finite(1.0 / m.failure_rate_per_s / kSecondsPerHour)},
                         {"causes", causes}};
   j["detection"] = {{"nccl_ib_detection_s", m.ib_detection_s},
-                    {"nccl_ib_note", "4.096 us x 2^NCCL_IB_TIMEOUT per try, 1 + NCCL_IB_RETRY_CNT "
-                                     "(capped at 7) tries"},
+                    {"nccl_ib_note",
+                     "4.096 us x 2^NCCL_IB_TIMEOUT per try, 1 + NCCL_IB_RETRY_CNT "
+                     "(capped at 7) tries"},
                     {"watchdog_s", m.watchdog_s},
                     {"network_s", m.network_detection_s},
                     {"crash_s", m.crash_detection_s}};
@@ -164,9 +167,8 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
       {"filter_removes_outliers", ls.filter_removes_outliers()},
       {"filter_max_tokens", ls.filter.max_tokens},
       {"filter_min_loss_mask_tokens", ls.filter.min_loss_mask_tokens},
-      {"filter_data_cost_tokens", ls.filter.enabled
-                                      ? ls.filter.data_fraction_removed * m.tokens_total
-                                      : 0.0},
+      {"filter_data_cost_tokens",
+       ls.filter.enabled ? ls.filter.data_fraction_removed * m.tokens_total : 0.0},
       {"skipped_tokens_per_run", s.skipped_tokens},
       {"response_s", ls.response_s},
       {"rollback_s", m.rollback_s}};
@@ -188,8 +190,8 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                         {"threshold", finite(a.threshold)},
                         {"message", a.message}});
     }
-    j["monitoring"] = {{"trial", traced_trial}, {"rows", monitoring->rows.size()},
-                       {"alerts", alerts}};
+    j["monitoring"] = {
+        {"trial", traced_trial}, {"rows", monitoring->rows.size()}, {"alerts", alerts}};
   }
   return j;
 }
@@ -218,8 +220,8 @@ std::string summary_text(const std::string& scenario_name, const CampaignModel& 
     os << "    " << cause;
     for (std::size_t pad = cause.size(); pad < 40; ++pad) os << ' ';
     os << ' ';
-    os << fmt(it == s.interruptions_by_cause.end() ? 0.0 : it->second, 2) << "  "
-       << fmt(h, 0) << "\n";
+    os << fmt(it == s.interruptions_by_cause.end() ? 0.0 : it->second, 2) << "  " << fmt(h, 0)
+       << "\n";
   }
   if (s.unfinished_fraction > 0) {
     os << "  " << fmt(100 * s.unfinished_fraction, 1) << "% of trials did not finish in max_days\n";

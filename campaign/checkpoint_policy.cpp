@@ -24,8 +24,7 @@ double daly_interval_s(double save_s, double mtbf_s) {
   require_positive(save_s, mtbf_s, "daly_interval_s");
   if (save_s >= 2.0 * mtbf_s) return mtbf_s;
   const double ratio = save_s / (2.0 * mtbf_s);
-  return std::sqrt(2.0 * save_s * mtbf_s) * (1.0 + std::sqrt(ratio) / 3.0 + ratio / 9.0) -
-         save_s;
+  return std::sqrt(2.0 * save_s * mtbf_s) * (1.0 + std::sqrt(ratio) / 3.0 + ratio / 9.0) - save_s;
 }
 
 double first_order_goodput(double interval_s, double save_s, double restart_s, double mtbf_s) {

@@ -50,8 +50,7 @@ const Llama3Row kLlama3Rows[] = {
     {"network", "Network switch/cable", 35, FailureUnit::gpu, Detection::network, ""},
     {"nccl_watchdog", "NCCL watchdog timeouts", 7, FailureUnit::gpu, Detection::hang,
      "a collective hangs until the watchdog fires"},
-    {"host_maintenance", "Unplanned host maintenance", 32, FailureUnit::node, Detection::crash,
-     ""},
+    {"host_maintenance", "Unplanned host maintenance", 32, FailureUnit::node, Detection::crash, ""},
     {"host_hardware", "SSD 3, power supply 3, chassis/IO board/dependency/CPU/system memory 2 each",
      16, FailureUnit::node, Detection::crash, ""},
     {"software", "Software bug", 54, FailureUnit::node, Detection::crash, ""},
@@ -89,8 +88,8 @@ std::vector<FailureCause> rsc_causes(double per_1000_node_days, const char* clus
     c.rate_per_unit_hour = total_per_node_hour * row.count / kLlama3UnexpectedInterruptions;
     c.unit = FailureUnit::node;
     c.detection = row.detection;
-    c.source = std::string("Meta RSC (HPCA'25) ") + cluster + " r_f = " +
-               std::to_string(per_1000_node_days).substr(0, 4) +
+    c.source = std::string("Meta RSC (HPCA'25) ") + cluster +
+               " r_f = " + std::to_string(per_1000_node_days).substr(0, 4) +
                " per 1000 node-days, split by the Llama 3 Table 5 mix";
     out.push_back(std::move(c));
   }
@@ -101,25 +100,36 @@ std::vector<FailureCause> rsc_causes(double per_1000_node_days, const char* clus
 
 const char* to_string(FailureUnit u) {
   switch (u) {
-    case FailureUnit::gpu: return "gpu";
-    case FailureUnit::node: return "node";
-    case FailureUnit::nic: return "nic";
-    case FailureUnit::job: return "job";
+    case FailureUnit::gpu:
+      return "gpu";
+    case FailureUnit::node:
+      return "node";
+    case FailureUnit::nic:
+      return "nic";
+    case FailureUnit::job:
+      return "job";
   }
   return "?";
 }
 
 const char* to_string(Detection d) {
   switch (d) {
-    case Detection::crash: return "crash";
-    case Detection::network: return "network";
-    case Detection::hang: return "hang";
+    case Detection::crash:
+      return "crash";
+    case Detection::network:
+      return "network";
+    case Detection::hang:
+      return "hang";
   }
   return "?";
 }
 
-double llama3_gpu_hours() { return kLlama3Gpus * kLlama3Days * kHoursPerDay; }
-double llama3_node_hours() { return llama3_gpu_hours() / kLlama3GpusPerNode; }
+double llama3_gpu_hours() {
+  return kLlama3Gpus * kLlama3Days * kHoursPerDay;
+}
+double llama3_node_hours() {
+  return llama3_gpu_hours() / kLlama3GpusPerNode;
+}
 
 const std::vector<std::string>& failure_model_names() {
   static const std::vector<std::string> names = {"llama3", "rsc1", "rsc2", "none"};

@@ -26,12 +26,12 @@ enum class Detection { crash, network, hang };
 const char* to_string(Detection d);
 
 struct FailureCause {
-  std::string name;          // key in the scenario and the reports: "gpu", "hbm", "nic", ...
-  std::string description;   // the published category names it stands for
+  std::string name;         // key in the scenario and the reports: "gpu", "hbm", "nic", ...
+  std::string description;  // the published category names it stands for
   double rate_per_unit_hour = 0;
   FailureUnit unit = FailureUnit::gpu;
   Detection detection = Detection::crash;
-  std::string source;        // citation of the rate
+  std::string source;  // citation of the rate
 };
 
 // Names of the built-in rate sets, for errors and help.

@@ -151,8 +151,8 @@ Monitoring monitor_trial(const CampaignModel& model, const TrialTrace& trace, do
     for (double tf : thermal_failures) {
       if (t > tf - kThermalFaultRamp_s && t <= tf) {
         const double x = (t - (tf - kThermalFaultRamp_s)) / kThermalFaultRamp_s;
-        row.gpu_temp_C = std::max(row.gpu_temp_C, row.gpu_temp_C + x * (kThermalFaultPeak_C -
-                                                                         row.gpu_temp_C));
+        row.gpu_temp_C =
+            std::max(row.gpu_temp_C, row.gpu_temp_C + x * (kThermalFaultPeak_C - row.gpu_temp_C));
       }
     }
     const double tokens = std::max(model.tokens_per_step, progress * model.tokens_per_s());
@@ -200,8 +200,8 @@ Monitoring monitor_trial(const CampaignModel& model, const TrialTrace& trace, do
     if (stepping && !(r.phase == "hung" && l < step.level)) {
       update(step, l, r.t_s, r.step_time_s, th.step_time_warning * base.step_time_s,
              th.step_time_critical * base.step_time_s,
-             "step time " + format(ratio, 2) + "x the baseline " +
-                 format(base.step_time_s, 3) + " s" + (r.phase == "hung" ? " (hung)" : ""));
+             "step time " + format(ratio, 2) + "x the baseline " + format(base.step_time_s, 3) +
+                 " s" + (r.phase == "hung" ? " (hung)" : ""));
     }
     const Level lt = r.gpu_temp_C > th.gpu_temp_critical_C  ? critical
                      : r.gpu_temp_C > th.gpu_temp_warning_C ? warning

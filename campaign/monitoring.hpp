@@ -36,18 +36,18 @@ struct MonitorRow {
   std::string phase;       // running, checkpoint, hung, restarting
   double step_time_s = 0;  // NaN when no step runs (restarting, checkpoint stall)
   double mfu = 0;
-  double gpu_util = 0;     // 0..1
+  double gpu_util = 0;  // 0..1
   double gpu_temp_C = 0;
   double nvlink_GBps = 0;
   double ib_Gbps = 0;
-  double loss = 0;         // NaN at a NaN event
+  double loss = 0;  // NaN at a NaN event
   double grad_norm = 0;
 };
 
 struct Alert {
   double t_s = 0;
-  std::string metric;      // step_time, gpu_temp, loss, ib_bw
-  std::string level;       // warning, critical, resolved
+  std::string metric;  // step_time, gpu_temp, loss, ib_bw
+  std::string level;   // warning, critical, resolved
   double value = 0;
   double threshold = 0;
   std::string message;
@@ -55,7 +55,7 @@ struct Alert {
 
 // The seed's thresholds (§5.2).
 struct AlertThresholds {
-  double step_time_warning = 1.5;   // x baseline
+  double step_time_warning = 1.5;  // x baseline
   double step_time_critical = 2.0;
   double gpu_temp_warning_C = 80;
   double gpu_temp_critical_C = 85;

@@ -15,8 +15,12 @@ namespace {
 constexpr double kSecondsPerHour = 3600;
 constexpr double kSecondsPerDay = 86400;
 
-double cause_weight(const ResolvedCause& c) { return c.rate_per_s; }
-double straggler_weight(const ResolvedStraggler& s) { return s.rate_per_s; }
+double cause_weight(const ResolvedCause& c) {
+  return c.rate_per_s;
+}
+double straggler_weight(const ResolvedStraggler& s) {
+  return s.rate_per_s;
+}
 
 // Running state of one straggler or scripted slowdown.
 struct Slowdown {
@@ -29,8 +33,19 @@ struct Slowdown {
 };
 
 enum class EventKind {
-  done, failure, save_end, persist_end, checkpoint, spike, straggler_start, straggler_end,
-  straggler_detect, scripted_start, scripted_end, scripted_detect, limit
+  done,
+  failure,
+  save_end,
+  persist_end,
+  checkpoint,
+  spike,
+  straggler_start,
+  straggler_end,
+  straggler_detect,
+  scripted_start,
+  scripted_end,
+  scripted_detect,
+  limit
 };
 
 class Trial {
@@ -59,10 +74,10 @@ class Trial {
   TrialTrace* trace_;
   TrialResult r_;
 
-  double t_ = 0;       // wall clock
-  double p_ = 0;       // progress, productive seconds
+  double t_ = 0;  // wall clock
+  double p_ = 0;  // progress, productive seconds
   double p_durable_ = 0;
-  double age_ = 0;     // process age, for drift
+  double age_ = 0;  // process age, for drift
   double next_failure_t_ = kInfinity;
   double next_checkpoint_t_ = kInfinity;
   bool saving_ = false;
@@ -189,9 +204,9 @@ void Trial::interrupt(const std::string& cause, double detection_s, double resta
   segment(t_ + detection_s, t_ + detection_s + restart_s, Phase::restarting, p_durable_, 0);
   t_ += detection_s + restart_s;
   p_ = p_durable_;
-  event(t_, "restart", cause, "resumed from the checkpoint at " +
-                                  std::to_string(p_durable_ / kSecondsPerDay) +
-                                  " productive days");
+  event(t_, "restart", cause,
+        "resumed from the checkpoint at " + std::to_string(p_durable_ / kSecondsPerDay) +
+            " productive days");
   after_restart();
 }
 
@@ -252,8 +267,8 @@ TrialResult Trial::run() {
       if (can_replace) consider(straggler_.detect_t, EventKind::straggler_detect);
     }
     for (std::size_t i = 0; i < m_.scripted.size(); ++i) {
-      if (scripted_stage_[i] == 0) consider(std::max(t_, m_.scripted[i].spec.from_s),
-                                            EventKind::scripted_start, i);
+      if (scripted_stage_[i] == 0)
+        consider(std::max(t_, m_.scripted[i].spec.from_s), EventKind::scripted_start, i);
       if (scripted_[i].active) {
         consider(scripted_[i].end_t, EventKind::scripted_end, i);
         if (can_replace) consider(scripted_[i].detect_t, EventKind::scripted_detect, i);
@@ -313,8 +328,9 @@ TrialResult Trial::run() {
         p_ = std::max(p_, next_spike_p_);
         const double spike_at = next_spike_p_;
         r_.skipped_tokens += m_.spikes.skip_batches * m_.tokens_per_step;
-        event(t_, "nan", "loss_nan", "loss became NaN; rolling back and skipping " +
-                                         std::to_string(m_.spikes.skip_batches) + " batches");
+        event(t_, "nan", "loss_nan",
+              "loss became NaN; rolling back and skipping " +
+                  std::to_string(m_.spikes.skip_batches) + " batches");
         interrupt("loss_nan", m_.spikes.response_s, m_.rollback_s, "NaN loss");
         next_spike_p_ = spike_at + rng_.exponential(m_.spike_rate_per_progress_s);
         break;
@@ -328,9 +344,8 @@ TrialResult Trial::run() {
           straggler_.factor = s.slowdown;
           straggler_.ib_factor = s.ib_factor;
           straggler_.cause = "straggler " + s.spec.name;
-          straggler_.detect_t = s.slowdown >= m_.policy.threshold
-                                    ? t_ + m_.policy.detect_after_s
-                                    : kInfinity;
+          straggler_.detect_t =
+              s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
         }
         straggler_.end_t = std::max(straggler_.active ? straggler_.end_t : t_, t_ + duration);
         straggler_.active = true;
@@ -361,8 +376,8 @@ TrialResult Trial::run() {
         state.factor = s.slowdown;
         state.ib_factor = s.ib_factor;
         state.end_t = s.spec.until_s;
-        state.detect_t = s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s
-                                                           : kInfinity;
+        state.detect_t =
+            s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
         state.cause = s.spec.cause + " (" + s.spec.target() + ")";
         event(t_, "slowdown_start", state.cause,
               "step x" + std::to_string(s.slowdown) +
@@ -390,9 +405,12 @@ TrialResult Trial::run() {
 
 double detection_for(Detection d, const CampaignModel& m) {
   switch (d) {
-    case Detection::crash: return m.crash_detection_s;
-    case Detection::network: return m.network_detection_s;
-    case Detection::hang: return m.watchdog_s;
+    case Detection::crash:
+      return m.crash_detection_s;
+    case Detection::network:
+      return m.network_detection_s;
+    case Detection::hang:
+      return m.watchdog_s;
   }
   return 0;
 }
@@ -417,10 +435,14 @@ double wall_for(double age, double dp, double k, double g) {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::running: return "running";
-    case Phase::checkpoint: return "checkpoint";
-    case Phase::hung: return "hung";
-    case Phase::restarting: return "restarting";
+    case Phase::running:
+      return "running";
+    case Phase::checkpoint:
+      return "checkpoint";
+    case Phase::hung:
+      return "hung";
+    case Phase::restarting:
+      return "restarting";
   }
   return "?";
 }
@@ -470,10 +492,18 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
     ResolvedCause r;
     r.name = c.name;
     switch (c.unit) {
-      case FailureUnit::gpu: r.units = m.gpus; break;
-      case FailureUnit::node: r.units = m.nodes; break;
-      case FailureUnit::nic: r.units = m.nics; break;
-      case FailureUnit::job: r.units = 1; break;
+      case FailureUnit::gpu:
+        r.units = m.gpus;
+        break;
+      case FailureUnit::node:
+        r.units = m.nodes;
+        break;
+      case FailureUnit::nic:
+        r.units = m.nics;
+        break;
+      case FailureUnit::job:
+        r.units = 1;
+        break;
     }
     r.rate_per_s = c.rate_per_unit_hour * r.units / kSecondsPerHour;
     r.detection = c.detection;
@@ -494,13 +524,17 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
   m.restart_s = checkpoint.reschedule_s + checkpoint.init_s + checkpoint.load_s;
   m.rollback_s = checkpoint.init_s + checkpoint.load_s;
   m.stall_s = checkpoint.mode == SaveMode::blocking ? checkpoint.save_s : checkpoint.async_stall_s;
-  m.persist_s = checkpoint.mode == SaveMode::async ? checkpoint.save_s - checkpoint.async_stall_s
-                                                    : 0.0;
+  m.persist_s =
+      checkpoint.mode == SaveMode::async ? checkpoint.save_s - checkpoint.async_stall_s : 0.0;
   const double rollback_rate = m.failure_rate_per_s + m.spike_rate_per_progress_s;
   m.rollback_mtbf_s = rollback_rate > 0 ? 1.0 / rollback_rate : kInfinity;
   switch (checkpoint.policy) {
-    case IntervalPolicy::none: m.interval_s = kInfinity; break;
-    case IntervalPolicy::fixed: m.interval_s = checkpoint.fixed_interval_s; break;
+    case IntervalPolicy::none:
+      m.interval_s = kInfinity;
+      break;
+    case IntervalPolicy::fixed:
+      m.interval_s = checkpoint.fixed_interval_s;
+      break;
     case IntervalPolicy::young:
     case IntervalPolicy::daly:
       if (std::isfinite(m.rollback_mtbf_s)) {
@@ -508,14 +542,16 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
                            ? young_interval_s(m.stall_s, m.rollback_mtbf_s)
                            : daly_interval_s(m.stall_s, m.rollback_mtbf_s);
       } else {
-        m.notes.push_back("no failure process is set, so the Young/Daly interval is infinite: "
-                          "no checkpoints are taken");
+        m.notes.push_back(
+            "no failure process is set, so the Young/Daly interval is infinite: "
+            "no checkpoints are taken");
       }
       break;
   }
   if (checkpoint.mode == SaveMode::async && m.interval_s < m.persist_s) {
-    m.notes.push_back("the checkpoint interval is shorter than an async save; checkpoints start "
-                      "only when the previous one is durable");
+    m.notes.push_back(
+        "the checkpoint interval is shorter than an async save; checkpoints start "
+        "only when the previous one is durable");
   }
   if (checkpoint.policy == IntervalPolicy::none && m.failure_rate_per_s > 0) {
     m.notes.push_back("no checkpointing: every failure restarts the run from the beginning");
@@ -538,6 +574,11 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
     if (!std::isfinite(r.slowdown)) {
       throw std::invalid_argument("straggler class " + s.name + " makes the step hang");
     }
+    if (r.slowdown < 1.0) {
+      m.notes.push_back("straggler class " + s.name +
+                        ": the step model gives a faster step with it; counted as no slowdown");
+      r.slowdown = 1.0;
+    }
     r.ib_factor = baseline.ib_bps > 0 ? r.step.ib_bps / baseline.ib_bps : 1.0;
     if (s.link && r.ib_factor == 1.0) r.ib_factor = s.factor;
     m.straggler_rate_per_s += r.rate_per_s;
@@ -554,11 +595,20 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
       r.detection_s = m.network_detection_s;
       if (e.kind == FaultKind::link_down && !r.step.hang) {
         r.crashes = false;
-        m.notes.push_back(e.target() + " goes down but no collective of this layout crosses it: "
+        m.notes.push_back(e.target() +
+                          " goes down but no collective of this layout crosses it: "
                           "no effect");
       }
     } else {
       r.slowdown = r.step.step_time_s / baseline.step_time_s;
+      if (r.slowdown < 1.0) {
+        // A fault cannot speed a synchronous step up; a faster step is a step-model artefact.
+        m.notes.push_back(e.target() + ": the step model gives a faster step with this fault (" +
+                          std::to_string(r.step.step_time_s) + " s against " +
+                          std::to_string(baseline.step_time_s) +
+                          " s without); counted as no slowdown");
+        r.slowdown = 1.0;
+      }
       r.ib_factor = baseline.ib_bps > 0 ? r.step.ib_bps / baseline.ib_bps : 1.0;
       if (e.kind == FaultKind::link_degraded && r.ib_factor == 1.0) r.ib_factor = e.factor;
     }

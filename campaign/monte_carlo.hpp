@@ -31,8 +31,8 @@ namespace clustersim::campaign {
 
 struct ResolvedCause {
   std::string name;
-  double units = 0;            // components of this kind in the job
-  double rate_per_s = 0;       // for the whole job
+  double units = 0;       // components of this kind in the job
+  double rate_per_s = 0;  // for the whole job
   Detection detection = Detection::crash;
   double detection_s = 0;
   std::string source;
@@ -40,17 +40,17 @@ struct ResolvedCause {
 
 struct ResolvedScriptedFault {
   ScriptedFault spec;
-  StepEstimate step;           // a step with this fault alone
-  double slowdown = 1;         // step time / baseline step time
-  bool crashes = false;        // link down or node lost: the job hangs, then crashes
-  double detection_s = 0;      // for crashes
-  double ib_factor = 1;        // remaining NIC bandwidth (monitoring)
+  StepEstimate step;       // a step with this fault alone
+  double slowdown = 1;     // step time / baseline step time
+  bool crashes = false;    // link down or node lost: the job hangs, then crashes
+  double detection_s = 0;  // for crashes
+  double ib_factor = 1;    // remaining NIC bandwidth (monitoring)
 };
 
 struct ResolvedStraggler {
   StragglerClass spec;
-  double rate_per_s = 0;       // for the whole job
-  StepEstimate step;           // a step with one such straggler
+  double rate_per_s = 0;  // for the whole job
+  StepEstimate step;      // a step with one such straggler
   double slowdown = 1;
   double ib_factor = 1;
 };
@@ -64,21 +64,21 @@ struct CampaignModel {
   double tokens_per_step = 0;
   double model_parameters = 0;
   StepEstimate baseline;
-  double productive_s = 0;     // tokens_total / throughput: the fault-free run
+  double productive_s = 0;  // tokens_total / throughput: the fault-free run
   std::vector<ResolvedCause> causes;
   double failure_rate_per_s = 0;
   // Detection latencies.
-  double ib_detection_s = 0;   // NCCL: 4.096 us x 2^IB_TIMEOUT x (1 + IB_RETRY_CNT)
+  double ib_detection_s = 0;  // NCCL: 4.096 us x 2^IB_TIMEOUT x (1 + IB_RETRY_CNT)
   double watchdog_s = 0;
   double crash_detection_s = 0;
   double network_detection_s = 0;  // min(ib_detection_s, watchdog_s)
   // Checkpointing.
   CheckpointConfig checkpoint;
-  double interval_s = kInfinity;  // compute time between checkpoints
-  double stall_s = 0;             // training stops this long per checkpoint
-  double persist_s = 0;           // async: written in the background this long after the stall
-  double restart_s = 0;           // after a hardware failure: reschedule + init + load
-  double rollback_s = 0;          // after a NaN: init + load (same nodes)
+  double interval_s = kInfinity;       // compute time between checkpoints
+  double stall_s = 0;                  // training stops this long per checkpoint
+  double persist_s = 0;                // async: written in the background this long after the stall
+  double restart_s = 0;                // after a hardware failure: reschedule + init + load
+  double rollback_s = 0;               // after a NaN: init + load (same nodes)
   double rollback_mtbf_s = kInfinity;  // mean time between events that roll back
   // Faults.
   std::vector<ResolvedScriptedFault> scripted;
@@ -125,19 +125,19 @@ enum class Phase { running, checkpoint, hung, restarting };
 const char* to_string(Phase p);
 
 struct TraceSegment {
-  double t0 = 0, t1 = 0;       // wall clock, seconds
+  double t0 = 0, t1 = 0;  // wall clock, seconds
   Phase phase = Phase::running;
-  double progress0 = 0;        // productive seconds done at t0
-  double age0 = 0;             // process age at t0 (drift)
-  double slowdown = 1;         // straggler / slow-GPU factor on the step time
-  double ib_factor = 1;        // remaining NIC bandwidth
-  std::string slow_cause;      // who slows the step, "" if nobody
+  double progress0 = 0;    // productive seconds done at t0
+  double age0 = 0;         // process age at t0 (drift)
+  double slowdown = 1;     // straggler / slow-GPU factor on the step time
+  double ib_factor = 1;    // remaining NIC bandwidth
+  std::string slow_cause;  // who slows the step, "" if nobody
 };
 
 struct TraceEvent {
   double t = 0;
-  std::string kind;    // failure, restart, checkpoint, nan, replacement, slowdown_start,
-                       // slowdown_end, straggler_start, straggler_end, finished
+  std::string kind;  // failure, restart, checkpoint, nan, replacement, slowdown_start,
+                     // slowdown_end, straggler_start, straggler_end, finished
   std::string cause;
   std::string detail;
 };
@@ -175,11 +175,11 @@ struct CampaignSummary {
   std::uint64_t seed = 0;
   Stats days, cost_usd, goodput, interruptions;
   double unfinished_fraction = 0;
-  double days_standard_error = 0;  // stddev / sqrt(trials)
-  std::map<std::string, double> interruptions_by_cause;  // mean per trial
-  std::map<std::string, double> gpu_hours_lost_by_cause; // mean per trial
-  double checkpoints = 0;        // mean per trial
-  double skipped_tokens = 0;     // mean per trial
+  double days_standard_error = 0;                         // stddev / sqrt(trials)
+  std::map<std::string, double> interruptions_by_cause;   // mean per trial
+  std::map<std::string, double> gpu_hours_lost_by_cause;  // mean per trial
+  double checkpoints = 0;                                 // mean per trial
+  double skipped_tokens = 0;                              // mean per trial
 };
 
 // `trials` trials with seeds trial_seed(seed, 0..trials-1).

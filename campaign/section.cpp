@@ -30,6 +30,8 @@ JsonNode SectionDocument::root() const {
   return JsonNode(document_.root().raw(), file_, pointer_);
 }
 
-void SourceRef::fail(const std::string& message) const { throw ConfigError(file, pointer, message); }
+void SourceRef::fail(const std::string& message) const {
+  throw ConfigError(file, pointer, message);
+}
 
 }  // namespace clustersim::campaign

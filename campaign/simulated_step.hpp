@@ -35,9 +35,6 @@ inline StepEstimate estimate_from_report(const Scenario& scenario, const sim::St
   for (const auto& l : faults.links) link_factor = std::min(link_factor, l.bandwidth_factor);
   e.nvlink_Bps = scenario.cluster.nvlink_Bps * kNvlinkAchievedFraction;
   e.ib_bps = scenario.cluster.nic_Bps * 8.0 * kIbAchievedFraction * link_factor;
-  for (const auto& n : r.notes) {
-    if (n.find("fault") != std::string::npos) e.note += (e.note.empty() ? "" : "; ") + n;
-  }
   return e;
 }
 
@@ -48,7 +45,8 @@ inline StepModel simulated_step_model(const Scenario& scenario) {
   return [scenario, cache](const StepFaults& faults) {
     // Key of the fault set (ostringstream: GCC 12 warns falsely on chained string operator+).
     std::ostringstream key_stream;
-    for (const auto& g : faults.slow_gpus) key_stream << 'g' << g.rank << ':' << g.speed_factor << ';';
+    for (const auto& g : faults.slow_gpus)
+      key_stream << 'g' << g.rank << ':' << g.speed_factor << ';';
     for (const auto& l : faults.links) {
       key_stream << 'l' << l.link << ':' << l.bandwidth_factor << (l.down ? "d;" : ";");
     }

@@ -5,7 +5,6 @@
 
 namespace clustersim::campaign {
 
-
 StepModel fixed_step_model(const Scenario& scenario, double step_time_s, double mfu,
                            double exposed_comm_share) {
   if (!(step_time_s > 0)) throw std::invalid_argument("fixed_step_model: step_time_s <= 0");

@@ -21,15 +21,15 @@ struct StepEstimate {
   std::string slowest;
   // A link that is down makes collectives crossing it hang; the step never finishes.
   bool hang = false;
-  std::string hang_on;     // the link or rank the hang waits on
+  std::string hang_on;  // the link or rank the hang waits on
   // Monitoring inputs (the seed's nvlink_bw and ib_bw): bandwidth achieved while collectives
   // run, per GPU over NVLink (bytes/s) and per NIC over InfiniBand (bits/s).
   double nvlink_Bps = 0;
   double ib_bps = 0;
   // Share of the step's busy time spent in compute kernels (rest: communication kernels), 0..1.
   double compute_share = 0;
-  std::string model;       // "step simulator" or "given step time"
-  std::string note;        // caveat for the report, e.g. an upper bound used by the fallback
+  std::string model;  // "step simulator" or "given step time"
+  std::string note;   // caveat for the report, e.g. an upper bound used by the fallback
 };
 
 using StepModel = std::function<StepEstimate(const StepFaults&)>;

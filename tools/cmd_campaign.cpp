@@ -20,10 +20,10 @@
 #include "core/errors.hpp"
 #include "core/scenario_loader.hpp"
 #include "models/transformer.hpp"
-#include "topologies/cluster_graph.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
 
@@ -36,8 +36,9 @@ const std::vector<OptionSpec>& campaign_options() {
       {"json", "", true, false, "write the summary as JSON to FILE"},
       {"csv", "", true, false, "write the monitoring time series of one trial as CSV to FILE"},
       {"alerts", "", true, false, "write that trial's alerts as CSV to FILE"},
-      {"svg", "", true, false, "write a plot of that trial (throughput, failures, restarts, "
-                               "checkpoints) to FILE"},
+      {"svg", "", true, false,
+       "write a plot of that trial (throughput, failures, restarts, "
+       "checkpoints) to FILE"},
       {"trace-trial", "", true, false,
        "the trial to monitor and plot (default: campaign.trace_trial, else 0)"},
   };
@@ -119,8 +120,8 @@ int cmd_campaign(const std::vector<std::string>& argv) {
       campaign::monitor_trial(model, trace, settings.monitor_interval_s, traced_seed);
 
   std::cout << campaign::summary_text(scenario.name, model, summary);
-  std::cout << "  monitoring (trial " << trace_trial << "): " << monitoring.rows.size()
-            << " rows, " << monitoring.alerts.size() << " alerts\n";
+  std::cout << "  monitoring (trial " << trace_trial << "): " << monitoring.rows.size() << " rows, "
+            << monitoring.alerts.size() << " alerts\n";
   std::cout << "  " << trials << " trials in " << fixed(elapsed, 3) << " s\n";
 
   if (const auto file = args.value("json")) {
@@ -136,9 +137,9 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     write_file_atomically(*file, campaign::alerts_csv(monitoring));
   }
   if (const auto file = args.value("svg")) {
-    write_file_atomically(*file, campaign::trial_svg(model, trace, monitoring,
-                                                     scenario.name + ", trial " +
-                                                         std::to_string(trace_trial)));
+    write_file_atomically(
+        *file, campaign::trial_svg(model, trace, monitoring,
+                                   scenario.name + ", trial " + std::to_string(trace_trial)));
   }
   return 0;
 }

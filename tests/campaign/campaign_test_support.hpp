@@ -11,7 +11,7 @@
 
 namespace clustersim::campaign::testing {
 
-constexpr double kTokensTotal = 3.5e12;        // the seed's 3.5T tokens
+constexpr double kTokensTotal = 3.5e12;           // the seed's 3.5T tokens
 constexpr double kTokensPerStep = 1024.0 * 4096;  // global batch 1024 x 4096 tokens
 constexpr double kParameters = 70e9;
 

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "campaign/checkpoint_policy.hpp"
@@ -76,8 +75,8 @@ TEST_CASE("the Daly interval matches the values in Daly's paper") {
 TEST_CASE("the campaign's Young interval uses the job MTBF of the Llama 3 failure rates") {
   Scenario s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
-  s.checkpointing = section("checkpointing",
-                            R"({"interval": "young", "save_s": 60, "load_s": 60})");
+  s.checkpointing =
+      section("checkpointing", R"({"interval": "young", "save_s": 60, "load_s": 60})");
   const CampaignModel m = make_model(s, 5.0);
   // Llama 3 Table 5: 419 interruptions in 16,384 GPUs x 54 days; causes counted per GPU, per
   // NIC (one per GPU) and per node (8 GPUs) all scale with the GPUs, so 1024 GPUs see
@@ -86,8 +85,7 @@ TEST_CASE("the campaign's Young interval uses the job MTBF of the Llama 3 failur
   CHECK(m.failure_rate_per_s * mtbf_s == Approx(1.0).epsilon(1e-9));
   CHECK(m.interval_s == Approx(std::sqrt(2.0 * 60.0 * mtbf_s)).epsilon(1e-9));
 
-  s.checkpointing = section("checkpointing",
-                            R"({"interval": "daly", "save_s": 60, "load_s": 60})");
+  s.checkpointing = section("checkpointing", R"({"interval": "daly", "save_s": 60, "load_s": 60})");
   const CampaignModel d = make_model(s, 5.0);
   const double ratio = 60.0 / (2.0 * mtbf_s);
   CHECK(d.interval_s ==
@@ -186,8 +184,8 @@ TEST_CASE("a down link crashes the job after exactly the NCCL timeout its settin
 TEST_CASE("Monte Carlo results repeat for a seed and change with it") {
   Scenario s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
-  s.checkpointing = section("checkpointing",
-                            R"({"interval": "young", "save_s": 60, "load_s": 60})");
+  s.checkpointing =
+      section("checkpointing", R"({"interval": "young", "save_s": 60, "load_s": 60})");
   const CampaignModel m = make_model(s, 5.0);
   const CampaignSummary a = run_campaign(m, 40, 7);
   const CampaignSummary b = run_campaign(m, 40, 7);

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -68,8 +67,7 @@ TEST_CASE("clustersim campaign rejects a bad fault with exit 2, the path, and no
   const fs::path dir = fs::temp_directory_path() / "clustersim-campaign-cli-bad";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  write_scenario(dir / "bad.json",
-                 nlohmann::json::parse(R"({"failure_rates": {"causes": {"nic":
+  write_scenario(dir / "bad.json", nlohmann::json::parse(R"({"failure_rates": {"causes": {"nic":
                                            {"per_nic_hour": -1}}}})"));
   const std::string out = " --json " + (dir / "out.json").string() + " --csv " +
                           (dir / "m.csv").string() + " --svg " + (dir / "p.svg").string();

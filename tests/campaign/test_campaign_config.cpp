@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -54,8 +53,8 @@ TEST_CASE("a re-rooted section reports the original file and JSON pointer") {
 }
 
 TEST_CASE("sections loaded with a scenario keep their file and pointer") {
-  const Scenario s = scenario_with(R"({"faults": {"watchdog_timeout_s": -5}})",
-                                   "scenarios/watchdog.json");
+  const Scenario s =
+      scenario_with(R"({"faults": {"watchdog_timeout_s": -5}})", "scenarios/watchdog.json");
   CHECK_THROWS_WITH(parse_faults(s, context_for(40)),
                     Catch::Contains("scenarios/watchdog.json:/faults/watchdog_timeout_s"));
 }
@@ -109,8 +108,8 @@ TEST_CASE("bad fault specifications get errors naming the JSON path") {
   SECTION("a slowdown factor above 1") {
     const auto e = fault_error(R"({"events": [{"kind": "gpu_slowdown", "rank": 3,
                                                "speed_factor": 1.5, "from_days": 3}]})");
-    CHECK_THAT(e, Catch::Contains("/faults/events/0/speed_factor") &&
-                      Catch::Contains("1.5 is above 1"));
+    CHECK_THAT(
+        e, Catch::Contains("/faults/events/0/speed_factor") && Catch::Contains("1.5 is above 1"));
   }
   SECTION("a misspelt key, with a suggestion") {
     const auto e = fault_error(R"({"events": [{"kind": "gpu_slowdown", "rank": 3,
@@ -195,10 +194,9 @@ TEST_CASE("checkpoint section errors name the key") {
                       Catch::Contains("/checkpointing/async_stall_s"));
   }
   SECTION("missing storage bandwidth") {
-    const Scenario s = scenario_with(R"({"checkpointing": {"interval": "young"}})",
-                                     "scenarios/c3.json");
-    CHECK_THROWS_WITH(parse_checkpointing(s, 70e9),
-                      Catch::Contains("/checkpointing/write_GBps"));
+    const Scenario s =
+        scenario_with(R"({"checkpointing": {"interval": "young"}})", "scenarios/c3.json");
+    CHECK_THROWS_WITH(parse_checkpointing(s, 70e9), Catch::Contains("/checkpointing/write_GBps"));
   }
 }
 
@@ -206,8 +204,8 @@ TEST_CASE("the cost section needs a cited price and defaults to DeepSeek-V3's H8
   const Scenario none = scenario_with("{}", "scenarios/nocost.json");
   CHECK(parse_cost(none).usd_per_gpu_hour == 2.0);
   CHECK_THAT(parse_cost(none).source, Catch::Contains("DeepSeek-V3"));
-  const Scenario bad = scenario_with(R"({"cost": {"usd_per_gpu_hour": 2.5}})",
-                                     "scenarios/cost.json");
+  const Scenario bad =
+      scenario_with(R"({"cost": {"usd_per_gpu_hour": 2.5}})", "scenarios/cost.json");
   CHECK_THROWS_WITH(parse_cost(bad), Catch::Contains("scenarios/cost.json:/cost/source"));
 }
 

@@ -32,8 +32,9 @@ CampaignModel simulated_model(const Scenario& s) {
 
 }  // namespace
 
-TEST_CASE("one GPU at half speed makes a synchronous data-parallel step about 2x slower and "
-          "is named") {
+TEST_CASE(
+    "one GPU at half speed makes a synchronous data-parallel step about 2x slower and "
+    "is named") {
   // Pure data parallelism over two nodes; a model whose kernels dominate the step.
   nlohmann::json j = test::small_scenario(16, 16, 1, 1);
   j["model"]["hidden_size"] = 4096;

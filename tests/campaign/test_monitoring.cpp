@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "campaign/campaign_plot.hpp"
@@ -28,8 +27,8 @@ TEST_CASE("the monitoring CSV carries the seed's eight metrics") {
   run_trial(m, 1, &trace);
   const Monitoring mon = monitor_trial(m, trace, 3600, 1);
   const std::string csv = monitoring_csv(mon);
-  for (const char* metric : {"step_time", "mfu", "gpu_util", "gpu_temp", "nvlink_bw", "ib_bw",
-                             "loss", "grad_norm"}) {
+  for (const char* metric :
+       {"step_time", "mfu", "gpu_util", "gpu_temp", "nvlink_bw", "ib_bw", "loss", "grad_norm"}) {
     CHECK_THAT(csv.substr(0, csv.find('\n')), Catch::Contains(metric));
   }
   // A healthy run raises no alert.
