@@ -46,7 +46,7 @@ void GraphZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
 }  // namespace detail
 
 Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o,
-                     bool p2p_nvlink, int actor_stack_KiB)
+                     bool p2p_nvlink, int actor_stack_KiB, bool stack_guard)
     : graph(g), options(o) {
   namespace sg4 = simgrid::s4u;
   router = std::make_unique<detail::EndpointRouter>(graph, p2p_nvlink);
@@ -62,6 +62,7 @@ Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOption
   sg4::Engine::set_config("network/weight-S", o.weight_S);
   sg4::Engine::set_config("maxmin/precision", o.maxmin_precision);
   sg4::Engine::set_config("contexts/stack-size", actor_stack_KiB);
+  if (!stack_guard) sg4::Engine::set_config("contexts/guard-size", 0);
 
   zone = new detail::GraphZone("cluster", this);
   const int endpoints = router->num_endpoints();
@@ -133,7 +134,7 @@ void Platform::Impl::refresh_link(int link) {
 // ---------------------------------------------------------------------------------------------
 
 Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOptions& options,
-                   bool p2p_nvlink, int actor_stack_KiB) {
+                   bool p2p_nvlink, int actor_stack_KiB, bool stack_guard) {
   if (g_engine_used) {
     throw std::logic_error(
         "Platform: this process already created its SimGrid engine; SimGrid 3.32 keeps global "
@@ -148,7 +149,7 @@ Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOpti
         "and weight_S >= 0");
   }
   g_engine_used = true;
-  impl_ = std::make_unique<Impl>(graph, options, p2p_nvlink, actor_stack_KiB);
+  impl_ = std::make_unique<Impl>(graph, options, p2p_nvlink, actor_stack_KiB, stack_guard);
 }
 
 Platform::~Platform() = default;

@@ -85,11 +85,13 @@ class Platform {
  public:
   // Builds the SimGrid engine, hosts, links and routing for `graph`. The graph is copied.
   // p2p_nvlink = false routes traffic between GPUs of a node through host memory (both PCIe
-  // links; needs a graph with host paths). actor_stack_KiB sets SimGrid's contexts/stack-size.
+  // links; needs a graph with host paths). actor_stack_KiB sets SimGrid's contexts/stack-size;
+  // stack_guard = false drops the guard page below each actor stack (contexts/guard-size 0):
+  // each guard costs a memory mapping and Linux allows 65536 per process (vm.max_map_count).
   // Throws std::logic_error when a Platform already exists or existed in this process
   // (SimGrid 3.32: one engine per process), std::invalid_argument on bad options.
   Platform(const topologies::ClusterGraph& graph, const NetworkModelOptions& options,
-           bool p2p_nvlink = true, int actor_stack_KiB = 64);
+           bool p2p_nvlink = true, int actor_stack_KiB = 64, bool stack_guard = true);
   ~Platform();
   Platform(const Platform&) = delete;
   Platform& operator=(const Platform&) = delete;

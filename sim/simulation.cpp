@@ -65,6 +65,13 @@ constexpr std::size_t kFluidMaxFlows = 20000;
 
 int dummy_payload = 0;
 
+// Stack of the engine's own helper actors: their bodies are flat loops over SimGrid calls
+// (SimGrid's Chord example runs 2 million actors on 16 KiB stacks, CALIBRATION.md §6).
+constexpr unsigned kHelperStackBytes = 16 * 1024;
+
+// Above this many GPUs actor stacks go without guard pages by default (SimulationOptions).
+constexpr int kGuardMaxGpus = 4096;
+
 // Receives a step worker keeps posted ahead of the data it waits for (see spawn_nvls).
 constexpr std::size_t kMaxPendingGets = 4;  // flows carry no data; SimGrid copies this pointer
 
@@ -237,7 +244,9 @@ struct Simulation::Impl {
   }
 
   sg4::ActorPtr helper(int endpoint, const char* what, std::function<void()> body) {
-    sg4::ActorPtr a = sg4::Actor::create(what, pf->host(endpoint), std::move(body));
+    sg4::ActorPtr a = sg4::Actor::init(what, pf->host(endpoint))
+                          ->set_stacksize(kHelperStackBytes)
+                          ->start(std::move(body));
     a->daemonize();
     return a;
   }
@@ -607,17 +616,18 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->transport = detail::choose_transport(graph.spec(), impl_->options.nccl);
+  const bool guard = impl_->options.actor_stack_guard.value_or(graph.num_gpus() <= kGuardMaxGpus);
   if ((!impl_->transport.gpudirect_rdma || !impl_->transport.p2p_nvlink) && !graph.has_hosts()) {
     ClusterSpec spec = graph.spec();
     spec.gpudirect_rdma = false;
     const auto staged = topologies::ClusterGraph::build(spec, graph.num_gpus());
     impl_->platform = std::make_unique<Platform>(staged, impl_->options.network,
                                                  impl_->transport.p2p_nvlink,
-                                                 impl_->options.actor_stack_KiB);
+                                                 impl_->options.actor_stack_KiB, guard);
   } else {
     impl_->platform = std::make_unique<Platform>(graph, impl_->options.network,
                                                  impl_->transport.p2p_nvlink,
-                                                 impl_->options.actor_stack_KiB);
+                                                 impl_->options.actor_stack_KiB, guard);
   }
   impl_->pf = &impl_->platform->impl();
   impl_->planner = std::make_unique<detail::Planner>(impl_->pf->graph, impl_->options.nccl,

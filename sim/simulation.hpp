@@ -51,6 +51,10 @@ struct SimulationOptions {
   // Stack of each SimGrid actor, KiB (SimGrid contexts/stack-size, default 8192; the Chord
   // 2-million-node runs used 16). Rank programs that recurse deeply may need more.
   int actor_stack_KiB = 64;
+  // Guard page below each actor stack (catches stack overflows). Each costs a memory mapping and
+  // Linux allows 65536 per process (vm.max_map_count): unset = on up to 4096 GPUs, off above,
+  // where rank actors plus step-granularity helpers can exceed the limit.
+  std::optional<bool> actor_stack_guard;
 };
 
 namespace detail {
