@@ -33,18 +33,21 @@ run_case() {
     cat "$tmp/$name.out" "$log" >&2
     return 1
   fi
-  local wall rss
+  local wall rss user sys
   wall="$(grep 'Elapsed (wall clock) time' "$log" | awk '{print $NF}')"
   rss="$(grep 'Maximum resident set size' "$log" | awk '{print $NF}')"
-  python3 - "$name" "$wall" "$rss" "$out" <<'PY'
+  user="$(grep 'User time (seconds)' "$log" | awk '{print $NF}')"
+  sys="$(grep 'System time (seconds)' "$log" | awk '{print $NF}')"
+  python3 - "$name" "$wall" "$rss" "$user" "$sys" "$out" <<'PY'
 import json, sys
-name, wall, rss, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+name, wall, rss, user, syst, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 parts = [float(x) for x in wall.split(":")]
 secs = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
 r = json.load(open(path))
-print(f"{name}: wall {secs:.2f} s (simulator {r['wall_time_s']:.2f} s), peak RSS {rss / 1024:.0f} MB, "
-      f"step {r['step_time_s']:.3f} s, MFU {100 * r['mfu']:.1f} %, {r['collectives']} collectives, "
-      f"{r['flows']} flows")
+# On a shared machine wall time includes waiting for the core; CPU time (user + sys) does not.
+print(f"{name}: wall {secs:.2f} s, CPU {user + syst:.2f} s (user {user:.2f} + sys {syst:.2f}), "
+      f"peak RSS {rss / 1024:.0f} MB; step {r['step_time_s']:.3f} s, MFU {100 * r['mfu']:.1f} %, "
+      f"{r['collectives']} collectives, {r['flows']} flows")
 PY
 }
 

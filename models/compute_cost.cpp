@@ -8,7 +8,9 @@
 
 namespace clustersim::models {
 
-double GemmShape::min_dim() const { return std::min({m, n, k}); }
+double GemmShape::min_dim() const {
+  return std::min({m, n, k});
+}
 
 double GemmEfficiencyCurve::at(double min_dim) const {
   if (points.empty()) throw std::logic_error("GEMM efficiency curve without points");
@@ -181,7 +183,9 @@ double ComputeCostModel::attention_efficiency(Dtype dtype) const {
   return calibration_.attention_efficiency.at(Dtype::bf16);
 }
 
-double ComputeCostModel::hbm_Bps() const { return gpu_.hbm_Bps * calibration_.hbm_efficiency; }
+double ComputeCostModel::hbm_Bps() const {
+  return gpu_.hbm_Bps * calibration_.hbm_efficiency;
+}
 
 OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {
   OpCost c;
@@ -197,8 +201,8 @@ OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes
 OpCost ComputeCostModel::gemm(const GemmShape& shape, Dtype dtype, double count) const {
   const double in_bytes = bytes_per_element(dtype);
   const double out_bytes = dtype == Dtype::fp8 ? bytes_per_element(Dtype::bf16) : in_bytes;
-  const double bytes = (shape.m * shape.k + shape.k * shape.n) * in_bytes +
-                       shape.m * shape.n * out_bytes;
+  const double bytes =
+      (shape.m * shape.k + shape.k * shape.n) * in_bytes + shape.m * shape.n * out_bytes;
   const double rate = gpu_.peak(dtype) * gemm_efficiency(shape, dtype);
   OpCost one = roofline(shape.flops(), rate, bytes);
   OpCost total;

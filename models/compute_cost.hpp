@@ -35,19 +35,19 @@ struct EfficiencyPoint {
 
 // Efficiency of one dtype's GEMMs as a function of the smallest dimension.
 struct GemmEfficiencyCurve {
-  std::string series;                  // what was measured
-  double best_shape_efficiency = 1;    // ceiling: the best shape measured on this dtype
-  std::vector<EfficiencyPoint> points; // strictly increasing min_dim, at least one
+  std::string series;                   // what was measured
+  double best_shape_efficiency = 1;     // ceiling: the best shape measured on this dtype
+  std::vector<EfficiencyPoint> points;  // strictly increasing min_dim, at least one
   // Piecewise-linear in log2(min_dim), clamped at both ends, capped by best_shape_efficiency.
   double at(double min_dim) const;
 };
 
 struct ComputeCalibration {
-  std::string file;                               // where it was loaded from
-  std::map<Dtype, GemmEfficiencyCurve> gemm;      // bf16, fp16, fp8
-  std::string attention_kernel;                   // e.g. "FlashAttention-3, head dimension 128"
-  std::map<Dtype, double> attention_efficiency;   // bf16, fp16 (fp8 training runs bf16)
-  double hbm_efficiency = 1;                      // achieved / peak HBM bandwidth
+  std::string file;                              // where it was loaded from
+  std::map<Dtype, GemmEfficiencyCurve> gemm;     // bf16, fp16, fp8
+  std::string attention_kernel;                  // e.g. "FlashAttention-3, head dimension 128"
+  std::map<Dtype, double> attention_efficiency;  // bf16, fp16 (fp8 training runs bf16)
+  double hbm_efficiency = 1;                     // achieved / peak HBM bandwidth
 };
 
 // Reads a calibration file. Throws ConfigError naming the file and JSON pointer on missing

@@ -32,7 +32,9 @@ TimeBreakdown breakdown_from(const nlohmann::json& j) {
 }
 
 // JSON has no NaN or infinity; clamp to something a reader can parse.
-double finite(double x) { return std::isfinite(x) ? x : 0.0; }
+double finite(double x) {
+  return std::isfinite(x) ? x : 0.0;
+}
 
 }  // namespace
 
@@ -89,10 +91,10 @@ nlohmann::json to_json(const StepReport& r) {
   }
   j["phases"] = phases;
   if (r.hang) {
-    j["hang"] = {{"cause", r.hang->cause},           {"link", r.hang->link},
-                 {"node", r.hang->node},             {"collective", r.hang->collective},
-                 {"stage", r.hang->stage},           {"start_s", r.hang->start_s},
-                 {"detected_s", r.hang->detected_s}};
+    j["hang"] = {
+        {"cause", r.hang->cause},           {"link", r.hang->link},   {"node", r.hang->node},
+        {"collective", r.hang->collective}, {"stage", r.hang->stage}, {"start_s", r.hang->start_s},
+        {"detected_s", r.hang->detected_s}};
   } else {
     j["hang"] = nullptr;
   }
@@ -210,15 +212,23 @@ std::string chrome_trace_json(const StepReport& report, const Scenario& scenario
           const int node = gpu / gpn;
           if (!named_node[static_cast<std::size_t>(node)]) {
             named_node[static_cast<std::size_t>(node)] = true;
-            emit({{"ph", "M"}, {"name", "process_name"}, {"pid", node},
+            emit({{"ph", "M"},
+                  {"name", "process_name"},
+                  {"pid", node},
                   {"args", {{"name", "node " + std::to_string(node)}}}});
           }
           const std::string who = "rank " + std::to_string(rank) + " (dp " + std::to_string(d) +
                                   ", tp " + std::to_string(t) + ", pp " + std::to_string(rc.stage) +
                                   (par.cp > 1 ? ", cp " + std::to_string(c) : "") + ")";
-          emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", node}, {"tid", 2 * rank},
+          emit({{"ph", "M"},
+                {"name", "thread_name"},
+                {"pid", node},
+                {"tid", 2 * rank},
                 {"args", {{"name", who + " compute"}}}});
-          emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", node}, {"tid", 2 * rank + 1},
+          emit({{"ph", "M"},
+                {"name", "thread_name"},
+                {"pid", node},
+                {"tid", 2 * rank + 1},
                 {"args", {{"name", who + " comm"}}}});
           for (const auto& s : report.trace) {
             // Class-stage slices, and stage-wide stream slices (replica_class -1).

@@ -1,18 +1,17 @@
 #include "sim/step_simulator.hpp"
 
-#include <simgrid/s4u/Actor.hpp>
-#include <simgrid/s4u/Semaphore.hpp>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
 #include <stdexcept>
 #include <tuple>
 
@@ -70,10 +69,14 @@ class Event {
 
 NcclCollective nccl_op(CollKind k) {
   switch (k) {
-    case CollKind::all_reduce: return NcclCollective::all_reduce;
-    case CollKind::reduce_scatter: return NcclCollective::reduce_scatter;
-    case CollKind::all_gather: return NcclCollective::all_gather;
-    case CollKind::all_to_all: return NcclCollective::all_to_all;
+    case CollKind::all_reduce:
+      return NcclCollective::all_reduce;
+    case CollKind::reduce_scatter:
+      return NcclCollective::reduce_scatter;
+    case CollKind::all_gather:
+      return NcclCollective::all_gather;
+    case CollKind::all_to_all:
+      return NcclCollective::all_to_all;
   }
   return NcclCollective::all_reduce;
 }
@@ -123,11 +126,11 @@ struct Instance {
 };
 
 struct Stream {
-  std::string name;         // "reduce", "gather", "embedding"
+  std::string name;  // "reduce", "gather", "embedding"
   int stage = 0;
   bool can_merge = true;
   double merge_cap_bytes = 0;
-  int needed = 1;           // launches (class-stages) before an instance can start
+  int needed = 1;  // launches (class-stages) before an instance can start
   bool busy = false;
   std::map<std::tuple<int, int, int>, std::unique_ptr<Instance>> instances;
   std::deque<Instance*> queue;
@@ -148,10 +151,10 @@ struct Message {
 };
 
 struct ClassInfo {
-  std::vector<int> replicas;                     // data-parallel indices
-  std::vector<std::vector<Slowdown>> slow;       // per stage
-  std::vector<double> slowest_speed;             // per stage
-  std::vector<std::pair<int, double>> lost;      // (node, at_s) of lost nodes hosting its ranks
+  std::vector<int> replicas;                 // data-parallel indices
+  std::vector<std::vector<Slowdown>> slow;   // per stage
+  std::vector<double> slowest_speed;         // per stage
+  std::vector<std::pair<int, double>> lost;  // (node, at_s) of lost nodes hosting its ranks
 };
 
 struct ClassStage {
@@ -166,8 +169,7 @@ struct ClassStage {
 class StepRun {
  public:
   StepRun(const Scenario& s, const StepOptions& opt, const Workload& w, Simulation& sim)
-      : s_(s), opt_(opt), w_(w), sim_(sim),
-        pl_(topologies::place_ranks(s.parallelism, s.gpus)) {
+      : s_(s), opt_(opt), w_(w), sim_(sim), pl_(topologies::place_ranks(s.parallelism, s.gpus)) {
     p_ = w.pp;
     tp_ = w.tp;
     cp_ = w.cp;
@@ -222,9 +224,14 @@ class StepRun {
     std::map<int, std::vector<std::pair<int, Slowdown>>> slow_by_replica;  // d -> (stage, slow)
     for (const auto& g : opt_.faults.slow_gpus) {
       if (g.rank < 0 || g.rank >= pl_.num_ranks()) {
-        throw ConfigError(s_.file, "/faults", "slowed GPU rank " + std::to_string(g.rank) +
-                                                  " is outside 0.." +
-                                                  std::to_string(pl_.num_ranks() - 1));
+        throw ConfigError(s_.file, "/faults",
+                          "slowed GPU rank " + std::to_string(g.rank) + " is outside 0.." +
+                              std::to_string(pl_.num_ranks() - 1));
+      }
+      if (!(g.speed_factor > 0 && g.speed_factor <= 1)) {
+        throw ConfigError(s_.file, "/faults",
+                          "rank " + std::to_string(g.rank) + " speed factor " +
+                              std::to_string(g.speed_factor) + " is outside (0, 1]");
       }
       const auto c = pl_.coords(g.rank);
       slow_by_replica[c.dp].push_back({c.pp, Slowdown{g.speed_factor, g.from_s}});
@@ -280,7 +287,8 @@ class StepRun {
       for (int t = 0; t < tp_; ++t) {
         std::vector<std::pair<int, int>> members;  // (rank, gpu)
         for (int d = 0; d < dp_; ++d) {
-          for (int c = 0; c < cp_; ++c) members.push_back({rank_of(t, c, d, st), gpu_of(t, c, d, st)});
+          for (int c = 0; c < cp_; ++c)
+            members.push_back({rank_of(t, c, d, st), gpu_of(t, c, d, st)});
         }
         std::sort(members.begin(), members.end());
         std::vector<int> gpus;
@@ -344,7 +352,8 @@ class StepRun {
       coll_time_[i] = sim_.uncontended_time_s(req);
       // NVLink bytes of TP traffic, which no flow carries when costed once: each GPU sends and
       // receives busbw-factor x size (nccl-tests PERFORMANCE.md), per execution.
-      const double per_gpu = c.bytes * bus_bandwidth_factor(nccl_op(c.kind), static_cast<int>(req.gpus.size()));
+      const double per_gpu =
+          c.bytes * bus_bandwidth_factor(nccl_op(c.kind), static_cast<int>(req.gpus.size()));
       double executions = 0;
       for (const auto& prog : w_.stages) {
         for (const auto& op : prog.ops) {
@@ -479,8 +488,9 @@ class StepRun {
   }
 
   // ---- Streams -----------------------------------------------------------------------------
-  Instance& instance(Stream& st, int id, int mb, int pass, const std::vector<workload::CommCall>& calls,
-                     Group group, const std::string& label) {
+  Instance& instance(Stream& st, int id, int mb, int pass,
+                     const std::vector<workload::CommCall>& calls, Group group,
+                     const std::string& label) {
     auto& slot = st.instances[{id, mb, pass}];
     if (!slot) {
       slot = std::make_unique<Instance>();
@@ -527,7 +537,8 @@ class StepRun {
       st.queue.pop_front();
       double bytes = batch.front()->bytes;
       while (st.can_merge && !st.queue.empty() && same_shape(*batch.front(), *st.queue.front()) &&
-             bytes + st.queue.front()->bytes <= std::max(st.merge_cap_bytes, batch.front()->bytes)) {
+             bytes + st.queue.front()->bytes <=
+                 std::max(st.merge_cap_bytes, batch.front()->bytes)) {
         bytes += st.queue.front()->bytes;
         batch.push_back(st.queue.front());
         st.queue.pop_front();
@@ -597,7 +608,8 @@ class StepRun {
   }
 
   // Lost node hosting ranks of this class-stage: the first whose loss precedes `until`.
-  std::optional<std::pair<int, double>> lost_before(const ClassInfo& ci, int st, double until) const {
+  std::optional<std::pair<int, double>> lost_before(const ClassInfo& ci, int st,
+                                                    double until) const {
     const int gpn = s_.cluster.gpus_per_node;
     for (const auto& [node, at] : ci.lost) {
       if (at > until) continue;
@@ -638,7 +650,8 @@ class StepRun {
         HangReport hr;
         hr.cause = "node " + std::to_string(lost->first) + " lost";
         hr.node = lost->first;
-        hr.collective = "tensor-parallel collective, stage " + std::to_string(me.stage) + " (" + blk.name + ")";
+        hr.collective =
+            "tensor-parallel collective, stage " + std::to_string(me.stage) + " (" + blk.name + ")";
         hr.stage = me.stage;
         hr.start_s = at;
         hr.detected_s = at + s_.comm.nccl.ib_hang_detection_s();
@@ -697,7 +710,8 @@ class StepRun {
       // statistics (payload per hop of each one's own route).
       if (replicas.size() < all.size()) {
         const auto& hops = skipped_pp_hops(cls, src_stage, receiver_stage);
-        for (std::size_t k = 0; k < hops.size(); ++k) unsimulated_bytes_[k] += hops[k] * recv_like.bytes;
+        for (std::size_t k = 0; k < hops.size(); ++k)
+          unsimulated_bytes_[k] += hops[k] * recv_like.bytes;
       }
     }
     msg.started_event.fire(sim_.now());
@@ -705,7 +719,8 @@ class StepRun {
 
   // Hops per link class of the pipeline transfers the shortcut leaves out (all replicas of the
   // class but its first, every TP/CP rank), from stage `src` to stage `dst`.
-  const std::array<double, topologies::kNumLinkClasses>& skipped_pp_hops(int cls, int src, int dst) {
+  const std::array<double, topologies::kNumLinkClasses>& skipped_pp_hops(int cls, int src,
+                                                                         int dst) {
     auto& slot = skipped_hops_[{cls, src, dst}];
     if (!slot) {
       slot = std::make_unique<std::array<double, topologies::kNumLinkClasses>>();
@@ -740,7 +755,8 @@ class StepRun {
         }
         blk.name = name;
         if (op.kind == OpKind::compute) {
-          const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
+          const bool opt =
+              op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
           blk.parts.push_back({false, opt, op.time_s});
         } else {
           blk.parts.push_back({true, false, coll_time_[static_cast<std::size_t>(op.index)]});
@@ -791,12 +807,14 @@ class StepRun {
           const double ready = std::max(msg.sender_t, msg.receiver_t);
           note_wait(me, msg.receiver_t, msg.sender_t, &TimeBreakdown::bubble_s,
                     "wait " + pass_name(op, vpp), "bubble");
-          note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, vpp), "pp");
+          note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, vpp),
+                    "pp");
           break;
         }
         case OpKind::grad_ready: {
           const auto& bkt = prog.buckets[static_cast<std::size_t>(op.index)];
-          Stream& stream = bkt.group == Group::embedding ? embedding_ : reduce_[static_cast<std::size_t>(st)];
+          Stream& stream =
+              bkt.group == Group::embedding ? embedding_ : reduce_[static_cast<std::size_t>(st)];
           const int id = bkt.group == Group::embedding ? 0 : op.index;
           Instance& inst = instance(stream, id, op.micro_batch, 0, bkt.calls, bkt.group, bkt.label);
           me.outstanding.push_back(&inst);
@@ -853,7 +871,8 @@ class StepRun {
   std::vector<double> coll_time_;
   double tp_nvlink_bytes_ = 0;
   std::array<double, topologies::kNumLinkClasses> unsimulated_bytes_{};
-  std::map<std::tuple<int, int, int>, std::unique_ptr<std::array<double, topologies::kNumLinkClasses>>>
+  std::map<std::tuple<int, int, int>,
+           std::unique_ptr<std::array<double, topologies::kNumLinkClasses>>>
       skipped_hops_;
   std::vector<ClassStage> cs_;
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<Message>> messages_;
@@ -862,7 +881,9 @@ class StepRun {
   std::vector<TraceSlice> trace_;
 };
 
-std::string link_class_name(topologies::LinkClass c) { return topologies::to_string(c); }
+std::string link_class_name(topologies::LinkClass c) {
+  return topologies::to_string(c);
+}
 
 // "0.5", "12.25": a number as a person writes it.
 std::string num(double x) {
@@ -928,7 +949,8 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     rc.replicas = run.classes()[static_cast<std::size_t>(c.cls)].replicas;
     rc.ranks = static_cast<int>(rc.replicas.size()) * w.tp * w.cp;
     rc.end_s = c.end_s;
-    rc.slowest_speed = run.classes()[static_cast<std::size_t>(c.cls)].slowest_speed[static_cast<std::size_t>(c.stage)];
+    rc.slowest_speed = run.classes()[static_cast<std::size_t>(c.cls)]
+                           .slowest_speed[static_cast<std::size_t>(c.stage)];
     rc.breakdown = c.b;
     r.ranks.push_back(std::move(rc));
   }
@@ -994,7 +1016,9 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
       const double wf = worst->down ? 0 : worst->bandwidth_factor;
       if (f < wf) worst = &l;
     }
-    r.slowest_link = worst->link + (worst->down ? " down" : " at " + num(worst->bandwidth_factor) + "x bandwidth");
+    r.slowest_link =
+        worst->link +
+        (worst->down ? " down" : " at " + num(worst->bandwidth_factor) + "x bandwidth");
   }
 
   if (opt.record_trace) r.trace = std::move(run.trace());
@@ -1010,6 +1034,11 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     }
   }
   if (opt.free_communication) r.notes.push_back("free communication: every transfer takes no time");
+  if (!opt.exact && s.parallelism.tp * s.parallelism.cp > s.cluster.gpus_per_node) {
+    r.notes.push_back(
+        "tensor/context-parallel groups span nodes: their collectives are costed "
+        "without the network traffic they would meet");
+  }
   const auto mem = models::estimate_memory(s);
   r.memory_per_gpu_bytes = mem.peak_bytes();
   r.memory_usable_bytes = mem.usable_bytes();
@@ -1039,8 +1068,9 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options) {
   const bool onebit = s.comm.compression.kind == Compression::onebit_adam;
   if (!onebit || options.single_phase) {
     StepReport r = simulate_phase(s, options, onebit && options.compressed_phase);
-    r.phases.push_back({onebit ? (options.compressed_phase ? "compressed" : "warm-up") : "full precision",
-                        1.0, r.step_time_s, r.mfu, r.completed});
+    r.phases.push_back(
+        {onebit ? (options.compressed_phase ? "compressed" : "warm-up") : "full precision", 1.0,
+         r.step_time_s, r.mfu, r.completed});
     return r;
   }
   // 1-bit Adam: the compressed phase in a child process (one engine per process), the warm-up
@@ -1063,9 +1093,10 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options) {
     r.hfu *= scale;
     r.mfu_megatron *= scale;
     r.mfu_palm *= scale;
-    r.notes.push_back("1-bit Adam: step time, tokens/s and MFU are averages over the run (warm-up " +
-                      std::to_string(static_cast<int>(std::lround(100 * wf))) +
-                      "% of it); the breakdown and trace are the warm-up phase's");
+    r.notes.push_back(
+        "1-bit Adam: step time, tokens/s and MFU are averages over the run (warm-up " +
+        std::to_string(static_cast<int>(std::lround(100 * wf))) +
+        "% of it); the breakdown and trace are the warm-up phase's");
   }
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;
@@ -1074,9 +1105,8 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options) {
 StepReport simulate_step_isolated(const Scenario& s, const StepOptions& options) {
   StepOptions o = options;
   o.record_trace = false;
-  const std::vector<double> bytes = run_in_subprocess([&] {
-    return encode(to_json(simulate_step(s, o)).dump());
-  });
+  const std::vector<double> bytes =
+      run_in_subprocess([&] { return encode(to_json(simulate_step(s, o)).dump()); });
   return step_report_from_json(nlohmann::json::parse(decode(bytes)));
 }
 

@@ -4,9 +4,9 @@
 // with the numbers, not a made-up MFU; a step that hangs on a fault is one too.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sstream>
 
 #include "campaign/campaign_config.hpp"
 #include "core/atomic_file.hpp"
@@ -50,7 +50,9 @@ const std::vector<OptionSpec>& run_options() {
   return specs;
 }
 
-std::string pct(double x) { return fixed(100 * x, 1) + " %"; }
+std::string pct(double x) {
+  return fixed(100 * x, 1) + " %";
+}
 
 // "3600", "3600s", "78h", "3.1d" -> seconds.
 double parse_time_s(const std::string& text) {
@@ -58,10 +60,19 @@ double parse_time_s(const std::string& text) {
   double scale = 1;
   std::string number = text;
   switch (text.back()) {
-    case 's': number.pop_back(); break;
-    case 'h': scale = 3600; number.pop_back(); break;
-    case 'd': scale = 86400; number.pop_back(); break;
-    default: break;
+    case 's':
+      number.pop_back();
+      break;
+    case 'h':
+      scale = 3600;
+      number.pop_back();
+      break;
+    case 'd':
+      scale = 86400;
+      number.pop_back();
+      break;
+    default:
+      break;
   }
   std::size_t used = 0;
   double v = 0;
@@ -118,25 +129,30 @@ void print_report(std::ostream& os, const Scenario& s, const sim::StepReport& r)
     os << "The step HANGS: " << r.hang->cause << "\n";
     row(os, "collective", r.hang->collective);
     row(os, "stalled at", human_seconds(r.hang->start_s));
-    row(os, "NCCL reports it at", human_seconds(r.hang->detected_s) + " (NCCL_IB_TIMEOUT " +
-                                      std::to_string(s.comm.nccl.ib_timeout) + ", retry count " +
-                                      std::to_string(s.comm.nccl.ib_retry_cnt) + ")");
+    row(os, "NCCL reports it at",
+        human_seconds(r.hang->detected_s) + " (NCCL_IB_TIMEOUT " +
+            std::to_string(s.comm.nccl.ib_timeout) + ", retry count " +
+            std::to_string(s.comm.nccl.ib_retry_cnt) + ")");
     os << "\n";
     return;
   }
   row(os, "step time", human_seconds(r.step_time_s));
   row(os, "tokens/s", fixed(r.tokens_per_s / 1e6, 3) + " M");
-  row(os, "MFU", pct(r.mfu) + "  (" + r.flop_convention + " FLOPs; megatron " +
-                     pct(r.mfu_megatron) + ", palm " + pct(r.mfu_palm) + ")");
+  row(os, "MFU",
+      pct(r.mfu) + "  (" + r.flop_convention + " FLOPs; megatron " + pct(r.mfu_megatron) +
+          ", palm " + pct(r.mfu_palm) + ")");
   row(os, "HFU", pct(r.hfu) + "  (with recomputation)");
-  row(os, "peak per GPU", fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" +
-                              to_string(s.training.precision) + ", dense)");
-  row(os, "memory per GPU", fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
-                                fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");
+  row(os, "peak per GPU",
+      fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
+          ", dense)");
+  row(os, "memory per GPU",
+      fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
+          fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");
   if (r.phases.size() > 1) {
     for (const auto& ph : r.phases) {
-      row(os, "phase " + ph.name, human_seconds(ph.step_time_s) + ", MFU " + pct(ph.mfu) + ", " +
-                                      pct(ph.fraction_of_run) + " of the run");
+      row(os, "phase " + ph.name,
+          human_seconds(ph.step_time_s) + ", MFU " + pct(ph.mfu) + ", " + pct(ph.fraction_of_run) +
+              " of the run");
     }
   }
   if (!r.slowest_rank.empty()) row(os, "slowest rank", r.slowest_rank);
@@ -219,8 +235,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     std::cout << "clustersim run: " << s.name << " does NOT fit in GPU memory\n";
     row(std::cout, "worst stage", std::to_string(worst.stage));
     row(std::cout, "needs per GPU", fixed(mem.peak_bytes() / kGiB, 1) + " GiB");
-    row(std::cout, "usable per GPU", fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " +
-                                         fixed(mem.hbm_bytes / kGiB, 1) + " GiB HBM");
+    row(std::cout, "usable per GPU",
+        fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " + fixed(mem.hbm_bytes / kGiB, 1) +
+            " GiB HBM");
     row(std::cout, "short by", fixed(-mem.headroom_bytes() / kGiB, 1) + " GiB");
     row(std::cout, "weights", fixed(worst.weights_bytes / kGiB, 1) + " GiB");
     row(std::cout, "gradients", fixed(worst.gradients_bytes / kGiB, 1) + " GiB");

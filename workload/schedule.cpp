@@ -6,7 +6,9 @@
 
 namespace clustersim::workload {
 
-const char* to_string(PassKind k) { return k == PassKind::forward ? "forward" : "backward"; }
+const char* to_string(PassKind k) {
+  return k == PassKind::forward ? "forward" : "backward";
+}
 
 namespace {
 
@@ -61,12 +63,15 @@ std::vector<PassSlot> interleaved(int p, int stage, int m, int v) {
 }  // namespace
 
 std::vector<PassSlot> pipeline_order(PipelineSchedule schedule, int p, int stage, int m, int v) {
-  if (p < 1) throw std::invalid_argument("pipeline_order: p must be >= 1, got " + std::to_string(p));
-  if (m < 1) throw std::invalid_argument("pipeline_order: m must be >= 1, got " + std::to_string(m));
-  if (v < 1) throw std::invalid_argument("pipeline_order: v must be >= 1, got " + std::to_string(v));
+  if (p < 1)
+    throw std::invalid_argument("pipeline_order: p must be >= 1, got " + std::to_string(p));
+  if (m < 1)
+    throw std::invalid_argument("pipeline_order: m must be >= 1, got " + std::to_string(m));
+  if (v < 1)
+    throw std::invalid_argument("pipeline_order: v must be >= 1, got " + std::to_string(v));
   if (stage < 0 || stage >= p) {
-    throw std::invalid_argument("pipeline_order: stage " + std::to_string(stage) +
-                                " outside 0.." + std::to_string(p - 1));
+    throw std::invalid_argument("pipeline_order: stage " + std::to_string(stage) + " outside 0.." +
+                                std::to_string(p - 1));
   }
   switch (schedule) {
     case PipelineSchedule::gpipe:

@@ -37,6 +37,8 @@ struct PassSlot {
 std::vector<PassSlot> pipeline_order(PipelineSchedule schedule, int p, int stage, int m, int v);
 
 // The virtual stage a chunk of a pipeline rank holds: chunk * p + stage.
-inline int virtual_stage(int p, int stage, int chunk) { return chunk * p + stage; }
+inline int virtual_stage(int p, int stage, int chunk) {
+  return chunk * p + stage;
+}
 
 }  // namespace clustersim::workload

@@ -32,14 +32,14 @@ constexpr double kCausalFraction = 0.5;
 constexpr double kAttentionBackwardOverForward = 2.5;
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
-constexpr double kNormForwardPasses = 2;      // read x, write y
-constexpr double kNormBackwardPasses = 3;     // read x and dy, write dx
-constexpr double kResidualPasses = 3;         // read two operands, write the sum
-constexpr double kRopePasses = 2;             // read q/k, write them rotated (same for backward)
-constexpr double kSwigluForwardPasses = 3;    // read gate and up, write their product
-constexpr double kSwigluBackwardPasses = 5;   // read gate, up, dy; write dgate, dup
-constexpr double kGeluForwardPasses = 2;      // read x, write y
-constexpr double kGeluBackwardPasses = 3;     // read x and dy, write dx
+constexpr double kNormForwardPasses = 2;        // read x, write y
+constexpr double kNormBackwardPasses = 3;       // read x and dy, write dx
+constexpr double kResidualPasses = 3;           // read two operands, write the sum
+constexpr double kRopePasses = 2;               // read q/k, write them rotated (same for backward)
+constexpr double kSwigluForwardPasses = 3;      // read gate and up, write their product
+constexpr double kSwigluBackwardPasses = 5;     // read gate, up, dy; write dgate, dup
+constexpr double kGeluForwardPasses = 2;        // read x, write y
+constexpr double kGeluBackwardPasses = 3;       // read x and dy, write dx
 constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
 constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
 // Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and
@@ -103,8 +103,12 @@ Dims dims_of(const Scenario& s) {
 }
 
 // Forward and backward GEMMs: dgrad (m x k = dY[m x n] W^T) and wgrad (k x n = X^T dY).
-GemmShape dgrad(const GemmShape& g) { return {g.m, g.k, g.n}; }
-GemmShape wgrad(const GemmShape& g) { return {g.k, g.n, g.m}; }
+GemmShape dgrad(const GemmShape& g) {
+  return {g.m, g.k, g.n};
+}
+GemmShape wgrad(const GemmShape& g) {
+  return {g.k, g.n, g.m};
+}
 
 // A piece of a pass: a run of kernels, or a blocking TP/CP collective.
 struct Segment {
@@ -146,7 +150,8 @@ class Builder {
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     if (d.cp > 1) {
       flush(out, c);
-      out.push_back(coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
+      out.push_back(
+          coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
     }
     c += attention_forward();
     c += c_.gemm(out_proj(), d.precision);
@@ -192,8 +197,8 @@ class Builder {
     c += attention_backward();
     if (d.cp > 1) {
       flush(out, c);
-      out.push_back(
-          coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(), "context dKV reduce-scatter"));
+      out.push_back(coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
+                         "context dKV reduce-scatter"));
     }
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     c += gemm_backward(qkv());
@@ -216,7 +221,8 @@ class Builder {
   Segments embedding_backward() {
     const Dims& d = d_;
     Segments out;
-    if (d.sp) out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "embedding all-gather"));
+    if (d.sp)
+      out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "embedding all-gather"));
     OpCost c = mem(kEmbeddingBackwardPasses * d.T * d.h * (d.learned_pos ? 2 : 1));
     flush(out, c);
     return out;
@@ -284,7 +290,8 @@ class Builder {
   // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
   double kv_bytes_elements() const { return 2 * d_.b * d_.S * d_.gl * d_.d; }
   Segment coll(CollKind kind, Group group, double elements, const std::string& label) {
-    return Segment{true, {}, collective(kind, group, elements * kActivationBytes, Dtype::bf16, label)};
+    return Segment{
+        true, {}, collective(kind, group, elements * kActivationBytes, Dtype::bf16, label)};
   }
   static void flush(Segments& out, OpCost& c) {
     if (c.time_s > 0) out.push_back(Segment{false, c, -1});
@@ -318,8 +325,8 @@ OpCost total(const Segments& segs) {
 struct GradUnit {
   double params = 0;
   Dtype dtype = Dtype::bf16;
-  int layer = -1;       // global layer index, or -1
-  std::string name;     // "layer 12", "embedding", "lm_head"
+  int layer = -1;             // global layer index, or -1
+  std::string name;           // "layer 12", "embedding", "lm_head"
   std::vector<int> buckets;   // buckets completed when this unit is ready
   std::vector<int> covering;  // buckets holding any of this unit's parameters
 };
@@ -333,47 +340,70 @@ bool in_fp32_groups(const Scenario& s, const std::string& group) {
 
 const char* to_string(CollKind k) {
   switch (k) {
-    case CollKind::all_reduce: return "all_reduce";
-    case CollKind::reduce_scatter: return "reduce_scatter";
-    case CollKind::all_gather: return "all_gather";
-    case CollKind::all_to_all: return "all_to_all";
+    case CollKind::all_reduce:
+      return "all_reduce";
+    case CollKind::reduce_scatter:
+      return "reduce_scatter";
+    case CollKind::all_gather:
+      return "all_gather";
+    case CollKind::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }
 
 const char* to_string(Group g) {
   switch (g) {
-    case Group::tp: return "tp";
-    case Group::cp: return "cp";
-    case Group::dp: return "dp";
-    case Group::embedding: return "embedding";
+    case Group::tp:
+      return "tp";
+    case Group::cp:
+      return "cp";
+    case Group::dp:
+      return "dp";
+    case Group::embedding:
+      return "embedding";
   }
   return "?";
 }
 
 const char* to_string(ComputeKind k) {
   switch (k) {
-    case ComputeKind::forward: return "forward";
-    case ComputeKind::backward: return "backward";
-    case ComputeKind::recompute: return "recompute";
-    case ComputeKind::embedding: return "embedding";
-    case ComputeKind::lm_head: return "lm_head";
-    case ComputeKind::optimizer: return "optimizer";
-    case ComputeKind::compression: return "compression";
+    case ComputeKind::forward:
+      return "forward";
+    case ComputeKind::backward:
+      return "backward";
+    case ComputeKind::recompute:
+      return "recompute";
+    case ComputeKind::embedding:
+      return "embedding";
+    case ComputeKind::lm_head:
+      return "lm_head";
+    case ComputeKind::optimizer:
+      return "optimizer";
+    case ComputeKind::compression:
+      return "compression";
   }
   return "?";
 }
 
 const char* to_string(OpKind k) {
   switch (k) {
-    case OpKind::compute: return "compute";
-    case OpKind::collective: return "collective";
-    case OpKind::send: return "send";
-    case OpKind::recv: return "recv";
-    case OpKind::grad_ready: return "grad_ready";
-    case OpKind::grad_wait: return "grad_wait";
-    case OpKind::gather_issue: return "gather_issue";
-    case OpKind::gather_wait: return "gather_wait";
+    case OpKind::compute:
+      return "compute";
+    case OpKind::collective:
+      return "collective";
+    case OpKind::send:
+      return "send";
+    case OpKind::recv:
+      return "recv";
+    case OpKind::grad_ready:
+      return "grad_ready";
+    case OpKind::grad_wait:
+      return "grad_wait";
+    case OpKind::gather_issue:
+      return "gather_issue";
+    case OpKind::gather_wait:
+      return "gather_wait";
   }
   return "?";
 }
@@ -384,7 +414,9 @@ double GradBucket::bytes() const {
   return b;
 }
 
-double grad_bytes_per_element(Dtype dtype) { return bytes_per_element(dtype); }
+double grad_bytes_per_element(Dtype dtype) {
+  return bytes_per_element(dtype);
+}
 
 double onebit_payload_bytes(double elements, int n) {
   constexpr double kBitsPerByte = 8;
@@ -550,7 +582,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
           }
           open_params += take;
           left -= take;
-          if (!w.compressed_phase && open_params * bytes_per >= tr.grad_bucket_bytes * (1 - 1e-12)) {
+          if (!w.compressed_phase &&
+              open_params * bytes_per >= tr.grad_bucket_bytes * (1 - 1e-12)) {
             close(unit, unit.name);
           }
         }
@@ -566,7 +599,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
       bkt.id = static_cast<int>(prog.buckets.size());
       bkt.chunk = stage == 0 ? 0 : v - 1;
       bkt.params = counts.embedding / par.tp;
-      bkt.calls = {{CollKind::all_reduce, bkt.params * grad_bytes_per_element(emb_dtype), emb_dtype}};
+      bkt.calls = {
+          {CollKind::all_reduce, bkt.params * grad_bytes_per_element(emb_dtype), emb_dtype}};
       bkt.group = Group::embedding;
       bkt.label = "tied embedding gradients";
       embedding_sync_bucket = bkt.id;
@@ -583,7 +617,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
           ParamGather g;
           g.id = static_cast<int>(prog.gathers.size());
           g.params = unit.params;
-          g.call = {CollKind::all_gather, unit.params * bytes_per_element(param_dtype), param_dtype};
+          g.call = {CollKind::all_gather, unit.params * bytes_per_element(param_dtype),
+                    param_dtype};
           g.label = unit.name + " parameters";
           zero3_gather[{c, unit.name}] = g.id;
           prog.gathers.push_back(std::move(g));
@@ -657,7 +692,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     const std::vector<PassSlot> order = pipeline_order(par.schedule, p, stage, m, v);
     std::vector<int> last_backward_mb(static_cast<std::size_t>(v), -1);
     for (const auto& slot : order) {
-      if (slot.kind == PassKind::backward) last_backward_mb[static_cast<std::size_t>(slot.chunk)] = slot.micro_batch;
+      if (slot.kind == PassKind::backward)
+        last_backward_mb[static_cast<std::size_t>(slot.chunk)] = slot.micro_batch;
     }
     const bool reduce_inline = tr.overlap_grad_reduce && !w.compressed_phase;
     std::vector<std::pair<int, int>> deferred;  // (bucket, micro_batch) launched after backward
@@ -699,7 +735,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
       auto zero3_before = [&](std::size_t i) {
         if (zero != 3) return;
         auto issue = [&](std::size_t k) {
-          emit(OpKind::gather_issue, pk, zero3_id(c, *pass_units[k]), mb, c, vs, pass_units[k]->layer);
+          emit(OpKind::gather_issue, pk, zero3_id(c, *pass_units[k]), mb, c, vs,
+               pass_units[k]->layer);
         };
         if (tr.overlap_param_gather) {
           if (i == 0) issue(0);
@@ -754,7 +791,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
           op.bytes = message_bytes;
           ops.push_back(op);
         }
-        const bool reducing = tr.reduce_per_micro_batch || mb == last_backward_mb[static_cast<std::size_t>(c)];
+        const bool reducing =
+            tr.reduce_per_micro_batch || mb == last_backward_mb[static_cast<std::size_t>(c)];
         for (std::size_t i = 0; i < n_units; ++i) {
           const GradUnit& unit = *pass_units[i];
           zero3_before(i);
@@ -800,12 +838,13 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     // After the last backward: 1-bit Adam compression, deferred reductions, tied-embedding sync.
     if (w.compressed_phase) {
       const double elements = prog.params;
-      const OpCost comp = compute.memory_op(
-          kOnebitErrorFeedbackBytesPerElement * elements * (1.0 + 1.0 / dp_ranks));
+      const OpCost comp = compute.memory_op(kOnebitErrorFeedbackBytesPerElement * elements *
+                                            (1.0 + 1.0 / dp_ranks));
       emit_compute(ComputeKind::compression, comp, -1, -1);
     }
     for (const auto& [bid, dmb] : deferred) {
-      emit(OpKind::grad_ready, PassKind::backward, bid, dmb, prog.buckets[static_cast<std::size_t>(bid)].chunk, -1, -1);
+      emit(OpKind::grad_ready, PassKind::backward, bid, dmb,
+           prog.buckets[static_cast<std::size_t>(bid)].chunk, -1, -1);
     }
     if (embedding_sync_bucket >= 0) {
       emit(OpKind::grad_ready, PassKind::backward, embedding_sync_bucket, -1, -1, -1, -1);
@@ -819,8 +858,10 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
 
     // ZeRO-1/2 without overlap: gather the updated parameters now and wait.
     if (zero >= 1 && zero < 3 && !tr.overlap_param_gather) {
-      for (const auto& g : prog.gathers) emit(OpKind::gather_issue, PassKind::forward, g.id, -1, -1, -1, -1);
-      for (const auto& g : prog.gathers) emit(OpKind::gather_wait, PassKind::forward, g.id, -1, -1, -1, -1);
+      for (const auto& g : prog.gathers)
+        emit(OpKind::gather_issue, PassKind::forward, g.id, -1, -1, -1, -1);
+      for (const auto& g : prog.gathers)
+        emit(OpKind::gather_wait, PassKind::forward, g.id, -1, -1, -1, -1);
     }
 
     w.stages.push_back(std::move(prog));

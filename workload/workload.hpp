@@ -73,10 +73,10 @@ struct Op {
   OpKind kind = OpKind::compute;
   ComputeKind compute = ComputeKind::forward;
   PassKind pass = PassKind::forward;  // the pass an op belongs to
-  double time_s = 0;  // compute: duration on a healthy GPU
-  double flops = 0;   // compute: FLOPs the kernels execute
-  double bytes = 0;   // send/recv: bytes each TP rank sends
-  int index = -1;     // collective: Workload::collectives; grad_*: bucket; gather_*: gather
+  double time_s = 0;                  // compute: duration on a healthy GPU
+  double flops = 0;                   // compute: FLOPs the kernels execute
+  double bytes = 0;                   // send/recv: bytes each TP rank sends
+  int index = -1;  // collective: Workload::collectives; grad_*: bucket; gather_*: gather
   int micro_batch = -1;
   int chunk = -1;          // model chunk on this pipeline rank
   int virtual_stage = -1;  // of this op (send/recv: the receiving virtual stage)
@@ -122,13 +122,13 @@ struct ParamGather {
 // The program of one GPU of pipeline rank `stage`.
 struct StageProgram {
   int stage = 0;
-  int layers = 0;                 // Transformer layers on this rank (all chunks)
-  double params = 0;              // parameters on one GPU of this rank (before ZeRO sharding)
+  int layers = 0;     // Transformer layers on this rank (all chunks)
+  double params = 0;  // parameters on one GPU of this rank (before ZeRO sharding)
   std::vector<Op> ops;
   std::vector<GradBucket> buckets;
   std::vector<ParamGather> gathers;
-  double compute_s = 0;           // sum of compute op times on a healthy GPU
-  double executed_flops = 0;      // sum of compute op FLOPs (causal attention counted halved)
+  double compute_s = 0;       // sum of compute op times on a healthy GPU
+  double executed_flops = 0;  // sum of compute op FLOPs (causal attention counted halved)
 };
 
 // Options of a workload build.
@@ -143,9 +143,9 @@ struct Workload {
   int micro_batches = 1;
   double tokens_per_step = 0;
   bool compressed_phase = false;
-  std::vector<StageProgram> stages;       // one per pipeline rank
-  std::vector<Collective> collectives;    // distinct TP/CP collectives
-  std::vector<std::string> notes;         // modelling choices worth reporting
+  std::vector<StageProgram> stages;     // one per pipeline rank
+  std::vector<Collective> collectives;  // distinct TP/CP collectives
+  std::vector<std::string> notes;       // modelling choices worth reporting
 };
 
 // Builds the programs of one training step. Preconditions: `scenario` passed

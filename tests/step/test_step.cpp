@@ -86,7 +86,8 @@ TEST_CASE("A single-GPU step takes exactly the time of its kernels") {
 }
 
 TEST_CASE("With free communication the 1F1B bubble is (p - 1) / (m + p - 1) of the step") {
-  const auto [p, m] = GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
+  const auto [p, m] =
+      GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
   nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
   j["training"]["global_batch"] = m;
   const Scenario s = load(j);
@@ -142,6 +143,16 @@ TEST_CASE("FP8 gradients put half the BF16 gradient bytes on the network") {
   const double fp8 = nic_bytes(run(load(j)));
   REQUIRE(bf16 > 0);
   CHECK(fp8 == Approx(bf16 / 2).epsilon(0.01));
+}
+
+TEST_CASE("Every rank's time splits into the reported parts of the step") {
+  nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
+  j["parallelism"]["zero_stage"] = GENERATE(1, 3);
+  const auto r = run(load(j));
+  REQUIRE(r.completed);
+  CHECK(r.breakdown.total() == Approx(r.step_time_s));
+  for (const auto& c : r.ranks) CHECK(c.breakdown.total() == Approx(r.step_time_s));
+  CHECK(r.comm_fraction == Approx(r.breakdown.comm() / r.step_time_s));
 }
 
 TEST_CASE("The same scenario always gives the same numbers") {

@@ -20,15 +20,9 @@ inline nlohmann::json scenario_json(const std::string& relative) {
 
 // A small dense model (GPT-like shapes) that keeps tests fast.
 inline nlohmann::json small_model() {
-  return {{"name", "test-small"},
-          {"num_layers", 8},
-          {"hidden_size", 1024},
-          {"num_attention_heads", 8},
-          {"num_kv_heads", 8},
-          {"ffn_hidden_size", 4096},
-          {"vocab_size", 32000},
-          {"max_seq_len", 2048},
-          {"ffn", "gelu"},
+  return {{"name", "test-small"},     {"num_layers", 8},     {"hidden_size", 1024},
+          {"num_attention_heads", 8}, {"num_kv_heads", 8},   {"ffn_hidden_size", 4096},
+          {"vocab_size", 32000},      {"max_seq_len", 2048}, {"ffn", "gelu"},
           {"norm", "layernorm"}};
 }
 
@@ -38,8 +32,8 @@ inline nlohmann::json small_scenario(int gpus, int dp, int tp, int pp) {
   j["name"] = "test";
   j["model"] = small_model();
   j["gpus"] = gpus;
-  j["parallelism"] = {{"dp", dp}, {"tp", tp}, {"pp", pp}, {"zero_stage", 0},
-                      {"sequence_parallel", tp > 1}};
+  j["parallelism"] = {
+      {"dp", dp}, {"tp", tp}, {"pp", pp}, {"zero_stage", 0}, {"sequence_parallel", tp > 1}};
   j["training"]["seq_len"] = 1024;
   j["training"]["global_batch"] = dp * 8;
   j["comm"]["fp32_layer_groups"] = nlohmann::json::array();

@@ -15,8 +15,12 @@ using clustersim::test::small_scenario;
 
 namespace {
 
-PassSlot F(int mb, int c = 0) { return {PassKind::forward, mb, c}; }
-PassSlot B(int mb, int c = 0) { return {PassKind::backward, mb, c}; }
+PassSlot F(int mb, int c = 0) {
+  return {PassKind::forward, mb, c};
+}
+PassSlot B(int mb, int c = 0) {
+  return {PassKind::backward, mb, c};
+}
 
 int count_ops(const StageProgram& prog, OpKind kind) {
   int n = 0;
@@ -37,8 +41,8 @@ double dp_bytes(const Workload& w) {
 TEST_CASE("1F1B runs p - s - 1 warm-up forwards, then alternates, then drains") {
   // p = 4, m = 6. Stage 0: 3 warm-up forwards; stage 3 (last): none.
   const auto s0 = pipeline_order(PipelineSchedule::one_f_one_b, 4, 0, 6, 1);
-  const std::vector<PassSlot> want0 = {F(0), F(1), F(2), F(3), B(0), F(4), B(1),
-                                       F(5), B(2), B(3), B(4), B(5)};
+  const std::vector<PassSlot> want0 = {F(0), F(1), F(2), F(3), B(0), F(4),
+                                       B(1), F(5), B(2), B(3), B(4), B(5)};
   CHECK(s0 == want0);
   const auto s3 = pipeline_order(PipelineSchedule::one_f_one_b, 4, 3, 6, 1);
   const std::vector<PassSlot> want3 = {F(0), B(0), F(1), B(1), F(2), B(2),
@@ -64,12 +68,12 @@ TEST_CASE("Interleaved 1F1B follows Megatron-LM's chunk and micro-batch order") 
 }
 
 TEST_CASE("Every schedule runs each micro-batch's forward and backward once per chunk") {
-  const auto [schedule, p, m, v] = GENERATE(
-      std::make_tuple(PipelineSchedule::gpipe, 4, 7, 1),
-      std::make_tuple(PipelineSchedule::one_f_one_b, 4, 3, 1),
-      std::make_tuple(PipelineSchedule::one_f_one_b, 8, 16, 1),
-      std::make_tuple(PipelineSchedule::interleaved, 4, 8, 3),
-      std::make_tuple(PipelineSchedule::interleaved, 4, 4, 2));
+  const auto [schedule, p, m, v] =
+      GENERATE(std::make_tuple(PipelineSchedule::gpipe, 4, 7, 1),
+               std::make_tuple(PipelineSchedule::one_f_one_b, 4, 3, 1),
+               std::make_tuple(PipelineSchedule::one_f_one_b, 8, 16, 1),
+               std::make_tuple(PipelineSchedule::interleaved, 4, 8, 3),
+               std::make_tuple(PipelineSchedule::interleaved, 4, 4, 2));
   for (int stage = 0; stage < p; ++stage) {
     std::map<std::tuple<int, int, int>, int> seen;
     std::map<std::pair<int, int>, bool> forwarded;
@@ -97,7 +101,8 @@ TEST_CASE("A layer's forward GEMMs on one TP rank do 1/tp of the model's GEMM FL
   CHECK(c.forward_attention_flops * tp == Approx(4.0 * 1024 * 1024 * 1024 / 2));
   // And the analytic model agrees on the uncausal figure.
   const auto f = models::forward_flops_per_token(s.model, 1024);
-  CHECK(c.forward_gemm_flops * tp == Approx((f.attention_projections_per_layer + f.mlp_per_layer) * 1024));
+  CHECK(c.forward_gemm_flops * tp ==
+        Approx((f.attention_projections_per_layer + f.mlp_per_layer) * 1024));
   // Backward GEMMs: twice the forward (dgrad + wgrad); attention backward 2.5x.
   CHECK(c.backward.flops == Approx(2 * c.forward_gemm_flops + 2.5 * c.forward_attention_flops));
 }
@@ -115,8 +120,10 @@ TEST_CASE("Every pipeline send has exactly one matching receive") {
   std::map<std::tuple<int, int, int>, int> balance;  // (pass, mb, receiving vstage)
   for (const auto& st : w.stages) {
     for (const auto& op : st.ops) {
-      if (op.kind == OpKind::send) ++balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
-      if (op.kind == OpKind::recv) --balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+      if (op.kind == OpKind::send)
+        ++balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+      if (op.kind == OpKind::recv)
+        --balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
     }
   }
   // Forward and backward messages across pp*vpp - 1 boundaries for each of 8 micro-batches.
