@@ -204,6 +204,8 @@ class StepRun {
   const std::optional<HangReport>& hang() const { return hang_; }
   std::vector<TraceSlice>& trace() { return trace_; }
   double tp_nvlink_bytes() const { return tp_nvlink_bytes_; }
+  // Rails of the TP ranks' data-parallel groups when only the first group is simulated.
+  const std::vector<int>& symmetric_rails() const { return rails_; }
   double unsimulated_bytes(topologies::LinkClass c) const {
     return unsimulated_bytes_[static_cast<std::size_t>(c)];
   }
@@ -305,6 +307,38 @@ class StepRun {
         }
       }
     }
+    detect_rail_symmetry();
+  }
+
+  // Shortcut 4: on a rail-optimized fabric with GPUDirect (GPU -> own NIC -> rail leaf), a
+  // data-parallel group whose GPUs all sit at the same local index, one per node, keeps all its
+  // traffic on that rail's links. When the TP ranks' groups occupy distinct rails they share no
+  // link and, with no link fault to tell them apart, behave identically: simulating the first
+  // one is exact, and the others' bytes are added to the link statistics.
+  void detect_rail_symmetry() {
+    rails_.clear();
+    const auto& g = sim_.graph();
+    const ClusterSpec& spec = g.spec();
+    if (opt_.exact || !opt_.symmetric_rails || tp_ < 2 || !opt_.faults.links.empty() ||
+        !spec.rail_optimized || g.has_hosts()) {
+      return;
+    }
+    const int gpn = spec.gpus_per_node;
+    std::vector<int> rails;
+    for (int st = 0; st < p_; ++st) {
+      std::set<int> used;
+      for (int t = 0; t < tp_; ++t) {
+        const auto& gpus = dp_groups_[static_cast<std::size_t>(st)][static_cast<std::size_t>(t)];
+        std::set<int> nodes;
+        const int local = gpus.front() % gpn;
+        for (int gpu : gpus) {
+          if (gpu % gpn != local || !nodes.insert(gpu / gpn).second) return;
+        }
+        if (!used.insert(local).second) return;
+        if (st == 0) rails.push_back(local);
+      }
+    }
+    rails_ = rails;
   }
 
   void build_streams() {
@@ -528,7 +562,9 @@ class StepRun {
 
   std::vector<std::vector<int>> groups_for(const Stream& st, Group g) const {
     if (g == Group::embedding) return embedding_groups_;
-    return dp_groups_[static_cast<std::size_t>(st.stage)];
+    const auto& all = dp_groups_[static_cast<std::size_t>(st.stage)];
+    if (!rails_.empty()) return {all.front()};  // shortcut 4
+    return all;
   }
 
   void run_stream(Stream& st) {
@@ -866,6 +902,7 @@ class StepRun {
   std::vector<ClassInfo> classes_;
   std::vector<std::vector<std::vector<int>>> dp_groups_;  // [stage][tp rank] -> gpus
   std::vector<std::vector<int>> embedding_groups_;
+  std::vector<int> rails_;  // non-empty: shortcut 4 active (rail of each TP rank's DP group)
   std::deque<Stream> reduce_, gather_;  // per stage (deque: Stream is move-only)
   Stream embedding_;
   std::vector<double> coll_time_;
@@ -977,8 +1014,28 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     r.bubble_fraction = r.breakdown.bubble_s / step;
   }
 
-  // Links: simulated flows, plus the NVLink bytes of TP collectives costed once.
+  // Links: simulated flows, plus the NVLink bytes of TP collectives costed once, plus the
+  // data-parallel bytes of the rails shortcut 4 left out: the simulated rail carries pipeline and
+  // gradient traffic, the next rail the same pipeline traffic only, so their difference is the
+  // gradient traffic each left-out rail would have carried.
   const LinkUsageReport usage = sim.link_usage();
+  std::array<double, topologies::kNumLinkClasses> rail_extra{};
+  if (const auto& rails = run.symmetric_rails(); rails.size() > 1) {
+    std::array<double, topologies::kNumLinkClasses> on_first{}, on_second{};
+    const auto& g = sim.graph();
+    for (const auto& lu : usage.links) {
+      const auto& link = g.link(lu.link);
+      const auto& a = g.vertex(link.a);
+      const int rail = a.kind == topologies::VertexKind::gpu ? a.local : a.rail;
+      const auto k = static_cast<std::size_t>(lu.cls);
+      if (rail == rails[0]) on_first[k] += lu.bytes_up + lu.bytes_down;
+      if (rail == rails[1]) on_second[k] += lu.bytes_up + lu.bytes_down;
+    }
+    for (std::size_t k = 0; k < rail_extra.size(); ++k) {
+      rail_extra[k] =
+          static_cast<double>(rails.size() - 1) * std::max(0.0, on_first[k] - on_second[k]);
+    }
+  }
   for (const auto& c : usage.classes) {
     LinkClassReport lc;
     lc.link_class = link_class_name(c.cls);
@@ -987,7 +1044,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     lc.peak_link_utilisation = c.peak_link_utilisation;
     lc.peak_link = c.peak_link;
     if (c.cls == topologies::LinkClass::nvlink && !opt.exact) lc.bytes += run.tp_nvlink_bytes();
-    lc.bytes += run.unsimulated_bytes(c.cls);
+    lc.bytes += run.unsimulated_bytes(c.cls) + rail_extra[static_cast<std::size_t>(c.cls)];
     lc.utilisation = c.capacity_Bps > 0 && step > 0 ? lc.bytes / (c.capacity_Bps * step) : 0;
     r.links.push_back(std::move(lc));
   }
@@ -1026,6 +1083,11 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
     r.notes.push_back(
         "tensor/context-parallel collectives costed once on an idle node and reused "
         "(their NVLink bytes are added to the nvlink utilisation)");
+    if (run.symmetric_rails().size() > 1) {
+      r.notes.push_back("the " + std::to_string(run.symmetric_rails().size()) +
+                        " tensor-parallel ranks' data-parallel groups run on separate rails: the "
+                        "first is simulated, the others' bytes are added to the link statistics");
+    }
     if (run.classes().size() < static_cast<std::size_t>(w.dp)) {
       r.notes.push_back(std::string("data-parallel replicas without faults share one pipeline "
                                     "timeline; their gradient traffic is simulated in full, ") +

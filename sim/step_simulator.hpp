@@ -3,9 +3,10 @@
 // The step's programs (workload/workload.hpp) are replayed on the SimGrid engine of
 // sim/simulation.hpp: one actor per pipeline stage of each data-parallel replica class,
 // compute as timed waits (a slowed GPU stretches its work), pipeline messages as point-to-point
-// flows for every replica and tensor-parallel rank, gradient reductions and ZeRO gathers as
-// collectives over every data-parallel group at once on the real fabric, so that DP, PP (and
-// cross-node TP) traffic contend inside the simulation.
+// flows (rendezvous: data moves once both sides have posted), gradient reductions and ZeRO
+// gathers as NCCL collectives over all data-parallel groups at once on the real fabric, so that
+// DP and PP traffic contend inside the simulation. A collective that crosses a down link stalls;
+// NCCL reports it after NCCL_IB_TIMEOUT and its retries (NcclSettings::ib_hang_detection_s).
 //
 // Shortcuts that keep a 1024-GPU step under a second (each can be switched off with
 // StepOptions::exact, and tests/step compares both on a small case):
@@ -18,6 +19,9 @@
 //   3. Gradient buckets (and ZeRO-1/2 parameter buckets) that are ready while the previous
 //      NCCL call on their stream still runs are sent as one call of at most 1/merge_parts of the
 //      stage's bytes; the latency of the calls merged away is added back.
+//   4. Rails: on a rail-optimized fabric the TP ranks' data-parallel groups use disjoint links
+//      (one rail each); only the first is simulated and the others' bytes are added to the
+//      link statistics (StepOptions::symmetric_rails = false simulates them all).
 //
 // SimGrid 3.32 allows one engine per process (sim/platform.hpp): simulate_step() may be called
 // once per process; simulate_step_isolated() forks and may be called any number of times.
@@ -43,6 +47,8 @@ struct StepOptions {
   bool exact = false;
   // Simulate the pipeline transfers of every replica of a class, not only its first one.
   bool pp_all_replicas = false;
+  // Simulate one rail's data-parallel group when the groups of the TP ranks are link-disjoint.
+  bool symmetric_rails = true;
   // 1-bit Adam: simulate only this phase (false = full-precision warm-up, true = compressed).
   // simulate_step() simulates both phases for onebit_adam scenarios unless `single_phase`.
   bool compressed_phase = false;
