@@ -27,13 +27,20 @@ std::string tail(const std::string& text) {
 }
 
 // Numbers of `object` into `into`, nested objects one level deep as "outer.inner".
+// Timings of the evaluator itself vary from run to run; records hold only what the scenario
+// determines, so that the same sweep always writes the same results.
+bool is_wall_time(const std::string& key) {
+  return key.find("wall_time") != std::string::npos || key == "wall_s";
+}
+
 void collect_numbers(const json& object, json& into, const std::string& prefix) {
   for (const auto& [key, value] : object.items()) {
+    if (is_wall_time(key)) continue;
     if (value.is_number()) {
       into[prefix + key] = value;
     } else if (value.is_object() && prefix.empty() && key != "breakdown") {
       for (const auto& [k2, v2] : value.items()) {
-        if (v2.is_number()) into[key + "." + k2] = v2;
+        if (v2.is_number() && !is_wall_time(k2)) into[key + "." + k2] = v2;
       }
     }
   }
@@ -57,8 +64,7 @@ const std::vector<std::string>& evaluator_names() {
   return names;
 }
 
-std::vector<std::string> evaluator_argv(const std::string& executable,
-                                        const std::string& evaluator,
+std::vector<std::string> evaluator_argv(const std::string& executable, const std::string& evaluator,
                                         const std::string& scenario_path,
                                         const std::string& json_path) {
   if (evaluator != "run" && evaluator != "check") {
@@ -117,6 +123,7 @@ Evaluation interpret_child(const ProcessResult& result, const std::string& json_
   };
   const json memory = out.value("memory", json::object());
   const bool infeasible = is_false(out, "fits") || is_false(out, "feasible") ||
+                          is_false(out, "fits_in_memory") ||
                           (memory.is_object() && is_false(memory, "fits"));
   if (infeasible) {
     e.status = kStatusInfeasible;
@@ -129,13 +136,23 @@ Evaluation interpret_child(const ProcessResult& result, const std::string& json_
     }
     if (e.reason.empty()) {
       const double need = e.metrics.value("memory_per_gpu_GiB", -1.0);
-      const double usable = e.metrics.value("usable_GiB", -1.0);
+      const double usable =
+          e.metrics.value("usable_GiB", e.metrics.value("memory_usable_GiB", -1.0));
       e.reason = "does not fit in GPU memory";
       if (need >= 0 && usable >= 0) {
         e.reason = memory_verdict(need, usable);
       } else if (need >= 0) {
         e.reason += ": needs " + fixed2(need) + " GiB per GPU";
       }
+    }
+    return e;
+  }
+  if (is_false(out, "completed")) {
+    // The step never finished (a collective hung on a failed link, say).
+    e.status = kStatusFailed;
+    e.reason = "the simulated step did not complete";
+    if (const auto hang = out.find("hang"); hang != out.end() && hang->is_object()) {
+      e.reason += ": " + hang->value("cause", std::string("hang"));
     }
     return e;
   }

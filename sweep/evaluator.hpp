@@ -26,15 +26,14 @@ const std::vector<std::string>& evaluator_names();
 
 // argv of the child that evaluates the scenario file `scenario_path` with `evaluator` and
 // writes its JSON to `json_path`. Throws std::invalid_argument for an unknown evaluator name.
-std::vector<std::string> evaluator_argv(const std::string& executable,
-                                        const std::string& evaluator,
+std::vector<std::string> evaluator_argv(const std::string& executable, const std::string& evaluator,
                                         const std::string& scenario_path,
                                         const std::string& json_path);
 
 // What one evaluation produced.
 struct Evaluation {
-  std::string status;     // kStatus* of results.hpp
-  std::string reason;     // for non-ok statuses
+  std::string status;                                   // kStatus* of results.hpp
+  std::string reason;                                   // for non-ok statuses
   nlohmann::json metrics = nlohmann::json::object();    // numbers by name
   nlohmann::json breakdown = nlohmann::json::object();  // seconds per step by component
   std::vector<std::string> warnings;

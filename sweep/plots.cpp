@@ -28,7 +28,9 @@ double parameter(const SweepRecord& r, const char* name) {
   return (it != r.parameters.end() && it->is_number()) ? it->get<double>() : 0;
 }
 
-std::string series_name(const SweepRecord& r) { return r.series.empty() ? r.label : r.series; }
+std::string series_name(const SweepRecord& r) {
+  return r.series.empty() ? r.label : r.series;
+}
 
 std::string mfu_vs_gpus(const std::vector<const SweepRecord*>& ok, int max_series) {
   // Best MFU per (series, GPU count); series ranked by their best MFU.
@@ -44,7 +46,8 @@ std::string mfu_vs_gpus(const std::vector<const SweepRecord*>& ok, int max_serie
   for (const auto& [s, v] : best) order.push_back(s);
   std::stable_sort(order.begin(), order.end(),
                    [&](const std::string& a, const std::string& b) { return best[a] > best[b]; });
-  if (static_cast<int>(order.size()) > max_series) order.resize(static_cast<std::size_t>(max_series));
+  if (static_cast<int>(order.size()) > max_series)
+    order.resize(static_cast<std::size_t>(max_series));
   std::vector<svg::Series> series;
   for (const auto& s : order) {
     svg::Series line;
@@ -56,7 +59,8 @@ std::string mfu_vs_gpus(const std::vector<const SweepRecord*>& ok, int max_serie
   svg::Axes axes;
   axes.title = "MFU against GPU count, per layout";
   if (static_cast<int>(best.size()) > max_series) {
-    axes.title += " (best " + std::to_string(max_series) + " of " + std::to_string(best.size()) + ")";
+    axes.title +=
+        " (best " + std::to_string(max_series) + " of " + std::to_string(best.size()) + ")";
   }
   axes.x_label = "GPUs";
   axes.y_label = "MFU (%)";
@@ -137,9 +141,8 @@ std::vector<std::string> write_plots(const std::vector<SweepRecord>& records,
     written.push_back(path);
   };
   put("mfu_vs_gpus.svg", mfu_vs_gpus(ok, max_series));
-  const bool any_breakdown = std::any_of(ok.begin(), ok.end(), [](const SweepRecord* r) {
-    return !r->breakdown.empty();
-  });
+  const bool any_breakdown =
+      std::any_of(ok.begin(), ok.end(), [](const SweepRecord* r) { return !r->breakdown.empty(); });
   if (any_breakdown) put("breakdown.svg", breakdown_bars(ok, max_bars));
   const bool any_memory = std::any_of(ok.begin(), ok.end(), [](const SweepRecord* r) {
     return r->has_metric("memory_per_gpu_GiB");

@@ -15,7 +15,6 @@ namespace clustersim::sweep {
 //   mfu_vs_memory.svg   MFU against memory per GPU, one colour per ZeRO stage
 // Returns the paths written (none when no record is ok with an MFU).
 std::vector<std::string> write_plots(const std::vector<SweepRecord>& records,
-                                     const std::string& dir, int max_series = 8,
-                                     int max_bars = 12);
+                                     const std::string& dir, int max_series = 8, int max_bars = 12);
 
 }  // namespace clustersim::sweep

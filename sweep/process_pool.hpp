@@ -22,20 +22,20 @@ struct ProcessJob {
 };
 
 struct ProcessResult {
-  int exit_code = -1;     // exit status, or -1 when killed by a signal
-  int term_signal = 0;    // the signal that ended the child, 0 if it exited
+  int exit_code = -1;   // exit status, or -1 when killed by a signal
+  int term_signal = 0;  // the signal that ended the child, 0 if it exited
   bool timed_out = false;
   bool spawn_failed = false;
-  std::string out;        // everything the child wrote to stdout
-  std::string err;        // and to stderr
+  std::string out;  // everything the child wrote to stdout
+  std::string err;  // and to stderr
   double wall_s = 0;
   // "exit code 3", "killed by signal 9", "timed out after 60 s": for messages.
   std::string describe() const;
 };
 
 struct PoolOptions {
-  int parallel = 1;          // children at a time (>= 1)
-  double timeout_s = 0;      // per child; 0 = none. A child over time is killed (SIGKILL).
+  int parallel = 1;      // children at a time (>= 1)
+  double timeout_s = 0;  // per child; 0 = none. A child over time is killed (SIGKILL).
   // Set asynchronously (a signal handler) to stop: no new child starts, running ones are
   // killed and their results dropped.
   const volatile std::sig_atomic_t* stop = nullptr;

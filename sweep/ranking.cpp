@@ -44,6 +44,14 @@ double gpus_of(const SweepRecord& r) {
 }  // namespace
 
 std::string component_label(const std::string& component) {
+  // The step simulator's breakdown (sim/step_simulator.hpp TimeBreakdown): the blocking parts
+  // of communication, not the overlapped ones.
+  static const std::map<std::string, std::string> known = {
+      {"compute_s", "compute"},         {"tp_s", "exposed TP comm"},
+      {"pp_s", "PP transfer wait"},     {"dp_s", "exposed DP comm"},
+      {"bubble_s", "pipeline bubble"},  {"optimizer_s", "optimizer"},
+      {"idle_s", "idle (slowest rank)"}};
+  if (const auto it = known.find(component); it != known.end()) return it->second;
   std::string name = component;
   for (const char* suffix : {"_s", "_seconds"}) {
     const std::string s = suffix;
@@ -57,12 +65,11 @@ std::string component_label(const std::string& component) {
     std::size_t end = name.find('_', start);
     if (end == std::string::npos) end = name.size();
     std::string word = name.substr(start, end - start);
-    static const std::set<std::string> upper = {"dp", "tp", "pp", "cp", "ep", "sp", "mlp",
+    static const std::set<std::string> upper = {"dp",  "tp",   "pp",   "cp",  "ep",  "sp", "mlp",
                                                 "ffn", "gemm", "zero", "hbm", "nic", "ib"};
     if (upper.count(word)) {
-      std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) {
-        return static_cast<char>(std::toupper(c));
-      });
+      std::transform(word.begin(), word.end(), word.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
     }
     if (!word.empty()) out += (out.empty() ? "" : " ") + word;
     start = end + 1;
@@ -104,18 +111,41 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
   if (deltas.empty()) return "";
   std::stable_sort(deltas.begin(), deltas.end(),
                    [](const Delta& a, const Delta& b) { return a.per_token > b.per_token; });
+  // With the same GPU count and batch, seconds per step compare directly; otherwise only the
+  // GPU-time per token does.
+  const bool same_shape = gpus_of(runner_up) == gpus_of(winner) &&
+                          std::fabs(tokens_per_step(runner_up) - tokens_per_step(winner)) <=
+                              1e-9 * tokens_per_step(winner);
   auto describe = [&](const Delta& d) {
-    std::string s = component_label(d.name) + " " + fmt("%+.3f", d.step_s) + " s/step";
-    if (winner_total > 0) s += " (" + fmt("%+.1f", 100 * d.per_token / winner_total) + "%)";
-    return s;
+    const std::string share =
+        winner_total > 0 ? fmt("%+.1f", 100 * d.per_token / winner_total) + "%" : "";
+    if (same_shape) {
+      std::string s = component_label(d.name) + " " + fmt("%+.3f", d.step_s) + " s/step";
+      return share.empty() ? s : s + " (" + share + ")";
+    }
+    return component_label(d.name) + " " + (share.empty() ? "more" : share) + " GPU-time per token";
   };
   std::string out = describe(deltas[0]);
+  // More compute for the same work comes from recomputation or from the GEMM shapes that the
+  // micro-batch size and tp give; name the parameter that differs.
+  if (deltas[0].name.find("compute") != std::string::npos) {
+    for (const char* p : {"recompute", "micro_batch", "tp"}) {
+      const json a = runner_up.parameters.value(p, json());
+      const json b = winner.parameters.value(p, json());
+      if (a != b && !a.is_null() && !b.is_null()) {
+        const auto text = [](const json& v) {
+          return v.is_string() ? v.get<std::string>() : v.dump();
+        };
+        out += std::string(" (") + p + " " + text(a) + " vs " + text(b) + ")";
+        break;
+      }
+    }
+  }
   if (deltas.size() > 1 && deltas[1].per_token >= kSecondReasonShare * deltas[0].per_token) {
     out += ", " + describe(deltas[1]);
   }
   if (gpus_of(runner_up) != gpus_of(winner)) {
-    out += "; " + fmt("%.0f", gpus_of(runner_up)) + " vs " + fmt("%.0f", gpus_of(winner)) +
-           " GPUs";
+    out += "; " + fmt("%.0f", gpus_of(runner_up)) + " vs " + fmt("%.0f", gpus_of(winner)) + " GPUs";
   }
   return out;
 }
@@ -126,7 +156,8 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
     if (r.status == kStatusOk) ok.push_back(&r);
   }
   auto any = [&](const char* metric) {
-    return std::any_of(ok.begin(), ok.end(), [&](const SweepRecord* r) { return r->has_metric(metric); });
+    return std::any_of(ok.begin(), ok.end(),
+                       [&](const SweepRecord* r) { return r->has_metric(metric); });
   };
   std::vector<Ranking> out;
   auto add = [&](const std::string& title, const std::string& metric, bool higher) {
@@ -174,8 +205,8 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
 std::string format_summary(const std::vector<SweepRecord>& records, int top) {
   std::map<std::string, std::size_t> counts;
   for (const auto& r : records) ++counts[r.status];
-  std::string out = std::to_string(records.size()) + " points: " +
-                    std::to_string(counts[kStatusOk]) + " ok, " +
+  std::string out = std::to_string(records.size()) +
+                    " points: " + std::to_string(counts[kStatusOk]) + " ok, " +
                     std::to_string(counts[kStatusInvalid]) + " invalid, " +
                     std::to_string(counts[kStatusInfeasible]) + " infeasible (memory), " +
                     std::to_string(counts[kStatusFailed]) + " failed\n";
@@ -191,7 +222,8 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top) {
   }
   std::size_t label_width = 6;
   for (const auto& ranking : rankings) {
-    for (const auto& row : ranking.rows) label_width = std::max(label_width, row.record->label.size());
+    for (const auto& row : ranking.rows)
+      label_width = std::max(label_width, row.record->label.size());
   }
   for (const auto& ranking : rankings) {
     out += "\n" + ranking.title + ":\n";
@@ -210,8 +242,7 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top) {
              pad(metric_or_dash("time_to_train_days", "%.1f d", 1), 10) +
              pad(metric_or_dash("gpu_hours", "%.3g", 1), 11) +
              pad(metric_or_dash("cost_usd", "$%.3g", 1), 11) +
-             pad(metric_or_dash("memory_per_gpu_GiB", "%.1f GiB", 1), 10) + row.why_behind +
-             "\n";
+             pad(metric_or_dash("memory_per_gpu_GiB", "%.1f GiB", 1), 10) + row.why_behind + "\n";
     }
   }
   return out;

@@ -10,8 +10,8 @@ namespace clustersim::sweep {
 
 struct RankedRow {
   const SweepRecord* record = nullptr;
-  double value = 0;       // the ranked metric
-  std::string why_behind; // runner-ups only: what costs them against the winner
+  double value = 0;        // the ranked metric
+  std::string why_behind;  // runner-ups only: what costs them against the winner
 };
 
 struct Ranking {
@@ -28,9 +28,10 @@ struct Ranking {
 std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int top);
 
 // Why `runner_up` is behind `winner`, from their step-time breakdowns compared as GPU-seconds
-// per token (so that different GPU counts compare fairly): the component that grew most,
-// e.g. "pipeline bubble +0.41 s/step (+23% GPU-time per token)", and the next one if it is
-// also large. Empty when either has no breakdown.
+// per token (so that different GPU counts compare fairly): the component that grew most, and
+// the next one if it is also large. With the same GPU count and batch:
+// "pipeline bubble +0.410 s/step (+23.0%)" (the share of the winner's step); otherwise
+// "exposed DP comm +8.0% GPU-time per token; 1024 vs 512 GPUs". Empty without breakdowns.
 std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner);
 
 // A readable name of a breakdown component: "exposed_dp_s" -> "exposed DP".

@@ -44,11 +44,21 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 forbids most control characters; keep tab and newlines.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
@@ -63,7 +73,9 @@ std::string xml_escape(const std::string& text) {
 
 }  // namespace
 
-Baseline load_baseline(const std::string& path) { return parse_baseline(JsonDocument::load(path)); }
+Baseline load_baseline(const std::string& path) {
+  return parse_baseline(JsonDocument::load(path));
+}
 
 Baseline parse_baseline(const JsonDocument& document) {
   const JsonNode root = document.root();
@@ -96,7 +108,8 @@ Baseline parse_baseline(const JsonDocument& document) {
                                    baseline_scenario_path(e.scenario) + ")");
     }
     for (const auto& earlier : b.entries) {
-      if (earlier.scenario == e.scenario) item.fail_at("scenario", "\"" + e.scenario + "\" is listed twice");
+      if (earlier.scenario == e.scenario)
+        item.fail_at("scenario", "\"" + e.scenario + "\" is listed twice");
     }
     if (const auto values = item.find("values")) {
       values->require_object();
@@ -124,7 +137,9 @@ std::string scenario_short_name(const std::string& scenario) {
   return fs::path(scenario).stem().string();
 }
 
-bool RegressReport::passed() const { return failures() == 0; }
+bool RegressReport::passed() const {
+  return failures() == 0;
+}
 
 std::size_t RegressReport::failures() const {
   std::size_t n = 0;
@@ -143,8 +158,10 @@ RegressReport compare_with_baseline(const Baseline& baseline,
       Comparison c;
       c.scenario = entry.scenario;
       c.metric = metric;
-      c.tolerance_pct = tolerance_override_pct.value_or(entry.tolerance_pct.value_or(baseline.tolerance_pct));
-      if (const auto it = entry.values.find(metric); it != entry.values.end()) c.baseline = it->second;
+      c.tolerance_pct =
+          tolerance_override_pct.value_or(entry.tolerance_pct.value_or(baseline.tolerance_pct));
+      if (const auto it = entry.values.find(metric); it != entry.values.end())
+        c.baseline = it->second;
       if (const auto it = e.metrics.find(metric); it != e.metrics.end() && it->is_number()) {
         c.current = it->get<double>();
       }
@@ -173,9 +190,10 @@ RegressReport compare_with_baseline(const Baseline& baseline,
 
 std::string format_report(const RegressReport& report) {
   std::size_t name_width = 8;
-  for (const auto& r : report.rows) name_width = std::max(name_width, scenario_short_name(r.scenario).size());
-  std::string out = "  " + pad("scenario", name_width + 2) + pad("metric", 14) + pad("baseline", 13) +
-                    pad("current", 13) + pad("change", 10) + "verdict\n";
+  for (const auto& r : report.rows)
+    name_width = std::max(name_width, scenario_short_name(r.scenario).size());
+  std::string out = "  " + pad("scenario", name_width + 2) + pad("metric", 14) +
+                    pad("baseline", 13) + pad("current", 13) + pad("change", 10) + "verdict\n";
   for (const auto& r : report.rows) {
     const std::string change = (r.baseline && r.current) ? fmt("%+.2f%%", r.change_pct) : "-";
     out += (r.pass ? "  " : "! ") + pad(scenario_short_name(r.scenario), name_width + 2) +
@@ -183,10 +201,10 @@ std::string format_report(const RegressReport& report) {
            pad(show(r.metric, r.current), 13) + pad(change, 10) +
            (r.pass ? "ok" : "FAIL: " + r.message) + "\n";
   }
-  out += report.passed() ? "regress: all " + std::to_string(report.rows.size()) +
-                               " checks within tolerance\n"
-                         : "regress: " + std::to_string(report.failures()) + " of " +
-                               std::to_string(report.rows.size()) + " checks failed\n";
+  out += report.passed()
+             ? "regress: all " + std::to_string(report.rows.size()) + " checks within tolerance\n"
+             : "regress: " + std::to_string(report.failures()) + " of " +
+                   std::to_string(report.rows.size()) + " checks failed\n";
   return out;
 }
 
@@ -196,11 +214,11 @@ std::string junit_xml(const RegressReport& report) {
     cases += "    <testcase classname=\"regress." + xml_escape(scenario_short_name(r.scenario)) +
              "\" name=\"" + xml_escape(r.metric) + "\" file=\"" + xml_escape(r.scenario) + "\">\n";
     if (!r.pass) {
-      cases += "      <failure message=\"" + xml_escape(scenario_short_name(r.scenario) + ": " +
-                                                      r.message) +
-               "\" type=\"regression\">" + xml_escape(r.scenario + " " + r.metric + ": baseline " +
-                                                      show(r.metric, r.baseline) + ", current " +
-                                                      show(r.metric, r.current)) +
+      cases += "      <failure message=\"" +
+               xml_escape(scenario_short_name(r.scenario) + ": " + r.message) +
+               "\" type=\"regression\">" +
+               xml_escape(r.scenario + " " + r.metric + ": baseline " + show(r.metric, r.baseline) +
+                          ", current " + show(r.metric, r.current)) +
                "</failure>\n";
     }
     cases += "    </testcase>\n";
@@ -228,8 +246,8 @@ json updated_baseline(const JsonDocument& original, const Baseline& baseline,
 }
 
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
-                                       const std::string& executable,
-                                       const std::string& evaluator, int jobs, double timeout_s) {
+                                       const std::string& executable, const std::string& evaluator,
+                                       int jobs, double timeout_s) {
   std::vector<Evaluation> out(paths.size());
   // The children's JSON goes to a private temporary directory, removed afterwards.
   std::string pattern = (fs::temp_directory_path() / "clustersim-regress-XXXXXX").string();

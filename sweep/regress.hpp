@@ -57,7 +57,7 @@ struct Comparison {
   double change_pct = 0;           // (current - baseline) / |baseline|, percent
   double tolerance_pct = 0;
   bool pass = false;
-  std::string message;             // why it failed
+  std::string message;  // why it failed
 };
 
 struct RegressReport {
@@ -86,7 +86,7 @@ nlohmann::json updated_baseline(const JsonDocument& original, const Baseline& ba
 
 // Evaluates scenario files in child processes, `jobs` at a time; results in input order.
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
-                                       const std::string& executable,
-                                       const std::string& evaluator, int jobs, double timeout_s);
+                                       const std::string& executable, const std::string& evaluator,
+                                       int jobs, double timeout_s);
 
 }  // namespace clustersim::sweep

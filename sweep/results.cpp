@@ -17,15 +17,27 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::vector<std::string> kParameterColumns = {
-    "gpus",       "dp",          "tp",         "pp",           "vpp",
-    "cp",         "micro_batch", "global_batch", "zero_stage", "recompute",
-    "sequence_parallel", "grad_dtype", "compression", "nics_per_node", "oversubscription",
-    "cluster",    "model"};
+const std::vector<std::string> kParameterColumns = {"gpus",
+                                                    "dp",
+                                                    "tp",
+                                                    "pp",
+                                                    "vpp",
+                                                    "cp",
+                                                    "micro_batch",
+                                                    "global_batch",
+                                                    "zero_stage",
+                                                    "recompute",
+                                                    "sequence_parallel",
+                                                    "grad_dtype",
+                                                    "compression",
+                                                    "nics_per_node",
+                                                    "oversubscription",
+                                                    "cluster",
+                                                    "model"};
 
-const std::vector<std::string> kMetricColumns = {
-    "step_time_s", "mfu",         "tokens_per_s",       "time_to_train_days",
-    "gpu_hours",   "cost_usd",    "memory_per_gpu_GiB", "hbm_GiB"};
+const std::vector<std::string> kMetricColumns = {"step_time_s",        "mfu",       "tokens_per_s",
+                                                 "time_to_train_days", "gpu_hours", "cost_usd",
+                                                 "memory_per_gpu_GiB", "hbm_GiB"};
 
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
@@ -188,7 +200,9 @@ std::string to_csv(const std::vector<SweepRecord>& records) {
   return out;
 }
 
-std::string csv_append_header() { return header_start() + ",breakdown,reason\n"; }
+std::string csv_append_header() {
+  return header_start() + ",breakdown,reason\n";
+}
 
 std::string csv_append_row(const SweepRecord& r) {
   std::string parts;
@@ -198,8 +212,12 @@ std::string csv_append_row(const SweepRecord& r) {
   return row_start(r) + "," + csv_field(parts) + "," + csv_field(r.reason) + "\n";
 }
 
-std::string jsonl_path(const std::string& dir) { return dir + "/results.jsonl"; }
-std::string csv_path(const std::string& dir) { return dir + "/results.csv"; }
+std::string jsonl_path(const std::string& dir) {
+  return dir + "/results.jsonl";
+}
+std::string csv_path(const std::string& dir) {
+  return dir + "/results.csv";
+}
 
 void write_results(const std::string& dir, const std::vector<SweepRecord>& records) {
   std::string lines;

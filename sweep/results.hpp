@@ -27,9 +27,9 @@ struct SweepRecord {
   std::string key;        // fnv1a64 of the evaluator and the resolved scenario (sweep_spec.hpp)
   std::size_t index = 0;  // the point's position in its sweep
   std::string status;
-  std::string reason;     // why a point is not ok ("" when ok)
-  std::string label;      // e.g. "DP64 TP8 PP2 mb1"
-  std::string series;     // the label without GPU count and dp (plots)
+  std::string reason;  // why a point is not ok ("" when ok)
+  std::string label;   // e.g. "DP64 TP8 PP2 mb1"
+  std::string series;  // the label without GPU count and dp (plots)
   nlohmann::json parameters = nlohmann::json::object();  // point_parameters()
   // Numbers: step_time_s, mfu, tokens_per_s, time_to_train_days, gpu_hours, cost_usd,
   // memory_per_gpu_GiB, hbm_GiB, ... (whatever the evaluator reports; absent when unknown).

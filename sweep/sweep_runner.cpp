@@ -196,8 +196,8 @@ std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint&
     return r;
   }
   try {
-    scenario = load_scenario(JsonDocument::parse(point.scenario.dump(),
-                                                 point_document_name(spec, point)));
+    scenario =
+        load_scenario(JsonDocument::parse(point.scenario.dump(), point_document_name(spec, point)));
   } catch (const ConfigError& e) {
     r.status = kStatusInvalid;
     r.reason = e.what();
@@ -226,7 +226,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   std::vector<SweepPoint> all = enumerate_points(spec);
   outcome.points_total = all.size();
-  const std::vector<SweepPoint> points = shard_points(std::move(all), options.shard, options.shards);
+  const std::vector<SweepPoint> points =
+      shard_points(std::move(all), options.shard, options.shards);
   outcome.points_in_shard = points.size();
   std::vector<std::string> keys;
   keys.reserve(points.size());
@@ -333,8 +334,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   pool.timeout_s = options.point_timeout_s;
   pool.stop = options.stop;
   pool.tick = [&] { progress.tick(); };
-  outcome.interrupted = !run_processes(next, finished, pool) ||
-                        (options.stop != nullptr && *options.stop != 0);
+  outcome.interrupted =
+      !run_processes(next, finished, pool) || (options.stop != nullptr && *options.stop != 0);
   progress.finish();
 
   std::vector<SweepRecord> records = latest_per_key(read_results(jsonl_path(dir), false).records);

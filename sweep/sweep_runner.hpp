@@ -26,22 +26,22 @@ namespace clustersim::sweep {
 struct SweepOptions {
   std::string out_dir;
   int jobs = 1;
-  int shard = 1;   // this shard, 1-based
-  int shards = 1;  // points with index % shards == shard - 1 belong to this shard
-  std::string executable;        // the clustersim binary that evaluates points
-  std::string evaluator = "run"; // evaluator.hpp
-  double point_timeout_s = 0;    // per evaluation; 0 = none
-  bool progress_bar = false;     // redraw a progress bar on `progress`
+  int shard = 1;                     // this shard, 1-based
+  int shards = 1;                    // points with index % shards == shard - 1 belong to this shard
+  std::string executable;            // the clustersim binary that evaluates points
+  std::string evaluator = "run";     // evaluator.hpp
+  double point_timeout_s = 0;        // per evaluation; 0 = none
+  bool progress_bar = false;         // redraw a progress bar on `progress`
   std::ostream* progress = nullptr;  // progress bar or, without a bar, a line per 10%
   const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler to stop
-  unsigned test_delay_ms = 0;    // test hook: each child waits this long before evaluating
+  unsigned test_delay_ms = 0;  // test hook: each child waits this long before evaluating
 };
 
 struct SweepOutcome {
-  std::size_t points_total = 0;     // in the whole sweep
+  std::size_t points_total = 0;  // in the whole sweep
   std::size_t points_in_shard = 0;
-  std::size_t already_done = 0;     // recorded by an earlier run
-  std::size_t evaluated = 0;        // children run by this call
+  std::size_t already_done = 0;                                 // recorded by an earlier run
+  std::size_t evaluated = 0;                                    // children run by this call
   std::size_t ok = 0, invalid = 0, infeasible = 0, failed = 0;  // over the shard's records
   bool interrupted = false;
   double wall_s = 0;

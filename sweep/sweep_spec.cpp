@@ -23,9 +23,10 @@ constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 constexpr std::size_t kMaxPoints = 50000;
 
 const std::vector<std::string> kAxisNames = {
-    "gpus",      "layouts",           "micro_batch", "global_batch",  "zero_stage",
-    "recompute", "sequence_parallel", "grad_dtype",  "compression",   "nics_per_node",
-    "oversubscription", "cluster",    "model"};
+    "gpus",        "layouts",       "micro_batch",       "global_batch",
+    "zero_stage",  "recompute",     "sequence_parallel", "grad_dtype",
+    "compression", "nics_per_node", "oversubscription",  "cluster",
+    "model"};
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -76,12 +77,11 @@ json load_preset_json(const std::string& folder, const std::string& name, const 
 
 json inline_cluster(json cluster, const JsonNode& where) {
   if (cluster.is_string()) {
-    cluster = load_preset_json("topologies/clusters", cluster.get<std::string>(), "cluster",
-                               where);
+    cluster = load_preset_json("topologies/clusters", cluster.get<std::string>(), "cluster", where);
   }
   if (cluster.is_object() && cluster.contains("gpu") && cluster["gpu"].is_string()) {
-    cluster["gpu"] = load_preset_json("topologies/gpus", cluster["gpu"].get<std::string>(),
-                                      "GPU", where);
+    cluster["gpu"] =
+        load_preset_json("topologies/gpus", cluster["gpu"].get<std::string>(), "GPU", where);
   }
   return cluster;
 }
@@ -209,8 +209,8 @@ Expand set_each(const std::string& pointer, const json& values,
   };
 }
 
-void apply_layout(json& s, int dp, int tp, int pp, int vpp, std::optional<int> cp,
-                  const json& base, bool sp_axis) {
+void apply_layout(json& s, int dp, int tp, int pp, int vpp, std::optional<int> cp, const json& base,
+                  bool sp_axis) {
   json& par = s["parallelism"];
   par["dp"] = dp;
   par["tp"] = tp;
@@ -256,8 +256,8 @@ Expand expand_layouts(const json& layouts, const json& base, bool sp_axis) {
     const std::vector<int> tps = list("tp", {});
     const std::vector<int> pps = list("pp", {});
     const std::vector<int> dps = list("dp", {});
-    const bool vpp_all = layouts.is_object() && layouts.contains("vpp") &&
-                         layouts.at("vpp").is_string();
+    const bool vpp_all =
+        layouts.is_object() && layouts.contains("vpp") && layouts.at("vpp").is_string();
     const std::vector<int> vpps = vpp_all ? std::vector<int>{} : list("vpp", {1});
     const int layers = int_or(in.scenario, "/model/num_layers", 1);
     if (gpus % cp != 0) return out;
@@ -287,9 +287,7 @@ Expand expand_layouts(const json& layouts, const json& base, bool sp_axis) {
 
 // A label fragment for one parameter, e.g. "TP8", "mb2", "ZeRO-1".
 std::string fragment(const std::string& key, const json& v) {
-  auto text = [](const json& x) {
-    return x.is_string() ? x.get<std::string>() : x.dump();
-  };
+  auto text = [](const json& x) { return x.is_string() ? x.get<std::string>() : x.dump(); };
   if (key == "gpus") return text(v) + " GPUs";
   if (key == "dp") return "DP" + text(v);
   if (key == "tp") return "TP" + text(v);
@@ -322,12 +320,23 @@ void assign_labels(std::vector<SweepPoint>& points) {
       }
     }
   }
-  const std::vector<std::string> order = {
-      "gpus",          "dp",          "tp",        "pp",
-      "vpp",           "cp",          "micro_batch", "global_batch",
-      "zero_stage",    "recompute",   "sequence_parallel", "grad_dtype",
-      "compression",   "nics_per_node", "oversubscription", "cluster",
-      "model"};
+  const std::vector<std::string> order = {"gpus",
+                                          "dp",
+                                          "tp",
+                                          "pp",
+                                          "vpp",
+                                          "cp",
+                                          "micro_batch",
+                                          "global_batch",
+                                          "zero_stage",
+                                          "recompute",
+                                          "sequence_parallel",
+                                          "grad_dtype",
+                                          "compression",
+                                          "nics_per_node",
+                                          "oversubscription",
+                                          "cluster",
+                                          "model"};
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::string label;
     std::string series;
@@ -367,10 +376,11 @@ std::string fnv1a64_hex(const std::string& bytes) {
 json inline_presets(json scenario, const JsonNode& where) {
   if (!scenario.is_object()) return scenario;
   if (scenario.contains("model") && scenario["model"].is_string()) {
-    scenario["model"] = load_preset_json("models/presets",
-                                         scenario["model"].get<std::string>(), "model", where);
+    scenario["model"] =
+        load_preset_json("models/presets", scenario["model"].get<std::string>(), "model", where);
   }
-  if (scenario.contains("cluster")) scenario["cluster"] = inline_cluster(scenario["cluster"], where);
+  if (scenario.contains("cluster"))
+    scenario["cluster"] = inline_cluster(scenario["cluster"], where);
   return scenario;
 }
 
@@ -417,9 +427,17 @@ SweepSpec parse_sweep_spec(const JsonDocument& document) {
     if (name == "layouts" || (v.is_array() && v.size() > 1)) spec.varying.push_back(name);
   }
   if (const auto r = root.find("ranking")) {
-    r->only_keys({"usd_per_gpu_hour", "top"});
+    r->only_keys({"usd_per_gpu_hour", "top", "source"});
     spec.ranking.usd_per_gpu_hour = r->non_negative_or("usd_per_gpu_hour", 0.0);
     spec.ranking.top = static_cast<int>(r->int_or("top", 10, 1, 1000));
+    r->string_or("source", "");
+  }
+  // Without a price in the sweep file, the base scenario's cost section may give one.
+  if (spec.ranking.usd_per_gpu_hour == 0) {
+    const json price = get_or_null(spec.base, "/cost/usd_per_gpu_hour");
+    if (price.is_number() && price.get<double>() > 0) {
+      spec.ranking.usd_per_gpu_hour = price.get<double>();
+    }
   }
   // Enumerate once so that an empty or oversized sweep is a ConfigError here, not later.
   enumerate_points(spec);
@@ -494,12 +512,12 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
   }
   if (axes.contains("nics_per_node")) {
     // A rail-optimized fabric has one NIC per GPU; other NIC counts are not rail-optimized.
-    dims.push_back(set_each("/cluster/nics_per_node", axes.at("nics_per_node"),
-                            [](json& s, const json& v) {
-                              if (v.get<int>() != int_or(s, "/cluster/gpus_per_node", 0)) {
-                                s["cluster"]["rail_optimized"] = false;
-                              }
-                            }));
+    dims.push_back(
+        set_each("/cluster/nics_per_node", axes.at("nics_per_node"), [](json& s, const json& v) {
+          if (v.get<int>() != int_or(s, "/cluster/gpus_per_node", 0)) {
+            s["cluster"]["rail_optimized"] = false;
+          }
+        }));
   }
   if (axes.contains("oversubscription")) {
     dims.push_back(set_each("/cluster/fabric/oversubscription", axes.at("oversubscription")));
@@ -521,8 +539,9 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
     current = std::move(next);
   }
   if (current.empty()) {
-    throw ConfigError(spec.file, "/axes", "the axes give no point (no layout multiplies to the "
-                                          "GPU count?)");
+    throw ConfigError(spec.file, "/axes",
+                      "the axes give no point (no layout multiplies to the "
+                      "GPU count?)");
   }
   std::vector<SweepPoint> points;
   points.reserve(current.size());
@@ -537,7 +556,9 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
   return points;
 }
 
-std::string canonical_json(const json& scenario) { return scenario.dump(); }
+std::string canonical_json(const json& scenario) {
+  return scenario.dump();
+}
 
 std::string point_key(const json& scenario, const std::string& evaluator) {
   return fnv1a64_hex("clustersim-sweep-point v1\n" + evaluator + "\n" + canonical_json(scenario));

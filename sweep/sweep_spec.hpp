@@ -13,7 +13,9 @@
 //      "grad_dtype": ["bf16", "fp16", "fp8"], "compression": ["none", "onebit_adam", {..}],
 //      "nics_per_node": [1, 8], "oversubscription": [1, 2], "cluster": ["preset", ...],
 //      "model": ["preset", ...]},
-//    "ranking": {"usd_per_gpu_hour": 2.0, "top": 10}}
+//    "ranking": {"usd_per_gpu_hour": 2.0, "top": 10, "source": "where the price comes from"}}
+// Without "usd_per_gpu_hour", the base scenario's cost.usd_per_gpu_hour is used if it has one;
+// without either, cost is ranked in GPU-hours.
 //
 // A relative "base" path is looked up next to the sweep file first, then in the data directory
 // (core/scenario_loader.hpp data_root()). Axes absent from "axes" keep the base's value.
@@ -53,23 +55,23 @@ struct RankingOptions {
 };
 
 struct SweepSpec {
-  std::string file;         // the sweep file as given
+  std::string file;  // the sweep file as given
   std::string name;
   std::string description;
-  std::string base_file;    // where the base scenario came from ("" when inline)
-  nlohmann::json base;      // the base scenario with presets inlined
-  nlohmann::json axes;      // the "axes" object as validated
+  std::string base_file;             // where the base scenario came from ("" when inline)
+  nlohmann::json base;               // the base scenario with presets inlined
+  nlohmann::json axes;               // the "axes" object as validated
   std::vector<std::string> varying;  // axis names with more than one value, in point order
   RankingOptions ranking;
 };
 
 // One combination of axis values.
 struct SweepPoint {
-  std::size_t index = 0;      // position in the enumeration, from 0
-  nlohmann::json scenario;    // resolved scenario (presets inlined, axes applied)
-  std::string error;          // non-empty: the sweep itself could not form this point
-  std::string label;          // e.g. "DP64 TP8 PP2 mb1 ZeRO-1" (the varying axes, layout first)
-  std::string series;         // the label without the GPU count and dp (a plot series)
+  std::size_t index = 0;    // position in the enumeration, from 0
+  nlohmann::json scenario;  // resolved scenario (presets inlined, axes applied)
+  std::string error;        // non-empty: the sweep itself could not form this point
+  std::string label;        // e.g. "DP64 TP8 PP2 mb1 ZeRO-1" (the varying axes, layout first)
+  std::string series;       // the label without the GPU count and dp (a plot series)
 };
 
 // Reads and validates a sweep file. Throws ConfigError (file and JSON pointer) on bad input,

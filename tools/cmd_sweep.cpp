@@ -24,7 +24,9 @@ namespace fs = std::filesystem;
 // A signal handler can only reach static storage, hence this one file-local flag.
 volatile std::sig_atomic_t g_stop = 0;
 
-extern "C" void on_stop_signal(int) { g_stop = 1; }
+extern "C" void on_stop_signal(int) {
+  g_stop = 1;
+}
 
 // Test hook (not a user option): milliseconds every evaluator child waits before it starts, so
 // that a test can kill a sweep while points are in flight.
@@ -90,9 +92,9 @@ int sweep_plot(const std::vector<std::string>& args) {
   const std::string file = sweep::results_file_of(results);
   if (!fs::exists(file)) throw UsageError("no results at " + file);
   const auto records = sweep::latest_per_key(sweep::read_results(file, false).records);
-  const std::string dir =
-      a.value_or("out", (fs::is_directory(results) ? results : fs::path(results).parent_path().string()) +
-                            "/plots");
+  const std::string dir = a.value_or(
+      "out",
+      (fs::is_directory(results) ? results : fs::path(results).parent_path().string()) + "/plots");
   const auto written = sweep::write_plots(records, dir);
   if (written.empty()) {
     std::cerr << "no point with an MFU to plot in " << file << "\n";
@@ -102,7 +104,8 @@ int sweep_plot(const std::vector<std::string>& args) {
   return 0;
 }
 
-int sweep_dry_run(const sweep::SweepSpec& spec, int shard, int shards, const std::string& evaluator) {
+int sweep_dry_run(const sweep::SweepSpec& spec, int shard, int shards,
+                  const std::string& evaluator) {
   const auto points = sweep::shard_points(sweep::enumerate_points(spec), shard, shards);
   const auto check = feasibility_check();
   std::size_t runnable = 0;
@@ -187,7 +190,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {}, old_hup {};
+  struct sigaction old_int {
+  }, old_term{}, old_hup{};
   ::sigaction(SIGINT, &action, &old_int);
   ::sigaction(SIGTERM, &action, &old_term);
   ::sigaction(SIGHUP, &action, &old_hup);

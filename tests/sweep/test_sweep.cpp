@@ -34,7 +34,8 @@ const std::string kBinary = CLUSTERSIM_BINARY;
 const std::string kTinySweep = kSource + "/tests/sweep/data/tiny-sweep.json";
 
 std::string make_temp_dir(const std::string& name) {
-  std::string pattern = (fs::temp_directory_path() / ("clustersim-test-" + name + "-XXXXXX")).string();
+  std::string pattern =
+      (fs::temp_directory_path() / ("clustersim-test-" + name + "-XXXXXX")).string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);
   return pattern;
 }
@@ -69,7 +70,9 @@ CommandResult run_command(const std::string& command) {
   return r;
 }
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 SweepSpec spec_from(const std::string& text) {
   // Named as if it sat in tests/sweep/data/, so that relative base paths resolve.
@@ -281,13 +284,13 @@ TEST_CASE("a runner-up's loss is explained by the breakdown component that grew 
   // Same GPUs and tokens per step: 0.3 s more bubble out of the winner's 1.1 s = +27.3%.
   CHECK(loss_reason(runner, winner) == "pipeline bubble +0.300 s/step (+27.3%)");
   CHECK(component_label("exposed_dp_comm_s") == "exposed DP comm");
+  CHECK(component_label("dp_s") == "exposed DP comm");
   SECTION("twice the GPUs for the same step time is twice the GPU-time per token") {
     runner.parameters = {{"gpus", 2048}};
     runner.metrics = winner.metrics;
     runner.breakdown = winner.breakdown;
     // Every component doubles per token; compute grows most: 1.0 s x 2048 vs x 1024.
-    CHECK(loss_reason(runner, winner) ==
-          "compute +0.000 s/step (+90.9%); 2048 vs 1024 GPUs");
+    CHECK(loss_reason(runner, winner) == "compute +90.9% GPU-time per token; 2048 vs 1024 GPUs");
   }
 }
 
@@ -312,8 +315,9 @@ TEST_CASE("the regression diff names the scenario and metric beyond tolerance") 
   CHECK_THAT(text, Catch::Contains("seed-optimized-1024") && Catch::Contains("mfu") &&
                        Catch::Contains("FAIL") && Catch::Contains("-4.35%"));
   const std::string xml = junit_xml(report);
-  CHECK_THAT(xml, Catch::Contains("tests=\"2\" failures=\"1\"") &&
-                      Catch::Contains("<testcase classname=\"regress.seed-optimized-1024\" name=\"mfu\""));
+  CHECK_THAT(
+      xml, Catch::Contains("tests=\"2\" failures=\"1\"") &&
+               Catch::Contains("<testcase classname=\"regress.seed-optimized-1024\" name=\"mfu\""));
   SECTION("a wider tolerance from the command line passes it") {
     CHECK(compare_with_baseline(b, {now}, 5.0).passed());
   }
@@ -321,14 +325,16 @@ TEST_CASE("the regression diff names the scenario and metric beyond tolerance") 
 
 TEST_CASE("the union of the shards of a sweep equals the unsharded sweep", "[slow]") {
   const std::string dir = make_temp_dir("shards");
-  const std::string common = kBinary + " sweep " + quoted(kTinySweep) + " --evaluate check --jobs 2 --quiet";
+  const std::string common =
+      kBinary + " sweep " + quoted(kTinySweep) + " --evaluate check --jobs 2 --quiet";
   const auto whole = run_command(common + " --out " + quoted(dir + "/whole"));
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
   std::string parts;
   for (int i = 1; i <= 3; ++i) {
     const std::string part = dir + "/part" + std::to_string(i);
-    const auto r = run_command(common + " --shard " + std::to_string(i) + "/3 --out " + quoted(part));
+    const auto r =
+        run_command(common + " --shard " + std::to_string(i) + "/3 --out " + quoted(part));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     parts += " " + quoted(part);
