@@ -346,8 +346,6 @@ struct Simulation::Impl {
           finish_get(gets[waited++]);
         }
         if (put_live) finish_put(put);
-        (void)has_prev;
-        (void)has_next;
       }));
     }
   }
@@ -542,7 +540,6 @@ struct Simulation::Impl {
     const CollectivePlan& plan = st->dec->plan;
     if (st->request.contention_free) {
       const double t = uncontended(st->request, *st->dec);
-      auto dec = st->dec;
       at(st->result.start_s + t, [this, st] {
         const double eff = st->dec->plan.wire_efficiency;
         for (const auto& f : st->dec->bulk_flows) {
