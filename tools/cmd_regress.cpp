@@ -77,8 +77,12 @@ int cmd_regress(const std::vector<std::string>& args) {
       }
     }
     write_json_file(*file, sweep::updated_baseline(document, baseline, current));
-    std::cout << sweep::format_report(report) << "baseline " << *file << " updated ("
-              << baseline.entries.size() << " scenarios)\n";
+    for (const auto& row : report.rows) {
+      std::cout << "  " << sweep::scenario_short_name(row.scenario) << " " << row.metric << ": "
+                << (row.current ? fixed(*row.current, 6) : std::string("-")) << " (was "
+                << (row.baseline ? fixed(*row.baseline, 6) : std::string("unset")) << ")\n";
+    }
+    std::cout << "baseline " << *file << " updated (" << baseline.entries.size() << " scenarios)\n";
     return 0;
   }
   std::cout << sweep::format_report(report);
