@@ -16,7 +16,8 @@
 #   TaskPlugin=task/none, JobAcctGatherType=jobacct_gather/none   no cgroup or affinity plugins
 #   SelectType=select/cons_tres + CR_CPU     array tasks share the node, one per CPU
 # Ports are picked free at start time so that several copies can run side by side.
-# Exit codes: 0 ok, 77 Slurm is not installed and cannot be installed (callers may skip),
+# Exit codes: 0 ok, 77 Slurm is not installed and cannot be installed, or `start` is not run
+# as root (slurmd needs it); callers may skip on 77,
 # 1 the daemons did not come up (their logs are printed).
 set -euo pipefail
 
@@ -52,6 +53,8 @@ free_port() {
 start() {
   local dir=$1
   have_slurm || { echo "setup-local-slurm: slurm is not installed (run install)" >&2; return 77; }
+  # slurmd starts every job step as the submitting user, which takes root.
+  [ "$(id -u)" -eq 0 ] || { echo "setup-local-slurm: start needs root (slurmd)" >&2; return 77; }
   mkdir -p "$dir"/state "$dir"/spool "$dir"/log
   dir=$(cd "$dir" && pwd)
   local host user cpus mem ctld_port d_port
