@@ -52,28 +52,35 @@ constexpr int kNvlsMaxChunks = 64;
 // The ratio used to separate the model's latency from its bandwidth term numerically.
 constexpr double kSlopeProbe = 1e-3;
 
-int ceil_div(double a, double b) { return std::max(1, static_cast<int>(std::ceil(a / b - 1e-9))); }
-
+int ceil_div(double a, double b) {
+  return std::max(1, static_cast<int>(std::ceil(a / b - 1e-9)));
+}
 
 }  // namespace
 
 const char* cli_name(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::all_reduce: return "allreduce";
-    case CollectiveOp::reduce_scatter: return "reducescatter";
-    case CollectiveOp::all_gather: return "allgather";
-    case CollectiveOp::broadcast: return "broadcast";
-    case CollectiveOp::reduce: return "reduce";
-    case CollectiveOp::all_to_all: return "alltoall";
-    case CollectiveOp::send_recv: return "sendrecv";
+    case CollectiveOp::all_reduce:
+      return "allreduce";
+    case CollectiveOp::reduce_scatter:
+      return "reducescatter";
+    case CollectiveOp::all_gather:
+      return "allgather";
+    case CollectiveOp::broadcast:
+      return "broadcast";
+    case CollectiveOp::reduce:
+      return "reduce";
+    case CollectiveOp::all_to_all:
+      return "alltoall";
+    case CollectiveOp::send_recv:
+      return "sendrecv";
   }
   return "?";
 }
 
 const std::vector<std::string>& collective_op_names() {
-  static const std::vector<std::string> names = {"allreduce", "allgather", "reducescatter",
-                                                 "broadcast", "reduce",    "alltoall",
-                                                 "sendrecv"};
+  static const std::vector<std::string> names = {
+      "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"};
   return names;
 }
 
@@ -89,26 +96,36 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
 double bus_bandwidth_factor(CollectiveOp op, int n_ranks) {
   const double n = std::max(1, n_ranks);
   switch (op) {
-    case CollectiveOp::all_reduce: return 2 * (n - 1) / n;
+    case CollectiveOp::all_reduce:
+      return 2 * (n - 1) / n;
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::all_gather:
-    case CollectiveOp::all_to_all: return (n - 1) / n;
+    case CollectiveOp::all_to_all:
+      return (n - 1) / n;
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
-    case CollectiveOp::send_recv: return 1;
+    case CollectiveOp::send_recv:
+      return 1;
   }
   return 1;
 }
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::ring: return "ring";
-    case Algorithm::tree: return "tree";
-    case Algorithm::nvls: return "nvls";
-    case Algorithm::nvls_tree: return "nvls_tree";
-    case Algorithm::pat: return "pat";
-    case Algorithm::hierarchical: return "hierarchical";
-    case Algorithm::direct: return "direct";
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::tree:
+      return "tree";
+    case Algorithm::nvls:
+      return "nvls";
+    case Algorithm::nvls_tree:
+      return "nvls_tree";
+    case Algorithm::pat:
+      return "pat";
+    case Algorithm::hierarchical:
+      return "hierarchical";
+    case Algorithm::direct:
+      return "direct";
   }
   return "?";
 }
@@ -121,7 +138,9 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
   return std::nullopt;
 }
 
-const char* to_string(Granularity g) { return g == Granularity::bulk ? "bulk" : "step"; }
+const char* to_string(Granularity g) {
+  return g == Granularity::bulk ? "bulk" : "step";
+}
 
 std::optional<Granularity> parse_granularity(std::string_view name) {
   if (name == "bulk") return Granularity::bulk;
@@ -142,9 +161,12 @@ namespace detail {
 
 double wire_efficiency(NcclProto proto) {
   switch (proto) {
-    case NcclProto::ll: return kLLWireEfficiency;
-    case NcclProto::ll128: return kLL128WireEfficiency;
-    case NcclProto::simple: return kSimpleWireEfficiency;
+    case NcclProto::ll:
+      return kLLWireEfficiency;
+    case NcclProto::ll128:
+      return kLL128WireEfficiency;
+    case NcclProto::simple:
+      return kSimpleWireEfficiency;
   }
   return 1;
 }
@@ -159,7 +181,8 @@ EndpointRouter::EndpointRouter(const topologies::ClusterGraph& graph, bool p2p_n
   pcie_of_gpu_.assign(static_cast<std::size_t>(g), -1);
   for (int i = 0; i < g; ++i) {
     const std::string prefix = graph.vertex(graph.gpu_vertex(i)).name;
-    if (auto l = graph.find_link(prefix + "-nvlink")) nvlink_of_gpu_[static_cast<std::size_t>(i)] = *l;
+    if (auto l = graph.find_link(prefix + "-nvlink"))
+      nvlink_of_gpu_[static_cast<std::size_t>(i)] = *l;
     if (auto l = graph.find_link(prefix + "-pcie")) pcie_of_gpu_[static_cast<std::size_t>(i)] = *l;
     if (nvlink_of_gpu_[static_cast<std::size_t>(i)] < 0) {
       throw std::invalid_argument("EndpointRouter: the graph has no link \"" + prefix +
@@ -228,10 +251,10 @@ TransportChoice choose_transport(const ClusterSpec& spec, const NcclSettings& se
 
 struct Planner::Group {
   int n = 0;
-  std::vector<int> nodes;                      // distinct nodes, in order of first appearance
-  std::vector<std::vector<int>> members;       // per node: GPUs in ascending order
+  std::vector<int> nodes;                 // distinct nodes, in order of first appearance
+  std::vector<std::vector<int>> members;  // per node: GPUs in ascending order
   int ppn_max = 0;
-  bool uniform = true;                         // every node holds the same number of members
+  bool uniform = true;  // every node holds the same number of members
   int model_nodes = 0;
   int model_ranks = 0;
 };
@@ -330,23 +353,35 @@ namespace {
 
 std::optional<NcclAlgo> nccl_algo_of(Algorithm a) {
   switch (a) {
-    case Algorithm::ring: return NcclAlgo::ring;
-    case Algorithm::tree: return NcclAlgo::tree;
-    case Algorithm::nvls: return NcclAlgo::nvls;
-    case Algorithm::nvls_tree: return NcclAlgo::nvls_tree;
-    case Algorithm::pat: return NcclAlgo::pat;
-    default: return std::nullopt;
+    case Algorithm::ring:
+      return NcclAlgo::ring;
+    case Algorithm::tree:
+      return NcclAlgo::tree;
+    case Algorithm::nvls:
+      return NcclAlgo::nvls;
+    case Algorithm::nvls_tree:
+      return NcclAlgo::nvls_tree;
+    case Algorithm::pat:
+      return NcclAlgo::pat;
+    default:
+      return std::nullopt;
   }
 }
 
 Algorithm algorithm_of(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::ring: return Algorithm::ring;
-    case NcclAlgo::tree: return Algorithm::tree;
-    case NcclAlgo::nvls: return Algorithm::nvls;
-    case NcclAlgo::nvls_tree: return Algorithm::nvls_tree;
-    case NcclAlgo::pat: return Algorithm::pat;
-    default: return Algorithm::ring;
+    case NcclAlgo::ring:
+      return Algorithm::ring;
+    case NcclAlgo::tree:
+      return Algorithm::tree;
+    case NcclAlgo::nvls:
+      return Algorithm::nvls;
+    case NcclAlgo::nvls_tree:
+      return Algorithm::nvls_tree;
+    case NcclAlgo::pat:
+      return Algorithm::pat;
+    default:
+      return Algorithm::ring;
   }
 }
 
@@ -412,7 +447,8 @@ int tree_depth(const std::vector<int>& parent) {
 std::vector<int> rotate(const std::vector<int>& v, int by) {
   std::vector<int> out(v.size());
   const int n = static_cast<int>(v.size());
-  for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>((i + by) % n)];
+  for (int i = 0; i < n; ++i)
+    out[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>((i + by) % n)];
   return out;
 }
 
@@ -436,8 +472,8 @@ std::string Planner::shape_key(const CollectiveRequest& r) const {
   for (int x : r.gpus) {
     const int node = graph_->node_of_gpu(x);
     const int id = rel.emplace(node, static_cast<int>(rel.size())).first->second;
-    k << id << ':' << graph_->local_of_gpu(x) << ':' << (node / npl - graph_->node_of_gpu(r.gpus[0]) / npl)
-      << ',';
+    k << id << ':' << graph_->local_of_gpu(x) << ':'
+      << (node / npl - graph_->node_of_gpu(r.gpus[0]) / npl) << ',';
   }
   return k.str();
 }
@@ -492,8 +528,8 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
     if (n > 1) {
       // Still pay NCCL's latency for an empty message.
       if (p.algorithm == Algorithm::direct) {
-        const NcclModel& m = model(gr.model_ranks, gr.model_nodes, r.channels, std::nullopt,
-                                   std::nullopt);
+        const NcclModel& m =
+            model(gr.model_ranks, gr.model_nodes, r.channels, std::nullopt, std::nullopt);
         p.latency_s = m.decide(r.op, 0).time_s;
       } else {
         const NcclModel& m =
@@ -536,8 +572,7 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
     throw std::invalid_argument(
         "CollectiveRequest.algorithm: direct applies to all_to_all and send_recv only");
   } else {
-    const NcclModel& m =
-        model(gr.model_ranks, gr.model_nodes, r.channels, forced_nccl, r.protocol);
+    const NcclModel& m = model(gr.model_ranks, gr.model_nodes, r.channels, forced_nccl, r.protocol);
     const NcclDecision dec = m.decide(r.op, r.bytes, r.dtype);
     algo = algorithm_of(dec.algo);
     p.protocol = dec.proto;
@@ -586,7 +621,8 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
     }
   };
   // Trees over nodes: two trees (ncclGetDtree) per rail used, intra-node chains from the head.
-  auto add_trees = [&](Phase& ph, double payload, int rails, const std::vector<std::vector<int>>& members) {
+  auto add_trees = [&](Phase& ph, double payload, int rails,
+                       const std::vector<std::vector<int>>& members) {
     const int nn = static_cast<int>(members.size());
     const std::vector<int> t0 = nccl_btree(nn);
     const std::vector<int> t1 = nn > 1 ? nccl_dtree_second(nn) : t0;
@@ -820,8 +856,8 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
   d->chunk_bytes_per_channel = chunk;
   const int patterns = std::max<std::size_t>(
       1, d->phases.empty() ? 1
-                           : std::max({d->phases.front().rings.size(), d->phases.front().trees.size(),
-                                       std::size_t{1}}));
+                           : std::max({d->phases.front().rings.size(),
+                                       d->phases.front().trees.size(), std::size_t{1}}));
   d->channels_per_pattern = std::max(1, p.channels / patterns);
 
   // Bulk flows: everything a collective sends per (src, dst), summed over patterns and phases.
@@ -837,7 +873,7 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
   auto rate = [](double bytes, double t) { return t > 0 ? bytes / t : 0.0; };
   double alpha_weight = 0;
   for (const Phase& ph : d->phases) alpha_weight += ph.bw_time_s;
-  double bulk_time = 0;  // sum (sequential) or max (pipelined) of the phases' bandwidth times
+  double bulk_time = 0;   // sum (sequential) or max (pipelined) of the phases' bandwidth times
   double chain_fill = 1;  // largest pipeline fill of a broadcast/reduce chain
   for (Phase& ph : d->phases) {
     if (ph.alpha_s <= 0 && !d->pipelined_phases) {
@@ -881,8 +917,7 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
       double c = chunk * d->channels_per_pattern;
       while (tp.payload / c < depth * kTreeChunksPerDepth && c / 2 >= kTreeMinChunkBytes) c /= 2;
       tp.chunks = ceil_div(tp.payload, c);
-      tp.edge_rate_Bps =
-          rate(tp.payload, ph.bw_time_s) * (tp.chunks + 2 * depth - 1) / tp.chunks;
+      tp.edge_rate_Bps = rate(tp.payload, ph.bw_time_s) * (tp.chunks + 2 * depth - 1) / tp.chunks;
     }
     for (NvlsPattern& np : ph.nvls) {
       const double k = static_cast<double>(np.gpus.size());
@@ -918,7 +953,8 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
     for (const Phase& ph : d->phases) {
       for (const RingPattern& rp : ph.rings) {
         const int k = static_cast<int>(rp.order.size());
-        if (k < 2 || (rp.kind != RingKind::chain_forward && rp.kind != RingKind::chain_reduce)) continue;
+        if (k < 2 || (rp.kind != RingKind::chain_forward && rp.kind != RingKind::chain_reduce))
+          continue;
         const double c = rp.payload / rp.chunks / p.wire_efficiency;
         double sum = 0, slowest = 0;
         for (int i = 0; i + 1 < k; ++i) {
@@ -934,9 +970,10 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
       }
     }
     std::vector<FluidFlow> ff;
-    for (const auto& f : d->bulk_flows) ff.push_back({router_.route(f.src, f.dst), f.payload / p.wire_efficiency, 0});
-    const double links_time = fluid_makespan_s(
-        ff, [this](int l) { return graph_->link(l).bandwidth_Bps; });
+    for (const auto& f : d->bulk_flows)
+      ff.push_back({router_.route(f.src, f.dst), f.payload / p.wire_efficiency, 0});
+    const double links_time =
+        fluid_makespan_s(ff, [this](int l) { return graph_->link(l).bandwidth_Bps; });
     d->bulk_bw_time_s = std::max({d->bulk_bw_time_s, pipeline, links_time});
   }
   return d;
@@ -953,8 +990,8 @@ double fluid_makespan_s(const std::vector<FluidFlow>& flows,
   std::vector<std::vector<int>> flow_res(flows.size());
   for (std::size_t f = 0; f < flows.size(); ++f) {
     for (const auto& h : flows[f].route) {
-      auto [it, fresh] =
-          res_index.emplace(std::make_pair(h.link, static_cast<int>(h.dir)), static_cast<int>(cap.size()));
+      auto [it, fresh] = res_index.emplace(std::make_pair(h.link, static_cast<int>(h.dir)),
+                                           static_cast<int>(cap.size()));
       if (fresh) cap.push_back(capacity(h.link));
       flow_res[f].push_back(it->second);
     }
@@ -1005,7 +1042,8 @@ double fluid_makespan_s(const std::vector<FluidFlow>& flows,
         if (!active[f] || fixed[f]) continue;
         bool saturated = flows[f].rate_cap_Bps > 0 && level >= flows[f].rate_cap_Bps * (1 - 1e-12);
         for (int r : flow_res[f]) {
-          saturated = saturated || left[static_cast<std::size_t>(r)] <= cap[static_cast<std::size_t>(r)] * 1e-12;
+          saturated = saturated ||
+                      left[static_cast<std::size_t>(r)] <= cap[static_cast<std::size_t>(r)] * 1e-12;
         }
         if (saturated || inc == 0) {
           fixed[f] = 1;

@@ -92,19 +92,19 @@ struct CollectiveRequest {
 struct CollectivePlan {
   CollectiveOp op = CollectiveOp::all_reduce;
   int n_ranks = 0;
-  int n_nodes = 0;            // distinct nodes spanned
+  int n_nodes = 0;  // distinct nodes spanned
   double bytes = 0;
   Algorithm algorithm = Algorithm::ring;
   NcclProto protocol = NcclProto::simple;
   int channels = 0;
-  int paths = 0;              // distinct rings / trees the channels are spread over
-  std::string chosen_by;      // "NCCL cost model", "NCCL_ALGO", "request", ...
-  double model_time_s = 0;    // NCCL's predicted time of this (algorithm, protocol)
-  double latency_s = 0;       // alpha of the whole collective
-  double model_bw_time_s = 0; // model_time_s - latency_s: the bandwidth part NCCL predicts
-  double wire_efficiency = 1; // payload bytes per wire byte of the protocol
-  bool gpudirect_rdma = true; // NICs read GPU memory (else staged through host memory)
-  bool p2p_nvlink = true;     // peers in a node talk over NVLink (else through host memory)
+  int paths = 0;               // distinct rings / trees the channels are spread over
+  std::string chosen_by;       // "NCCL cost model", "NCCL_ALGO", "request", ...
+  double model_time_s = 0;     // NCCL's predicted time of this (algorithm, protocol)
+  double latency_s = 0;        // alpha of the whole collective
+  double model_bw_time_s = 0;  // model_time_s - latency_s: the bandwidth part NCCL predicts
+  double wire_efficiency = 1;  // payload bytes per wire byte of the protocol
+  bool gpudirect_rdma = true;  // NICs read GPU memory (else staged through host memory)
+  bool p2p_nvlink = true;      // peers in a node talk over NVLink (else through host memory)
   Granularity granularity = Granularity::bulk;
   std::vector<std::string> notes;  // choices worth reporting (e.g. "PAT simulated as ring")
 };
@@ -113,11 +113,11 @@ struct CollectivePlan {
 struct CollectiveResult {
   CollectivePlan plan;
   std::string label;
-  double start_s = 0;       // when it was started (all members present)
-  double end_s = 0;         // when the last flow (and latency) ended; valid when completed
-  bool completed = false;   // false: still running or hung (a down link on its path)
-  long long flows = 0;      // flows simulated
-  double wire_bytes = 0;    // bytes put on links' first hop, all flows
+  double start_s = 0;      // when it was started (all members present)
+  double end_s = 0;        // when the last flow (and latency) ended; valid when completed
+  bool completed = false;  // false: still running or hung (a down link on its path)
+  long long flows = 0;     // flows simulated
+  double wire_bytes = 0;   // bytes put on links' first hop, all flows
   double time_s() const { return end_s - start_s; }
   // nccl-tests' algbw = bytes / time and busbw = algbw * bus_bandwidth_factor, bytes/s.
   double alg_bw_Bps() const;

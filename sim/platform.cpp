@@ -68,10 +68,12 @@ Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOption
   const int endpoints = router->num_endpoints();
   hosts.resize(static_cast<std::size_t>(endpoints), nullptr);
   std::vector<double> ladder;
-  for (int i = 0; i < kSpeedSteps; ++i) ladder.push_back(kNominalSpeed * (1.0 - double(i) / kSpeedSteps));
+  for (int i = 0; i < kSpeedSteps; ++i)
+    ladder.push_back(kNominalSpeed * (1.0 - double(i) / kSpeedSteps));
   for (int e = 0; e < endpoints; ++e) {
     const bool gpu = e < num_gpus;
-    sg4::Host* h = zone->create_host(router->name(e), gpu ? ladder : std::vector<double>{kNominalSpeed});
+    sg4::Host* h =
+        zone->create_host(router->name(e), gpu ? ladder : std::vector<double>{kNominalSpeed});
     h->seal();
     hosts[static_cast<std::size_t>(e)] = h;
     const auto id = h->get_netpoint()->id();
@@ -103,16 +105,17 @@ const detail::CachedRoute& Platform::Impl::route(int src, int dst) {
   r.hops = router->route(src, dst);
   r.links.reserve(r.hops.size());
   for (const auto& h : r.hops) {
-    r.links.push_back(links[static_cast<std::size_t>(h.link)]
-                           [h.dir == topologies::Direction::up ? 0 : 1]
-                               ->get_impl());
+    r.links.push_back(
+        links[static_cast<std::size_t>(h.link)][h.dir == topologies::Direction::up ? 0 : 1]
+            ->get_impl());
   }
   return routes.emplace(key, std::move(r)).first->second;
 }
 
 void Platform::Impl::account(int src, int dst, double wire_bytes) {
   for (const auto& h : route(src, dst).hops) {
-    bytes[static_cast<std::size_t>(h.link)][h.dir == topologies::Direction::up ? 0 : 1] += wire_bytes;
+    bytes[static_cast<std::size_t>(h.link)][h.dir == topologies::Direction::up ? 0 : 1] +=
+        wire_bytes;
   }
 }
 
@@ -154,10 +157,16 @@ Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOpti
 
 Platform::~Platform() = default;
 
-bool Platform::engine_used_in_this_process() { return g_engine_used; }
+bool Platform::engine_used_in_this_process() {
+  return g_engine_used;
+}
 
-const topologies::ClusterGraph& Platform::graph() const { return impl_->graph; }
-const NetworkModelOptions& Platform::options() const { return impl_->options; }
+const topologies::ClusterGraph& Platform::graph() const {
+  return impl_->graph;
+}
+const NetworkModelOptions& Platform::options() const {
+  return impl_->options;
+}
 
 std::string Platform::describe() const {
   std::ostringstream s;
@@ -173,7 +182,9 @@ double Platform::link_bandwidth_factor(int link) const {
   return impl_->factor.at(static_cast<std::size_t>(link));
 }
 
-bool Platform::link_is_down(int link) const { return impl_->down.at(static_cast<std::size_t>(link)) > 0; }
+bool Platform::link_is_down(int link) const {
+  return impl_->down.at(static_cast<std::size_t>(link)) > 0;
+}
 
 LinkUsageReport Platform::link_usage(double elapsed_s) const {
   LinkUsageReport rep;
@@ -196,10 +207,12 @@ LinkUsageReport Platform::link_usage(double elapsed_s) const {
         cu.peak_link = l.name;
       }
     }
-    if (b[0] > 0 || b[1] > 0) rep.links.push_back({l.id, l.name, l.cls, b[0], b[1], l.bandwidth_Bps});
+    if (b[0] > 0 || b[1] > 0)
+      rep.links.push_back({l.id, l.name, l.cls, b[0], b[1], l.bandwidth_Bps});
   }
   for (auto& cu : rep.classes) {
-    cu.utilisation = elapsed_s > 0 && cu.capacity_Bps > 0 ? cu.bytes / (cu.capacity_Bps * elapsed_s) : 0;
+    cu.utilisation =
+        elapsed_s > 0 && cu.capacity_Bps > 0 ? cu.bytes / (cu.capacity_Bps * elapsed_s) : 0;
   }
   return rep;
 }

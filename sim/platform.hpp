@@ -57,28 +57,28 @@ struct LinkUsage {
   int link = 0;  // ClusterGraph link id
   std::string name;
   topologies::LinkClass cls = topologies::LinkClass::nvlink;
-  double bytes_up = 0;    // a -> b (towards the network)
-  double bytes_down = 0;  // b -> a (towards the GPU)
+  double bytes_up = 0;       // a -> b (towards the network)
+  double bytes_down = 0;     // b -> a (towards the GPU)
   double bandwidth_Bps = 0;  // nominal, per direction
 };
 
 // Totals per link class.
 struct LinkClassUsage {
   topologies::LinkClass cls = topologies::LinkClass::nvlink;
-  int links = 0;               // links of this class in the graph
-  double bytes = 0;            // both directions, all links of the class
-  double capacity_Bps = 0;     // sum over links and both directions
+  int links = 0;            // links of this class in the graph
+  double bytes = 0;         // both directions, all links of the class
+  double capacity_Bps = 0;  // sum over links and both directions
   // bytes / (capacity_Bps * elapsed_s): the class's mean utilisation over the elapsed time.
   double utilisation = 0;
   // The busiest single direction of a link of this class: bytes / (bandwidth * elapsed_s).
   double peak_link_utilisation = 0;
-  std::string peak_link;       // its name ("" when nothing moved)
+  std::string peak_link;  // its name ("" when nothing moved)
 };
 
 struct LinkUsageReport {
-  double elapsed_s = 0;                   // simulated time the utilisations refer to
-  std::vector<LinkClassUsage> classes;    // one per LinkClass, in enum order
-  std::vector<LinkUsage> links;           // only links that carried bytes, by link id
+  double elapsed_s = 0;                 // simulated time the utilisations refer to
+  std::vector<LinkClassUsage> classes;  // one per LinkClass, in enum order
+  std::vector<LinkUsage> links;         // only links that carried bytes, by link id
 };
 
 class Platform {

@@ -8,14 +8,13 @@
 // endpoint (bulk) or per endpoint and pattern (step), all daemons, on the endpoint's host.
 #include "sim/simulation.hpp"
 
-#include <simgrid/kernel/Timer.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
 #include <list>
 #include <map>
+#include <simgrid/kernel/Timer.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -47,7 +46,9 @@ struct CollectiveState {
 using detail::CollectiveState;
 using detail::Decomposition;
 
-bool CollectiveHandle::done() const { return state_ && state_->done; }
+bool CollectiveHandle::done() const {
+  return state_ && state_->done;
+}
 
 const CollectiveResult& CollectiveHandle::result() const {
   if (!state_) throw std::logic_error("CollectiveHandle::result: empty handle");
@@ -103,9 +104,9 @@ struct Simulation::Impl {
 
   // ---- flows ----
   sg4::Mailbox* mailbox(int slot, int pattern, int src, int dst) {
-    const std::uint64_t key = (static_cast<std::uint64_t>(slot) << 48) |
-                              (static_cast<std::uint64_t>(pattern) << 32) |
-                              (static_cast<std::uint64_t>(src) << 16) | static_cast<std::uint64_t>(dst);
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(slot) << 48) | (static_cast<std::uint64_t>(pattern) << 32) |
+        (static_cast<std::uint64_t>(src) << 16) | static_cast<std::uint64_t>(dst);
     auto it = mailboxes.find(key);
     if (it != mailboxes.end()) return it->second;
     std::ostringstream name;
@@ -139,7 +140,9 @@ struct Simulation::Impl {
     p.src = src;
     p.dst = dst;
     p.wire = payload / eff;
-    p.comm = mailbox(slot, pattern, src, dst)->put_init(&dummy_payload, static_cast<std::uint64_t>(std::llround(std::max(1.0, p.wire))));
+    p.comm = mailbox(slot, pattern, src, dst)
+                 ->put_init(&dummy_payload,
+                            static_cast<std::uint64_t>(std::llround(std::max(1.0, p.wire))));
     if (rate_Bps > 0) p.comm->set_rate(rate_Bps / eff);
     p.comm->start();
     p.reg = active.insert(active.end(), ActiveFlow{p.comm, src, dst, false});
@@ -276,7 +279,8 @@ struct Simulation::Impl {
         std::vector<Put> puts;
         puts.reserve(o.size());
         for (const auto* f : o) {
-          puts.push_back(post_put(slot, 0, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+          puts.push_back(
+              post_put(slot, 0, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
         }
         for (auto& p : puts) finish_put(p);
         for (auto& g : gets) finish_get(g);
@@ -294,8 +298,8 @@ struct Simulation::Impl {
     if (k < 2) return;
     const double eff = st->dec->plan.wire_efficiency;
     const int slot = st->slot;
-    const bool chain = rp.kind == detail::RingKind::chain_forward ||
-                       rp.kind == detail::RingKind::chain_reduce;
+    const bool chain =
+        rp.kind == detail::RingKind::chain_forward || rp.kind == detail::RingKind::chain_reduce;
     const int steps = rp.kind == detail::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
     for (int i = 0; i < k; ++i) {
       const int me = rp.order[static_cast<std::size_t>(i)];
@@ -359,7 +363,8 @@ struct Simulation::Impl {
     std::vector<std::vector<int>> children(static_cast<std::size_t>(nn));
     for (int v = 0; v < nn; ++v) {
       const int pv = tp.parent[static_cast<std::size_t>(v)];
-      if (pv >= 0) children[static_cast<std::size_t>(pv)].push_back(tp.nodes[static_cast<std::size_t>(v)]);
+      if (pv >= 0)
+        children[static_cast<std::size_t>(pv)].push_back(tp.nodes[static_cast<std::size_t>(v)]);
     }
     const detail::TreePattern* p = &tp;
     for (int v = 0; v < nn; ++v) {
@@ -374,7 +379,8 @@ struct Simulation::Impl {
         const int K = p->chunks;
         const double b = p->payload / K;
         std::vector<std::vector<Get>> gets(kids.size());
-        for (std::size_t c = 0; c < kids.size(); ++c) gets[c].push_back(post_get(slot, pid, kids[c], me));
+        for (std::size_t c = 0; c < kids.size(); ++c)
+          gets[c].push_back(post_get(slot, pid, kids[c], me));
         Put put;
         bool put_live = false;
         for (int ch = 0; ch < K; ++ch) {
@@ -450,7 +456,8 @@ struct Simulation::Impl {
       const int K = p->chunks;
       const std::size_t n = p->gpus.size();
       std::vector<std::vector<Get>> gets(n);
-      for (std::size_t i = 0; i < n; ++i) gets[i].push_back(post_get(slot, pid, p->gpus[i], p->nvswitch));
+      for (std::size_t i = 0; i < n; ++i)
+        gets[i].push_back(post_get(slot, pid, p->gpus[i], p->nvswitch));
       std::vector<Put> puts(n);
       std::vector<char> live(n, 0);
       for (int c = 0; c < K; ++c) {
@@ -460,7 +467,8 @@ struct Simulation::Impl {
         }
         for (std::size_t i = 0; i < n; ++i) {
           if (live[i]) finish_put(puts[i]);
-          puts[i] = post_put(slot, pid, p->nvswitch, p->gpus[i], p->down_bytes / K, p->down_rate_Bps, eff);
+          puts[i] = post_put(slot, pid, p->nvswitch, p->gpus[i], p->down_bytes / K,
+                             p->down_rate_Bps, eff);
           live[i] = 1;
         }
       }
@@ -490,7 +498,8 @@ struct Simulation::Impl {
         for (const auto* f : i) gets.push_back(post_get(slot, pid, f->src, f->dst));
         std::vector<Put> puts;
         for (const auto* f : o) {
-          puts.push_back(post_put(slot, pid, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+          puts.push_back(
+              post_put(slot, pid, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
         }
         for (auto& p : puts) finish_put(p);
         for (auto& g : gets) finish_get(g);
@@ -508,7 +517,8 @@ struct Simulation::Impl {
       for (const auto& tp : ph.trees) spawn_tree(workers, st, tp, ++pid);
       for (const auto& np : ph.nvls) spawn_nvls(workers, st, np, ++pid);
       if (!ph.direct.empty()) spawn_direct(workers, st, ph, ++pid);
-      if (pid > kMaxKeyField) throw std::runtime_error("Simulation: too many patterns in one collective");
+      if (pid > kMaxKeyField)
+        throw std::runtime_error("Simulation: too many patterns in one collective");
       if (!d.pipelined_phases) {
         for (auto& w : workers) w->join();
         workers.clear();
@@ -522,13 +532,15 @@ struct Simulation::Impl {
     for (const auto& ph : d.phases) {
       for (const auto& rp : ph.rings) {
         const long long k = static_cast<long long>(rp.order.size());
-        const bool chain = rp.kind == detail::RingKind::chain_forward ||
-                           rp.kind == detail::RingKind::chain_reduce;
+        const bool chain =
+            rp.kind == detail::RingKind::chain_forward || rp.kind == detail::RingKind::chain_reduce;
         const long long steps = rp.kind == detail::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
         flows += chain ? (k - 1) * rp.chunks : k * steps * rp.chunks;
       }
-      for (const auto& tp : ph.trees) flows += 2 * static_cast<long long>(tp.nodes.size() - 1) * tp.chunks;
-      for (const auto& np : ph.nvls) flows += 2 * static_cast<long long>(np.gpus.size()) * np.chunks;
+      for (const auto& tp : ph.trees)
+        flows += 2 * static_cast<long long>(tp.nodes.size() - 1) * tp.chunks;
+      for (const auto& np : ph.nvls)
+        flows += 2 * static_cast<long long>(np.gpus.size()) * np.chunks;
       flows += static_cast<long long>(ph.direct.size());
     }
     st->result.flows += flows;
@@ -618,25 +630,31 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
     ClusterSpec spec = graph.spec();
     spec.gpudirect_rdma = false;
     const auto staged = topologies::ClusterGraph::build(spec, graph.num_gpus());
-    impl_->platform = std::make_unique<Platform>(staged, impl_->options.network,
-                                                 impl_->transport.p2p_nvlink,
-                                                 impl_->options.actor_stack_KiB, guard);
+    impl_->platform =
+        std::make_unique<Platform>(staged, impl_->options.network, impl_->transport.p2p_nvlink,
+                                   impl_->options.actor_stack_KiB, guard);
   } else {
-    impl_->platform = std::make_unique<Platform>(graph, impl_->options.network,
-                                                 impl_->transport.p2p_nvlink,
-                                                 impl_->options.actor_stack_KiB, guard);
+    impl_->platform =
+        std::make_unique<Platform>(graph, impl_->options.network, impl_->transport.p2p_nvlink,
+                                   impl_->options.actor_stack_KiB, guard);
   }
   impl_->pf = &impl_->platform->impl();
-  impl_->planner = std::make_unique<detail::Planner>(impl_->pf->graph, impl_->options.nccl,
-                                                     impl_->options.arch, impl_->options.cpu,
-                                                     impl_->transport);
+  impl_->planner =
+      std::make_unique<detail::Planner>(impl_->pf->graph, impl_->options.nccl, impl_->options.arch,
+                                        impl_->options.cpu, impl_->transport);
 }
 
 Simulation::~Simulation() = default;
 
-const topologies::ClusterGraph& Simulation::graph() const { return impl_->pf->graph; }
-const SimulationOptions& Simulation::options() const { return impl_->options; }
-const Platform& Simulation::platform() const { return *impl_->platform; }
+const topologies::ClusterGraph& Simulation::graph() const {
+  return impl_->pf->graph;
+}
+const SimulationOptions& Simulation::options() const {
+  return impl_->options;
+}
+const Platform& Simulation::platform() const {
+  return *impl_->platform;
+}
 
 void Simulation::spawn(int gpu, const std::string& name, std::function<void()> body) {
   if (gpu < 0 || gpu >= impl_->pf->num_gpus) {
@@ -662,14 +680,21 @@ double Simulation::run() {
   return sg4::Engine::get_clock();
 }
 
-double Simulation::now() const { return sg4::Engine::get_clock(); }
+double Simulation::now() const {
+  return sg4::Engine::get_clock();
+}
 
-void Simulation::sleep_for(double seconds) { sg4::this_actor::sleep_for(seconds); }
-void Simulation::sleep_until(double time_s) { sg4::this_actor::sleep_until(time_s); }
+void Simulation::sleep_for(double seconds) {
+  sg4::this_actor::sleep_for(seconds);
+}
+void Simulation::sleep_until(double time_s) {
+  sg4::this_actor::sleep_until(time_s);
+}
 
 void Simulation::compute(int gpu, double seconds) {
   if (gpu < 0 || gpu >= impl_->pf->num_gpus) {
-    throw std::invalid_argument("Simulation::compute: GPU " + std::to_string(gpu) + " out of range");
+    throw std::invalid_argument("Simulation::compute: GPU " + std::to_string(gpu) +
+                                " out of range");
   }
   if (!(seconds >= 0)) throw std::invalid_argument("Simulation::compute: seconds must be >= 0");
   if (seconds == 0) return;
@@ -781,13 +806,15 @@ void Simulation::set_link_down(const std::string& link, double from_s, double un
 
 void Simulation::set_gpu_speed_factor(int gpu, double speed_factor, double from_s) {
   if (gpu < 0 || gpu >= impl_->pf->num_gpus) {
-    throw std::invalid_argument("set_gpu_speed_factor: GPU " + std::to_string(gpu) + " out of range");
+    throw std::invalid_argument("set_gpu_speed_factor: GPU " + std::to_string(gpu) +
+                                " out of range");
   }
   if (!(speed_factor > 0 && speed_factor <= 1)) {
     throw std::invalid_argument("set_gpu_speed_factor: speed_factor must be in (0, 1]");
   }
   const int steps = Platform::Impl::kSpeedSteps;
-  const int state = std::clamp(static_cast<int>(std::lround((1 - speed_factor) * steps)), 0, steps - 1);
+  const int state =
+      std::clamp(static_cast<int>(std::lround((1 - speed_factor) * steps)), 0, steps - 1);
   sg4::Host* h = impl_->pf->host(gpu);
   impl_->at(from_s, [h, state] { h->set_pstate(state); });
 }
@@ -824,12 +851,15 @@ void Simulation::apply_faults(const StepFaults& faults) {
       if (l.name.rfind(prefix, 0) == 0) set_link_down(l.name, f.at_s);
     }
     for (int g = 0; g < impl_->pf->num_gpus; ++g) {
-      if (impl_->pf->graph.node_of_gpu(g) == f.node) set_gpu_speed_factor(g, 1.0 / Platform::Impl::kSpeedSteps, f.at_s);
+      if (impl_->pf->graph.node_of_gpu(g) == f.node)
+        set_gpu_speed_factor(g, 1.0 / Platform::Impl::kSpeedSteps, f.at_s);
     }
   }
 }
 
-LinkUsageReport Simulation::link_usage() const { return impl_->platform->link_usage(now()); }
+LinkUsageReport Simulation::link_usage() const {
+  return impl_->platform->link_usage(now());
+}
 
 std::vector<CollectiveResult> Simulation::results() const {
   std::vector<CollectiveResult> out;
@@ -880,7 +910,8 @@ GranularityGap compare_granularities(const topologies::ClusterGraph& graph,
   }
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const double s = gap.step_s[i];
-    if (s > 0) gap.max_relative_gap = std::max(gap.max_relative_gap, std::abs(s - gap.bulk_s[i]) / s);
+    if (s > 0)
+      gap.max_relative_gap = std::max(gap.max_relative_gap, std::abs(s - gap.bulk_s[i]) / s);
   }
   return gap;
 }

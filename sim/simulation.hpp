@@ -43,10 +43,10 @@ namespace clustersim::sim {
 
 struct SimulationOptions {
   NetworkModelOptions network;
-  NcclSettings nccl;                          // NCCL_* as the scenario gives them
+  NcclSettings nccl;  // NCCL_* as the scenario gives them
   Granularity granularity = Granularity::bulk;
   // Inputs of NCCL's cost model that the cluster spec does not carry.
-  GpuArch arch = GpuArch::hopper;             // H100/H800/H200
+  GpuArch arch = GpuArch::hopper;  // H100/H800/H200
   CpuVendor cpu = CpuVendor::intel;
   // Stack of each SimGrid actor, KiB (SimGrid contexts/stack-size, default 8192; the Chord
   // 2-million-node runs used 16). Rank programs that recurse deeply may need more.
@@ -67,7 +67,7 @@ class CollectiveHandle {
  public:
   CollectiveHandle() = default;
   bool valid() const { return state_ != nullptr; }
-  bool done() const;                     // completed (not hung, not running)
+  bool done() const;                       // completed (not hung, not running)
   const CollectiveResult& result() const;  // the result so far (end_s valid when done())
 
  private:

@@ -57,8 +57,8 @@ std::vector<double> run_in_subprocess(const std::function<std::vector<double>()>
     try {
       const std::vector<double> v = work();
       const char tag = 'V';
-      const bool ok = write_all(fds[1], &tag, 1) &&
-                      write_all(fds[1], v.data(), v.size() * sizeof(double));
+      const bool ok =
+          write_all(fds[1], &tag, 1) && write_all(fds[1], v.data(), v.size() * sizeof(double));
       ::close(fds[1]);
       std::fflush(stdout);
       std::fflush(stderr);

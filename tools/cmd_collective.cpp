@@ -127,14 +127,16 @@ int cmd_collective(const std::vector<std::string>& argv) {
   if (step_bytes <= 0 && !(factor > 1)) throw UsageError("-f must be > 1");
   const Dtype_ dt = parse_dtype(args.value_or("datatype", "float"));
   const long long root = args.int_or("root", 0);
-  if (root < 0 || root >= gpus) throw UsageError("--root must be a rank in 0.." + std::to_string(gpus - 1));
+  if (root < 0 || root >= gpus)
+    throw UsageError("--root must be a rank in 0.." + std::to_string(gpus - 1));
   const auto gran = sim::parse_granularity(args.value_or("granularity", "bulk"));
   if (!gran) throw UsageError("--granularity must be bulk or step");
   std::optional<sim::Algorithm> algo;
   if (auto a = args.value("algo")) {
     algo = sim::parse_algorithm(*a);
     if (!algo || *algo == sim::Algorithm::direct) {
-      throw UsageError("--algo: \"" + *a + "\" is not one of ring, tree, nvls, nvls_tree, pat, "
+      throw UsageError("--algo: \"" + *a +
+                       "\" is not one of ring, tree, nvls, nvls_tree, pat, "
                        "hierarchical");
     }
   }
@@ -197,22 +199,25 @@ int cmd_collective(const std::vector<std::string>& argv) {
   char line[512];
   std::string program = sim::to_string(*op);
   out << "# Collective test starting: " << program << "_perf\n";
-  std::snprintf(line, sizeof line,
-                "# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %s warmup iters: 0 iters: 1 "
-                "agg iters: 1 validation: 0 graph: 0\n",
-                n, min_bytes, max_bytes,
-                step_bytes > 0 ? (gnum(step_bytes) + "(bytes)").c_str()
-                               : (gnum(factor) + "(factor)").c_str());
+  std::snprintf(
+      line, sizeof line,
+      "# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %s warmup iters: 0 iters: 1 "
+      "agg iters: 1 validation: 0 graph: 0\n",
+      n, min_bytes, max_bytes,
+      step_bytes > 0 ? (gnum(step_bytes) + "(bytes)").c_str()
+                     : (gnum(factor) + "(factor)").c_str());
   out << line << "#\n# clustersim: simulated with " << to_string(*gran)
       << " granularity on cluster " << spec.name << "\n#\n# Using devices\n";
   for (int i = 0; i < n; ++i) {
-    std::snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid      0 on %10s device %2d [sim] %s\n",
-                  i, ("node" + std::to_string(graph.node_of_gpu(i))).c_str(),
-                  graph.local_of_gpu(i), spec.gpu.name.c_str());
+    std::snprintf(line, sizeof line,
+                  "#  Rank %2d Group  0 Pid      0 on %10s device %2d [sim] %s\n", i,
+                  ("node" + std::to_string(graph.node_of_gpu(i))).c_str(), graph.local_of_gpu(i),
+                  spec.gpu.name.c_str());
     out << line;
   }
   out << "#\n";
-  out << "#                                                              out-of-place                 "
+  out << "#                                                              out-of-place              "
+         "   "
          "      in-place          \n";
   out << "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
          "time   algbw   busbw #wrong\n";

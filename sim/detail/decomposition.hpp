@@ -41,8 +41,8 @@ struct TreePattern {
   std::vector<Endpoint> nodes;
   std::vector<int> parent;  // index into nodes, -1 for the root
   double payload = 0;
-  int chunks = 1;             // step granularity, as for RingPattern
-  double edge_rate_Bps = 0;   // per edge and direction
+  int chunks = 1;            // step granularity, as for RingPattern
+  double edge_rate_Bps = 0;  // per edge and direction
 };
 
 // NVLS inside one node: GPUs <-> the node's NVSwitch (multimem loads/stores).

@@ -54,8 +54,8 @@ TransportChoice choose_transport(const ClusterSpec& spec, const NcclSettings& se
 
 class Planner {
  public:
-  Planner(const topologies::ClusterGraph& graph, NcclSettings settings, GpuArch arch,
-          CpuVendor cpu, const TransportChoice& transport);
+  Planner(const topologies::ClusterGraph& graph, NcclSettings settings, GpuArch arch, CpuVendor cpu,
+          const TransportChoice& transport);
 
   // Validates (std::invalid_argument naming the field) and plans.
   CollectivePlan plan(const CollectiveRequest& request, Granularity default_granularity) const;

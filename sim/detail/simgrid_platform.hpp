@@ -2,13 +2,12 @@
 // header of the project is included from here or from those two .cpp files.
 #pragma once
 
-#include <simgrid/kernel/routing/NetPoint.hpp>
-#include <simgrid/kernel/routing/NetZoneImpl.hpp>
-#include <simgrid/s4u.hpp>
-
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
 #include <unordered_map>
 #include <vector>
 
@@ -47,18 +46,18 @@ struct Platform::Impl {
   std::unique_ptr<detail::EndpointRouter> router;
   simgrid::s4u::Engine* engine = nullptr;
   detail::GraphZone* zone = nullptr;
-  std::vector<simgrid::s4u::Host*> hosts;        // per endpoint
-  std::vector<int> endpoint_of_netpoint;         // NetPoint id -> endpoint (-1: none)
+  std::vector<simgrid::s4u::Host*> hosts;                 // per endpoint
+  std::vector<int> endpoint_of_netpoint;                  // NetPoint id -> endpoint (-1: none)
   std::vector<std::array<simgrid::s4u::Link*, 2>> links;  // per graph link: [up, down]
-  std::vector<double> factor;                    // per graph link: bandwidth factor now
-  std::vector<int> down;                         // per graph link: > 0 while down
-  std::vector<std::array<double, 2>> bytes;      // per graph link: wire bytes [up, down]
+  std::vector<double> factor;                             // per graph link: bandwidth factor now
+  std::vector<int> down;                                  // per graph link: > 0 while down
+  std::vector<std::array<double, 2>> bytes;               // per graph link: wire bytes [up, down]
   std::unordered_map<std::uint64_t, detail::CachedRoute> routes;
   int num_gpus = 0;
   // GPU hosts carry a ladder of power states so speed can change during the run (SimGrid 3.32
   // forbids changing a sealed CPU's speeds): state i runs at (1 - i / kSpeedSteps) of nominal.
   static constexpr int kSpeedSteps = 100;
-  static constexpr double kNominalSpeed = 1e9;   // "flop"/s: one nanosecond of work per flop
+  static constexpr double kNominalSpeed = 1e9;  // "flop"/s: one nanosecond of work per flop
 
   Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o, bool p2p_nvlink,
        int actor_stack_KiB, bool stack_guard);

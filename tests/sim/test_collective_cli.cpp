@@ -1,10 +1,9 @@
 // `clustersim collective` end to end: its text is nccl-tests' own (read back by the nccl-tests
 // log parser of validation/), its JSON carries the rows and the plan, bad input exits 2 and
 // writes nothing.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,7 +41,8 @@ TEST_CASE("clustersim collective prints an nccl-tests table that the nccl-tests 
   namespace fs = std::filesystem;
   const fs::path json = fs::temp_directory_path() / "clustersim-collective-test.json";
   fs::remove(json);
-  const Run r = run("collective --op allreduce --gpus 16 -b 1M -e 64M -f 8 --json " + json.string());
+  const Run r =
+      run("collective --op allreduce --gpus 16 -b 1M -e 64M -f 8 --json " + json.string());
   REQUIRE(r.exit_code == 0);
   const auto log = clustersim::validation::parse_nccl_tests_text(r.out, "stdout");
   REQUIRE(log.tables.size() == 1);
@@ -79,6 +79,7 @@ TEST_CASE("clustersim collective rejects bad input with exit code 2 and writes n
   CHECK(run("collective --op allreduc --gpus 8 --json " + json.string()).exit_code == 2);
   CHECK(run("collective --gpus 8 --nccl NCCL_ALGOX=Ring --json " + json.string()).exit_code == 2);
   CHECK(run("collective --gpus 100000 --json " + json.string()).exit_code == 2);
-  CHECK(run("collective --gpus 8 --cluster no-such-cluster --json " + json.string()).exit_code == 2);
+  CHECK(run("collective --gpus 8 --cluster no-such-cluster --json " + json.string()).exit_code ==
+        2);
   CHECK_FALSE(fs::exists(json));
 }

@@ -1,7 +1,6 @@
 // Collective names, nccl-tests' bus-bandwidth factors and the analytic max-min computation (no
 // SimGrid engine needed).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <string>

@@ -4,7 +4,6 @@
 // numbers the child sends back. Expected values come from hand formulas over the test cluster's
 // link speeds, NCCL's latency table, or the published table; never from earlier runs.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -17,7 +16,9 @@ using namespace clustersim::sim::testing;
 
 namespace {
 
-double ring_bw_term(double bytes, int n, double bw_Bps) { return 2.0 * (n - 1) / n * bytes / bw_Bps; }
+double ring_bw_term(double bytes, int n, double bw_Bps) {
+  return 2.0 * (n - 1) / n * bytes / bw_Bps;
+}
 
 CollectiveRequest allreduce(std::vector<int> gpus, double bytes) {
   CollectiveRequest r;
@@ -77,9 +78,10 @@ TEST_CASE("Bus bandwidth approaches the bottleneck link at large sizes and never
   for (std::size_t i = 1; i < busbw.size(); ++i) CHECK(busbw[i] >= busbw[i - 1]);
 }
 
-TEST_CASE("Two all-reduces sharing NICs each slow down as max-min sharing predicts; on disjoint "
-          "rails they do not",
-          "[sim][contention]") {
+TEST_CASE(
+    "Two all-reduces sharing NICs each slow down as max-min sharing predicts; on disjoint "
+    "rails they do not",
+    "[sim][contention]") {
   const double S = 1 * GiB;
   const int nodes = 4;
   SECTION("one NIC per node shared by both rings: each gets half of 50 GB/s") {
@@ -130,9 +132,10 @@ TEST_CASE("Two all-reduces sharing NICs each slow down as max-min sharing predic
   }
 }
 
-TEST_CASE("Bulk and step granularities agree within 3% when nothing competes (broadcast and "
-          "reduce chains: within a factor 2, see sim/README.md)",
-          "[sim][slow]") {
+TEST_CASE(
+    "Bulk and step granularities agree within 3% when nothing competes (broadcast and "
+    "reduce chains: within a factor 2, see sim/README.md)",
+    "[sim][slow]") {
   const auto spec = load_cluster_preset("h800-128x8-rail");
   const auto graph = topologies::ClusterGraph::build(spec, 32);
   std::vector<CollectiveRequest> rs;
@@ -146,12 +149,12 @@ TEST_CASE("Bulk and step granularities agree within 3% when nothing competes (br
     rs.push_back(r);
   };
   for (double s : {256 * KiB, 16 * MiB, 256 * MiB}) {
-    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s);                     // NCCL's choice
+    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s);  // NCCL's choice
     add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::ring);
     add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::tree);
     add(CollectiveOp::all_reduce, iota_gpus(0, 8), s, Algorithm::nvls);
     add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::hierarchical);
-    add(CollectiveOp::all_reduce, iota_gpus(0, 4, 8), s);                   // one GPU per node
+    add(CollectiveOp::all_reduce, iota_gpus(0, 4, 8), s);  // one GPU per node
     add(CollectiveOp::all_gather, iota_gpus(0, 16), s);
     add(CollectiveOp::reduce_scatter, iota_gpus(0, 16), s);
     add(CollectiveOp::broadcast, iota_gpus(0, 16), s);
@@ -171,8 +174,8 @@ TEST_CASE("Bulk and step granularities agree within 3% when nothing competes (br
   const auto step = run(Granularity::step);
   REQUIRE(bulk.size() == rs.size());
   for (std::size_t i = 0; i < rs.size(); ++i) {
-    INFO("request " << i << " op " << to_string(rs[i].op) << " bytes " << rs[i].bytes
-                    << " bulk " << bulk[i] << " step " << step[i]);
+    INFO("request " << i << " op " << to_string(rs[i].op) << " bytes " << rs[i].bytes << " bulk "
+                    << bulk[i] << " step " << step[i]);
     const bool chain = rs[i].op == CollectiveOp::broadcast || rs[i].op == CollectiveOp::reduce;
     if (chain) {
       // A chain's chunk pipeline has a fill that bulk flows only estimate (sim/README.md).
@@ -227,13 +230,14 @@ TEST_CASE("NCCL_ALGO=Ring forces the ring where NCCL's model would pick another 
   for (double a : forced) CHECK(a == static_cast<double>(Algorithm::ring));
 }
 
-TEST_CASE("The simulated 8-GPU DGX H100 all-reduce is within the stated tolerance of the "
-          "published nccl-tests table",
-          "[sim][validation]") {
+TEST_CASE(
+    "The simulated 8-GPU DGX H100 all-reduce is within the stated tolerance of the "
+    "published nccl-tests table",
+    "[sim][validation]") {
   // NVIDIA/dgxc-benchmarking nccl/README.md @46e4201 (CALIBRATION.md §3), out-of-place time (us).
-  const std::vector<std::pair<double, double>> published = {
-      {64 * KiB, 19.54}, {1 * MiB, 27.37},   {16 * MiB, 123.8},
-      {128 * MiB, 586.4}, {1 * GiB, 4029.4}, {8 * GiB, 31307}};
+  const std::vector<std::pair<double, double>> published = {{64 * KiB, 19.54}, {1 * MiB, 27.37},
+                                                            {16 * MiB, 123.8}, {128 * MiB, 586.4},
+                                                            {1 * GiB, 4029.4}, {8 * GiB, 31307}};
   const auto spec = load_cluster_preset("h100-2048x8-rail");
   const auto graph = topologies::ClusterGraph::build(spec, 8);
   const auto t = run_in_subprocess([&] {
@@ -244,7 +248,8 @@ TEST_CASE("The simulated 8-GPU DGX H100 all-reduce is within the stated toleranc
       rs.push_back(r);
     }
     std::vector<double> out;
-    for (const auto& r : simulate_collectives(graph, rs, SimulationOptions{})) out.push_back(r.time_s() * 1e6);
+    for (const auto& r : simulate_collectives(graph, rs, SimulationOptions{}))
+      out.push_back(r.time_s() * 1e6);
     return out;
   });
   // Tolerance (validation/collectives-gap.md): 35% at every published size, 5% from 1 GiB up.
@@ -257,9 +262,10 @@ TEST_CASE("The simulated 8-GPU DGX H100 all-reduce is within the stated toleranc
   }
 }
 
-TEST_CASE("A collective across a down link hangs until the link comes back; a degraded link "
-          "slows it by its factor",
-          "[sim][faults]") {
+TEST_CASE(
+    "A collective across a down link hangs until the link comes back; a degraded link "
+    "slows it by its factor",
+    "[sim][faults]") {
   const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const double S = 1 * GiB;
@@ -318,9 +324,10 @@ TEST_CASE("Link statistics count each ring edge's bytes on the NICs and nothing 
   CHECK(v[4] <= 1.0);
 }
 
-TEST_CASE("The analytic uncontended time equals the simulated bulk time, and a contention-free "
-          "request takes it",
-          "[sim]") {
+TEST_CASE(
+    "The analytic uncontended time equals the simulated bulk time, and a contention-free "
+    "request takes it",
+    "[sim]") {
   const auto spec = load_cluster_preset("h800-128x8-rail");
   const auto graph = topologies::ClusterGraph::build(spec, 64);
   const auto v = run_in_subprocess([&] {
@@ -369,9 +376,10 @@ TEST_CASE("join_collective starts the collective when the last member joins", "[
   }
 }
 
-TEST_CASE("NCCL_NET_GDR_LEVEL below the GPU-NIC distance stages network traffic through host "
-          "memory",
-          "[sim][nccl]") {
+TEST_CASE(
+    "NCCL_NET_GDR_LEVEL below the GPU-NIC distance stages network traffic through host "
+    "memory",
+    "[sim][nccl]") {
   const auto spec = small_cluster(2, 2, 2, 50, 64, true, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   auto run = [&](bool loc) {
@@ -432,7 +440,8 @@ TEST_CASE("The network model's bandwidth factor scales what one flow gets of its
     o.nccl = ring_simple();
     o.network.bandwidth_factor = 0.5;
     std::vector<double> out;
-    for (const auto& r : simulate_collectives(graph, {allreduce({0, 1}, S)}, o)) out.push_back(r.time_s());
+    for (const auto& r : simulate_collectives(graph, {allreduce({0, 1}, S)}, o))
+      out.push_back(r.time_s());
     return out;
   });
   const double L = ring_simple_latency_s(graph, 2, 2, S);
