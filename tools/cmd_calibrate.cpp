@@ -6,10 +6,13 @@
 #include <iostream>
 #include <map>
 
+#include "core/atomic_file.hpp"
 #include "core/scenario_loader.hpp"
+#include "models/compute_cost.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "validation/calibration.hpp"
+#include "validation/compute_efficiency.hpp"
 
 namespace clustersim::cli {
 namespace {
@@ -17,8 +20,16 @@ namespace {
 const std::vector<OptionSpec>& calibrate_options() {
   static const std::vector<OptionSpec> specs = {
       {"nccl", "", true, true, "nccl-tests logs (text output or -J JSON), one or more"},
-      {"gemm", "", true, true, "GEMM/attention sweep JSON files (validation/microbench), one or more"},
+      {"gemm", "", true, true,
+       "GEMM/attention sweep JSON files (validation/microbench), one or more"},
       {"output", "o", true, false, "calibration file to write (atomically)"},
+      {"compute-out", "", true, false,
+       "also write the GEMM (and attention) efficiencies as a compute-efficiency file in the "
+       "format of validation/data/compute_efficiency.json (models/compute_cost), for the step "
+       "simulator to use instead of the published defaults; needs --gemm and the peaks"},
+      {"compute-base", "", true, false,
+       "compute-efficiency file whose sections the measurements do not cover are copied "
+       "(default: validation/data/compute_efficiency.json)"},
       {"name", "", true, false, "name recorded in the file (default: the output file name)"},
       {"description", "", true, false, "free text recorded in the file"},
       {"gpu", "", true, false, "GPU preset whose dense peaks turn GEMM TFLOP/s into efficiency"},
@@ -40,23 +51,30 @@ std::string now_utc() {
 }  // namespace
 
 std::string usage_calibrate() {
-  return "usage: clustersim calibrate [--nccl LOG...] [--gemm FILE...] -o calib.json\n"
+  return "usage: clustersim calibrate [--nccl LOG...] [--gemm FILE...] [-o calib.json]\n"
+         "                            [--compute-out efficiency.json [--compute-base FILE]]\n"
          "                            [--gpu NAME | --peak-tflops DTYPE=V...] [--name N]\n\n"
          "Fits, per nccl-tests table, latency and bus bandwidth per message-size regime\n"
          "(time = latency + size * busbw_factor / busbw) and the bandwidth efficiency curve;\n"
          "and, per dtype, a GEMM model (time = launch + flops/throughput + bytes/bandwidth)\n"
-         "with the efficiency of every measured shape. Prints R^2 and the worst residuals.\n\n" +
+         "with the efficiency of every measured shape. Prints R^2 and the worst residuals.\n"
+         "--compute-out writes the GEMM efficiencies in the format the step simulator reads\n"
+         "(validation/data/compute_efficiency.json): one point per smallest GEMM dimension.\n\n" +
          describe_options(calibrate_options());
 }
 
 int cmd_calibrate(const std::vector<std::string>& argv) {
   const Args args(argv, calibrate_options(), 0);
   const auto output = args.value("output");
-  if (!output) throw UsageError("-o FILE is required");
+  const auto compute_out = args.value("compute-out");
+  if (!output && !compute_out) throw UsageError("-o FILE (or --compute-out FILE) is required");
   const auto nccl_files = args.values("nccl");
   const auto gemm_files = args.values("gemm");
   if (nccl_files.empty() && gemm_files.empty())
     throw UsageError("give at least one --nccl LOG or --gemm FILE");
+  if (compute_out && gemm_files.empty()) throw UsageError("--compute-out needs --gemm FILE");
+  if (args.value("compute-base") && !compute_out)
+    throw UsageError("--compute-base is used only with --compute-out");
 
   std::map<Dtype, double> peaks;
   if (const auto gpu = args.value("gpu")) {
@@ -69,10 +87,13 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
     const Dtype dtype = eq == std::string::npos
                             ? Dtype::bf16
                             : validation::dtype_from_name(entry.substr(0, eq), &ok);
-    if (!ok) throw UsageError("--peak-tflops wants DTYPE=TFLOPS (fp32, tf32, bf16, fp16, fp8), got " + entry);
+    if (!ok)
+      throw UsageError("--peak-tflops wants DTYPE=TFLOPS (fp32, tf32, bf16, fp16, fp8), got " +
+                       entry);
     char* end = nullptr;
     const double v = std::strtod(entry.c_str() + eq + 1, &end);
-    if (*end != '\0' || !(v > 0)) throw UsageError("--peak-tflops: not a positive number: " + entry);
+    if (*end != '\0' || !(v > 0))
+      throw UsageError("--peak-tflops: not a positive number: " + entry);
     peaks[dtype] = v;
   }
 
@@ -82,12 +103,31 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   for (const auto& f : gemm_files) gemm_logs.push_back(validation::load_gemm_log(f));
 
   validation::Calibration cal = validation::calibrate(nccl_logs, gemm_logs, peaks);
-  std::string name = args.value_or("name", *output);
+  std::string name = args.value_or("name", output.value_or(compute_out.value_or("")));
   if (const auto slash = name.find_last_of('/'); slash != std::string::npos && !args.value("name"))
     name = name.substr(slash + 1);
   cal.name = name;
   cal.description = args.value_or("description", "");
   cal.created = args.value_or("created", now_utc());
+
+  // The compute-efficiency file is built and checked with the simulator's own loader before
+  // anything is written: bad input leaves no file behind.
+  std::string compute_text;
+  validation::ComputeEfficiencyResult efficiency;
+  if (compute_out) {
+    validation::ComputeEfficiencyInputs in;
+    in.logs = gemm_logs;
+    in.peaks_tflops = peaks;
+    // Cited by the name the user gave, or by its place in the source tree.
+    const auto base = args.value("compute-base");
+    in.base_file = base.value_or("validation/data/compute_efficiency.json");
+    in.base =
+        JsonDocument::load(base.value_or(models::default_compute_calibration_path())).root().raw();
+    in.created = cal.created;
+    efficiency = validation::compute_efficiency_from_gemm(in);
+    compute_text = efficiency.document.dump(2) + "\n";
+    models::load_compute_calibration(JsonDocument::parse(compute_text, *compute_out));
+  }
 
   for (const auto& log : nccl_logs)
     for (const auto& w : log.warnings) std::cerr << "warning: " << log.file << ": " << w << "\n";
@@ -101,8 +141,20 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
             << ", driver "
             << (cal.measured.driver_version.empty() ? "?" : cal.measured.driver_version) << "\n\n"
             << validation::describe_fit_quality(cal);
-  validation::write_calibration(*output, cal);
-  std::cout << "\nwrote " << *output << "\n";
+  if (output) {
+    validation::write_calibration(*output, cal);
+    std::cout << "\nwrote " << *output << "\n";
+  }
+  if (compute_out) {
+    write_file_atomically(*compute_out, compute_text);
+    std::cout << "\nwrote " << *compute_out << " (compute efficiencies; measured: ";
+    for (std::size_t i = 0; i < efficiency.measured_parts.size(); ++i)
+      std::cout << (i ? ", " : "") << efficiency.measured_parts[i];
+    std::cout << "; copied from the base file: ";
+    for (std::size_t i = 0; i < efficiency.kept_parts.size(); ++i)
+      std::cout << (i ? ", " : "") << efficiency.kept_parts[i];
+    std::cout << ")\n";
+  }
   return 0;
 }
 

@@ -2,10 +2,14 @@
 // "published-runs") and published nccl-tests tables (suite "microbench"), prints the error per
 // case and the MAPE, writes JSON and a Markdown report with an SVG plot on request, and exits 1
 // when the MAPE is above the threshold.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
@@ -31,6 +35,9 @@ namespace {
 const std::vector<OptionSpec>& validate_options() {
   static const std::vector<OptionSpec> specs = {
       {"suite", "", true, true, "published-runs, microbench (default: both)"},
+      {"case", "", true, true,
+       "simulate only these published-run cases (ids as in suite.json; the microbench suite is "
+       "not filtered)"},
       {"json", "", true, false, "write the results as JSON to FILE"},
       {"threshold", "", true, false, "MAPE limit in percent (default: the suite's, 10)"},
       {"report", "", true, false, "write REPORT.md and the SVG plot into DIR (e.g. validation)"},
@@ -55,7 +62,17 @@ validation::StepPrediction predict_step(const Scenario& scenario) {
   options.record_trace = false;
   const sim::StepReport report = sim::simulate_step_isolated(scenario, options);
   if (!report.completed) throw std::runtime_error("the simulated step hung");
-  return {report.step_time_s, report.mfu, report.hfu};
+  validation::StepPrediction p;
+  p.step_time_s = report.step_time_s;
+  p.mfu = report.mfu;
+  p.hfu = report.hfu;
+  const sim::TimeBreakdown& b = report.breakdown;
+  p.breakdown = {b.compute_s, b.tp_s, b.pp_s, b.dp_s, b.bubble_s, b.optimizer_s, b.idle_s};
+  constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+  p.fits_in_memory = report.fits_in_memory;
+  p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kBytesPerGiB;
+  p.memory_usable_GiB = report.memory_usable_bytes / kBytesPerGiB;
+  return p;
 }
 
 // One nccl-tests table: every size simulated alone on an idle cluster, members 0..n-1
@@ -99,8 +116,8 @@ std::vector<double> predict_collective(const validation::CollectiveQuery&) {
 }  // namespace
 
 std::string usage_validate() {
-  return "usage: clustersim validate [--suite NAME...] [--json FILE] [--threshold PCT]\n"
-         "                           [--report DIR]\n\n"
+  return "usage: clustersim validate [--suite NAME...] [--case ID...] [--json FILE]\n"
+         "                           [--threshold PCT] [--report DIR]\n\n"
          "Suites: published-runs (validation/suites/published-runs: published training runs as\n"
          "scenarios, compared in the source's own FLOP convention) and microbench\n"
          "(validation/suites/microbench: nccl-tests tables simulated size by size).\n"
@@ -119,13 +136,22 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const double threshold_pct = args.number_or("threshold", 10);
   if (threshold && !(threshold_pct > 0)) throw UsageError("--threshold must be positive");
   const std::string date = args.value_or("date", today_utc());
+  const std::vector<std::string> case_ids = args.values("case");
+  if (!case_ids.empty() &&
+      std::find(suites.begin(), suites.end(), "published-runs") == suites.end())
+    throw UsageError("--case selects published-runs cases; add --suite published-runs");
 
   std::vector<validation::SuiteResult> results;
   for (const auto& name : suites) {
     validation::SuiteResult r;
     if (name == "published-runs") {
-      const auto suite =
-          validation::load_published_suite(data_path("validation/suites/published-runs/suite.json"));
+      auto suite = validation::load_published_suite(
+          data_path("validation/suites/published-runs/suite.json"));
+      if (!case_ids.empty()) {
+        const auto unmatched = validation::select_cases(suite, case_ids);
+        if (!unmatched.empty())
+          throw UsageError("--case " + unmatched.front() + ": no such case in " + suite.file);
+      }
       r = validation::run_published_suite(suite, predict_step);
     } else {
       const auto suite =
@@ -142,14 +168,21 @@ int cmd_validate(const std::vector<std::string>& argv) {
     std::filesystem::create_directories(*dir);
     std::string command = "clustersim validate";
     for (const auto& a : argv) command += " " + a;
-    const std::string svg_name = "validation-published-runs.svg";
-    for (const auto& r : results)
-      if (r.suite == "published-runs")
-        write_file_atomically(*dir + "/" + svg_name, validation::report_svg(r));
-      else
-        write_file_atomically(*dir + "/validation-microbench.svg", validation::report_svg(r));
+    // The hand-written analysis of the previous report survives regeneration.
+    std::string analysis;
+    if (std::ifstream previous(*dir + "/REPORT.md"); previous) {
+      std::ostringstream text;
+      text << previous.rdbuf();
+      analysis = validation::extract_analysis(text.str());
+    }
+    std::map<std::string, std::string> svg_names;
+    for (const auto& r : results) {
+      const std::string svg_name = "validation-" + r.suite + ".svg";
+      write_file_atomically(*dir + "/" + svg_name, validation::report_svg(r, date));
+      svg_names[r.suite] = svg_name;
+    }
     write_file_atomically(*dir + "/REPORT.md",
-                          validation::report_markdown(results, date, command, svg_name));
+                          validation::report_markdown(results, date, command, svg_names, analysis));
     std::cout << "wrote " << *dir << "/REPORT.md\n";
   }
   bool all_passed = true;

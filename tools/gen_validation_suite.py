@@ -36,6 +36,54 @@ def convention_for(run):
     return None
 
 
+# NeMo 24.07 performance runs: what the performance table leaves out, from the NeMo Framework
+# Launcher training configs of that release (NVIDIA/NeMo-Framework-Launcher commit 24c3d6b,
+# 2024-09-06, the last before the table's 2024-09-09 revision), launcher_scripts/conf/training/
+# <config>.yaml. The table's own layout (tp, pp, vpp, cp, batch sizes) always wins; only
+# fields the table does not give are taken from the config:
+#   sequence_parallel       the config's model.sequence_parallel (it is True in every tp > 1 config)
+#   optim.name              distributed_fused_adam: Apex DistributedFusedAdam, whose docstring
+#                           says it "implements the ZeRO-2 algorithm" -> zero_stage 2
+#   optim.bucket_cap_mb     -> grad_bucket_MiB
+#   ub_tp_comm_overlap      TP communication overlapped with GEMMs (userbuffers); the simulator
+#                           does not model it, so the case says so in its assumptions
+NEMO_LAUNCHER_COMMIT = "24c3d6b"
+NEMO_2407_CONFIGS = {
+    # run id prefix: (config file, sequence_parallel, bucket_cap_mb, ub_tp_comm_overlap)
+    "nemo2407_gpt3-5b_": ("gpt3/5b.yaml", False, 400, False),
+    "nemo2407_gpt3-20b_": ("gpt3/20b.yaml", True, 220, True),
+    "nemo2407_gpt3-175b_": ("gpt3/175b.yaml", True, 220, False),
+    "nemo2407_llama2-7b_": ("llama/llama2_7b.yaml", False, 125, False),
+    "nemo2407_llama2-13b_": ("llama/llama2_13b.yaml", False, 125, False),
+    "nemo2407_llama2-70b_": ("llama/llama2_70b.yaml", True, 125, True),
+    "nemo2407_llama3-8b_": ("llama/llama3_8b.yaml", False, 125, False),
+    "nemo2407_llama3-70b_": ("llama/llama3_70b.yaml", True, 125, True),
+}
+
+
+def nemo_2407_config(run):
+    for prefix, cfg in NEMO_2407_CONFIGS.items():
+        if run["id"].startswith(prefix):
+            return cfg
+    return None
+
+
+# DeepSpeed's default gradient bucket: reduce_bucket_size = 5e8 elements
+# (deepspeed/runtime/zero/config.py, "Number of elements reduced/allreduced at a time"), 16-bit
+# gradients. Used where a DeepSpeed run does not state its ZeRO configuration.
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 5e8
+DEEPSPEED_GRAD_BYTES = 2
+
+
+# Facts a source states in its text rather than in the fields published_runs.json has columns
+# for; each names where it is stated.
+STATED_IN_TEXT = {
+    # Korthikanti et al. section 6.3 (published_runs.json notes of this row): "no overlap of
+    # gradient all-reduce with backprop".
+    "korthikanti_530B_dp8_2240gpu": {"training": {"overlap_grad_reduce": False}},
+}
+
+
 def zero_stage(text):
     if not text:
         return 0, "ZeRO/FSDP not stated: none assumed"
@@ -176,19 +224,49 @@ def scenario_for(run, presets):
     vpp = run.get("virtual_pipeline_stages") or 1
     if run.get("cp") is None:
         assumptions.append("context parallelism not stated: cp = 1")
+    nemo = nemo_2407_config(run)
     sp = run.get("sequence_parallel")
-    if sp is None:
+    bucket_mib = None
+    if sp is None and nemo:
+        sp = nemo[1] and run["tp"] > 1
+        assumptions.append("sequence parallelism %s, as the NeMo launcher config %s says "
+                           "(NeMo-Framework-Launcher %s)" % ("on" if sp else "off", nemo[0],
+                                                             NEMO_LAUNCHER_COMMIT))
+    elif sp is None:
         sp = False
         assumptions.append("sequence parallelism not stated: off")
-    zs, note = zero_stage(run.get("zero_or_fsdp"))
-    if note:
-        assumptions.append(note)
+    if run.get("zero_or_fsdp") is None and nemo:
+        zs = 2
+        bucket_mib = nemo[2]
+        assumptions.append("distributed optimizer (Apex DistributedFusedAdam, ZeRO-2) with %d MiB "
+                           "buckets, as the NeMo launcher config %s says" % (nemo[2], nemo[0]))
+    else:
+        zs, note = zero_stage(run.get("zero_or_fsdp"))
+        if note:
+            assumptions.append(note)
+    if zs == 3 and "deepspeed" in (run.get("zero_or_fsdp") or "").lower():
+        bucket_mib = DEEPSPEED_REDUCE_BUCKET_ELEMENTS * DEEPSPEED_GRAD_BYTES / 2**20
+        assumptions.append("ZeRO configuration not stated: DeepSpeed's default reduce_bucket_size "
+                           "(5e8 elements, %.0f MiB of 16-bit gradients) assumed; DeepSpeed's "
+                           "per-module parameter prefetch (stage3_prefetch_bucket_size) is not "
+                           "modelled: parameters are gathered one layer at a time" % bucket_mib)
+    if nemo and nemo[3] and run["tp"] > 1:
+        assumptions.append("TP communication overlap (ub_tp_comm_overlap in %s) is not modelled: "
+                           "the simulated TP collectives are exposed" % nemo[0])
     rc, note = recompute(run.get("activation_recomputation"))
+    if note and nemo and run.get("activation_recomputation") is None:
+        note = ("no activation recomputation (activations_checkpoint_granularity: null in the NeMo "
+                "launcher config %s)" % nemo[0])
     if note:
         assumptions.append(note)
     prec, note = precision(run)
     if note:
         assumptions.append(note)
+    if run.get("gpu_type", "").startswith("A100"):
+        assumptions.append("compute efficiencies are the H100/H800 microbenchmarks of "
+                           "validation/data/compute_efficiency.json (no A100 GEMM or attention "
+                           "calibration is shipped; the attention figure is FlashAttention-3, a "
+                           "Hopper kernel these 2021-2022 runs did not use)")
     parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
                    "sequence_parallel": bool(sp), "zero_stage": zs,
                    "schedule": "interleaved" if vpp > 1 else "1f1b"}
@@ -213,6 +291,12 @@ def scenario_for(run, presets):
             "recompute": rc,
         },
     }
+    if bucket_mib:
+        scenario["training"]["grad_bucket_MiB"] = bucket_mib
+    for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
+        scenario[section].update(values)
+        assumptions.append("stated in the source's text: " + ", ".join(
+            "%s = %s" % (k, json.dumps(v)) for k, v in values.items()))
     return scenario, assumptions
 
 

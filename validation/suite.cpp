@@ -34,7 +34,8 @@ struct MetricName {
 constexpr MetricName kMetrics[] = {{Metric::step_time_s, "step_time_s"},
                                    {Metric::tokens_per_s_per_gpu, "tokens_per_s_per_gpu"},
                                    {Metric::tflops_per_gpu, "tflops_per_gpu"},
-                                   {Metric::mfu, "mfu"}};
+                                   {Metric::mfu, "mfu"},
+                                   {Metric::collective_time_us, "collective_time_us"}};
 
 std::string resolve(const std::string& base_file, const std::string& relative) {
   const std::filesystem::path p(relative);
@@ -58,10 +59,16 @@ std::string pad(std::string s, std::size_t width, bool right = false) {
 
 int digits_for(Metric m) {
   switch (m) {
-    case Metric::step_time_s: return 3;
-    case Metric::tokens_per_s_per_gpu: return 0;
-    case Metric::tflops_per_gpu: return 1;
-    case Metric::mfu: return 3;
+    case Metric::step_time_s:
+      return 3;
+    case Metric::tokens_per_s_per_gpu:
+      return 0;
+    case Metric::tflops_per_gpu:
+      return 1;
+    case Metric::mfu:
+      return 3;
+    case Metric::collective_time_us:
+      return 2;
   }
   return 3;
 }
@@ -109,8 +116,7 @@ const char* to_string(Metric m) {
 
 double flops_per_step(FlopConvention convention, const ModelSpec& m, double global_batch,
                       double seq_len) {
-  const double b = global_batch, s = seq_len, l = m.num_layers, h = m.hidden,
-               v = m.vocab;
+  const double b = global_batch, s = seq_len, l = m.num_layers, h = m.hidden, v = m.vocab;
   switch (convention) {
     case FlopConvention::megatron_eq3:  // SC'21 eq. (3)
       return 96.0 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
@@ -123,8 +129,7 @@ double flops_per_step(FlopConvention convention, const ModelSpec& m, double glob
       const double query_ratio = static_cast<double>(m.num_heads) * m.head_dim() / h;
       const double gated = m.ffn == FfnKind::swiglu ? 1.5 : 1.0;
       return 12.0 * b * s * l * h * h *
-             ((1 + kv_ratio + s / h) * query_ratio + (m.ffn_hidden / h) * gated +
-              v / (2 * l * h));
+             ((1 + kv_ratio + s / h) * query_ratio + (m.ffn_hidden / h) * gated + v / (2 * l * h));
     }
   }
   return 0;
@@ -168,30 +173,42 @@ PublishedSuite load_published_suite(const std::string& path) {
 
 double predicted_metric(const PublishedCase& c, const Scenario& sc, double t) {
   const double n = sc.gpus;
-  const double flops = flops_per_step(c.convention, sc.model,
-                                      static_cast<double>(sc.training.global_batch),
-                                      sc.training.seq_len);
+  const double flops = flops_per_step(
+      c.convention, sc.model, static_cast<double>(sc.training.global_batch), sc.training.seq_len);
   switch (c.metric) {
-    case Metric::step_time_s: return t;
-    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / t / n;
-    case Metric::tflops_per_gpu: return flops / t / n / 1e12;
-    case Metric::mfu: return flops / t / n / (c.peak_tflops * 1e12);
+    case Metric::step_time_s:
+      return t;
+    case Metric::tokens_per_s_per_gpu:
+      return sc.tokens_per_step() / t / n;
+    case Metric::tflops_per_gpu:
+      return flops / t / n / 1e12;
+    case Metric::mfu:
+      return flops / t / n / (c.peak_tflops * 1e12);
+    case Metric::collective_time_us:
+      break;  // microbench only
   }
-  return 0;
+  throw std::logic_error(std::string("a published run cannot be compared in ") +
+                         to_string(c.metric));
 }
 
 double implied_step_time_s(const PublishedCase& c, const Scenario& sc) {
   const double n = sc.gpus;
-  const double flops = flops_per_step(c.convention, sc.model,
-                                      static_cast<double>(sc.training.global_batch),
-                                      sc.training.seq_len);
+  const double flops = flops_per_step(
+      c.convention, sc.model, static_cast<double>(sc.training.global_batch), sc.training.seq_len);
   switch (c.metric) {
-    case Metric::step_time_s: return c.reported;
-    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / (c.reported * n);
-    case Metric::tflops_per_gpu: return flops / (c.reported * 1e12 * n);
-    case Metric::mfu: return flops / (c.reported * c.peak_tflops * 1e12 * n);
+    case Metric::step_time_s:
+      return c.reported;
+    case Metric::tokens_per_s_per_gpu:
+      return sc.tokens_per_step() / (c.reported * n);
+    case Metric::tflops_per_gpu:
+      return flops / (c.reported * 1e12 * n);
+    case Metric::mfu:
+      return flops / (c.reported * c.peak_tflops * 1e12 * n);
+    case Metric::collective_time_us:
+      break;  // microbench only
   }
-  return 0;
+  throw std::logic_error(std::string("a published run cannot be compared in ") +
+                         to_string(c.metric));
 }
 
 SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict) {
@@ -202,6 +219,7 @@ SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor
   for (const auto& c : suite.cases) {
     CaseResult cr;
     cr.id = c.id;
+    cr.group = c.source;
     cr.source = c.source_table.empty() ? c.source : c.source + ", " + c.source_table;
     cr.metric = c.metric;
     cr.convention = to_string(c.convention);
@@ -220,6 +238,10 @@ SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor
       cr.predicted_mfu = p.mfu;
       // Same model FLOPs (ours) over the reported run's step time.
       cr.reported_mfu_ours = p.mfu * p.step_time_s / cr.reported_step_time_s;
+      cr.breakdown = p.breakdown;
+      cr.fits_in_memory = p.fits_in_memory;
+      cr.memory_per_gpu_GiB = p.memory_per_gpu_GiB;
+      cr.memory_usable_GiB = p.memory_usable_GiB;
     } catch (const std::exception& e) {
       cr.failure = e.what();
     }
@@ -227,6 +249,20 @@ SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor
   }
   finish(r);
   return r;
+}
+
+std::vector<std::string> select_cases(PublishedSuite& suite, const std::vector<std::string>& ids) {
+  std::vector<std::string> unmatched;
+  for (const auto& id : ids) {
+    const bool found = std::any_of(suite.cases.begin(), suite.cases.end(),
+                                   [&](const PublishedCase& c) { return c.id == id; });
+    if (!found) unmatched.push_back(id);
+  }
+  std::vector<PublishedCase> kept;
+  for (auto& c : suite.cases)
+    if (std::find(ids.begin(), ids.end(), c.id) != ids.end()) kept.push_back(std::move(c));
+  suite.cases = std::move(kept);
+  return unmatched;
 }
 
 MicrobenchSuite load_microbench_suite(const std::string& path) {
@@ -291,8 +327,9 @@ SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectiveP
         CaseResult cr;
         cr.id = c.id + " " + to_string(t.op) + " " +
                 std::to_string(static_cast<long long>(row.size_bytes)) + " B";
+        cr.group = c.id;
         cr.source = c.description;
-        cr.metric = Metric::step_time_s;
+        cr.metric = Metric::collective_time_us;
         cr.convention = "nccl-tests time (us)";
         cr.reported = *row.best().time_us;
         if (!failure.empty()) {
@@ -313,36 +350,97 @@ SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectiveP
   return r;
 }
 
+namespace {
+
+bool is_microbench(const SuiteResult& r) {
+  return r.suite == "microbench";
+}
+
+std::string signed_pct(double v) {
+  return (v >= 0 ? "+" : "") + fmt(v, 1) + "%";
+}
+
+// Share of the simulated step time, in percent.
+std::string share(double part_s, double step_s) {
+  return step_s > 0 ? fmt(100.0 * part_s / step_s, 1) : std::string("n/a");
+}
+
+std::string memory_verdict(const CaseResult& c) {
+  return "the memory model says it does not fit: " + fmt(c.memory_per_gpu_GiB, 1) +
+         " GiB per GPU of " + fmt(c.memory_usable_GiB, 1) +
+         " GiB usable (simulated anyway: the published run did fit)";
+}
+
+// MAPE per publication, in the order the groups first appear.
+std::vector<std::pair<std::string, std::pair<double, int>>> mape_by_group(const SuiteResult& r) {
+  std::vector<std::pair<std::string, std::pair<double, int>>> groups;
+  for (const auto& c : r.cases) {
+    if (!c.ok()) continue;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == c.group; });
+    if (it == groups.end()) {
+      groups.push_back({c.group, {0.0, 0}});
+      it = groups.end() - 1;
+    }
+    it->second.first += std::fabs(c.error_pct);
+    it->second.second += 1;
+  }
+  for (auto& g : groups) g.second.first /= g.second.second;
+  return groups;
+}
+
+}  // namespace
+
 std::string format_table(const SuiteResult& r) {
   std::ostringstream out;
+  const bool micro = is_microbench(r);
   out << "suite " << r.suite << ": " << r.cases.size() << " cases, " << r.not_expressible.size()
       << " not expressible\n\n";
   out << pad("case", 44) << pad("metric", 22) << pad("reported", 11, true)
-      << pad("predicted", 11, true) << pad("error", 9, true) << pad("MFU sim", 9, true)
-      << pad("MFU rep*", 9, true) << "\n";
+      << pad("predicted", 11, true) << pad("error", 9, true);
+  if (!micro) out << pad("MFU sim", 9, true) << pad("MFU rep*", 9, true);
+  out << "\n";
   for (const auto& c : r.cases) {
     out << pad(c.id, 44) << pad(to_string(c.metric), 22);
     if (!c.ok()) {
       out << "  not simulated: " << c.failure << "\n";
       continue;
     }
-    const int d = r.suite == "microbench" ? 2 : digits_for(c.metric);
+    const int d = digits_for(c.metric);
     out << pad(fmt(c.reported, d), 11, true) << pad(fmt(c.predicted, d), 11, true)
-        << pad((c.error_pct >= 0 ? "+" : "") + fmt(c.error_pct, 1) + "%", 9, true);
-    if (r.suite != "microbench")
+        << pad(signed_pct(c.error_pct), 9, true);
+    if (!micro)
       out << pad(fmt(100 * c.predicted_mfu, 1) + "%", 9, true)
           << pad(fmt(100 * c.reported_mfu_ours, 1) + "%", 9, true);
     out << "\n";
   }
-  if (r.suite != "microbench")
+  if (!micro) {
     out << "(* the reported run's MFU in clustersim's FLOP convention: our model FLOPs over the "
-           "step time the reported figure implies in the source's convention)\n";
+           "step time the reported figure implies in the source's convention)\n\n"
+        << "where the simulated step goes (% of the simulated step; step times in seconds):\n"
+        << pad("case", 44) << pad("sim", 9, true) << pad("implied", 9, true)
+        << pad("compute", 9, true) << pad("tp", 7, true) << pad("pp", 7, true) << pad("dp", 7, true)
+        << pad("bubble", 8, true) << pad("optim", 7, true) << "\n";
+    for (const auto& c : r.cases) {
+      if (!c.ok()) continue;
+      const auto& b = c.breakdown;
+      const double t = c.predicted_step_time_s;
+      out << pad(c.id, 44) << pad(fmt(t, 3), 9, true)
+          << pad(fmt(c.reported_step_time_s, 3), 9, true) << pad(share(b.compute_s, t), 9, true)
+          << pad(share(b.tp_s, t), 7, true) << pad(share(b.pp_s, t), 7, true)
+          << pad(share(b.dp_s, t), 7, true) << pad(share(b.bubble_s, t), 8, true)
+          << pad(share(b.optimizer_s, t), 7, true) << "\n";
+    }
+    for (const auto& c : r.cases)
+      if (c.ok() && !c.fits_in_memory) out << "note: " << c.id << ": " << memory_verdict(c) << "\n";
+  }
   if (!r.not_expressible.empty()) {
     out << "\nnot expressible as scenarios (" << r.not_expressible.size() << "):\n";
     for (const auto& n : r.not_expressible) out << "  " << pad(n.id, 44) << n.reason << "\n";
   }
-  out << "\n" << r.suite << ": MAPE " << fmt(r.mape_pct, 1) << "% over " << r.ran
-      << " simulated case" << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
+  out << "\n"
+      << r.suite << ": MAPE " << fmt(r.mape_pct, 1) << "% over " << r.ran << " simulated case"
+      << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
       << "%): " << (r.passed() ? "PASS" : "FAIL") << "\n";
   return out.str();
 }
@@ -360,17 +458,28 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
     s["passed"] = r.passed();
     s["cases"] = nlohmann::json::array();
     for (const auto& c : r.cases) {
-      nlohmann::json cj = {{"id", c.id}, {"source", c.source}, {"metric", to_string(c.metric)},
-                           {"flop_convention", c.convention}, {"reported", c.reported},
+      nlohmann::json cj = {{"id", c.id},
+                           {"source", c.source},
+                           {"metric", to_string(c.metric)},
+                           {"flop_convention", c.convention},
+                           {"reported", c.reported},
                            {"assumptions", c.assumptions}};
       if (c.ok()) {
         cj["predicted"] = c.predicted;
         cj["error_pct"] = c.error_pct;
-        if (r.suite != "microbench") {
+        if (!is_microbench(r)) {
+          const auto& b = c.breakdown;
           cj["predicted_step_time_s"] = c.predicted_step_time_s;
           cj["reported_step_time_s"] = c.reported_step_time_s;
           cj["predicted_mfu"] = c.predicted_mfu;
           cj["reported_mfu_ours"] = c.reported_mfu_ours;
+          cj["breakdown_s"] = {{"compute", b.compute_s}, {"tp", b.tp_s},
+                               {"pp", b.pp_s},           {"dp", b.dp_s},
+                               {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s},
+                               {"idle", b.idle_s}};
+          cj["fits_in_memory"] = c.fits_in_memory;
+          cj["memory_per_gpu_GiB"] = c.memory_per_gpu_GiB;
+          cj["memory_usable_GiB"] = c.memory_usable_GiB;
         }
       } else {
         cj["failure"] = c.failure;
@@ -385,64 +494,113 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
   return j.dump(2) + "\n";
 }
 
-std::string report_svg(const SuiteResult& r) {
+std::string report_svg(const SuiteResult& r, const std::string& date) {
   svg::Axes axes;
   svg::Series series;
   series.line = false;
   series.markers = true;
-  if (r.suite == "microbench") {
-    axes.title = "nccl-tests: simulated against measured bus bandwidth";
+  if (is_microbench(r)) {
+    axes.title = "nccl-tests: simulated against measured bus bandwidth (" + date + ")";
     axes.x_label = "measured busbw (GB/s)";
     axes.y_label = "simulated busbw (GB/s)";
     series.name = "one message size";
   } else {
-    axes.title = "Published runs: simulated against reported MFU (clustersim's FLOP convention)";
+    axes.title = "Published runs: simulated against reported MFU, clustersim's FLOP convention (" +
+                 date + ")";
     axes.x_label = "reported MFU (%)";
     axes.y_label = "simulated MFU (%)";
     series.name = "one published run";
   }
   for (const auto& c : r.cases) {
     if (!c.ok()) continue;
-    const double scale = r.suite == "microbench" ? 1.0 : 100.0;
+    const double scale = is_microbench(r) ? 1.0 : 100.0;
     series.points.push_back({scale * c.reported_mfu_ours, scale * c.predicted_mfu, ""});
   }
   axes.y_min = 0;
   return svg::line_chart(axes, {series}, {}, true);
 }
 
+std::string extract_analysis(const std::string& previous_report) {
+  const auto begin = previous_report.find(kAnalysisBegin);
+  if (begin == std::string::npos) return "";
+  const auto from = begin + std::string(kAnalysisBegin).size();
+  const auto end = previous_report.find(kAnalysisEnd, from);
+  if (end == std::string::npos) return "";
+  std::string text = previous_report.substr(from, end - from);
+  const auto first = text.find_first_not_of("\n");
+  const auto last = text.find_last_not_of("\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, last - first + 1);
+}
+
 std::string report_markdown(const std::vector<SuiteResult>& results, const std::string& date,
-                            const std::string& command, const std::string& svg_name) {
+                            const std::string& command,
+                            const std::map<std::string, std::string>& svg_names,
+                            const std::string& analysis) {
   std::ostringstream out;
   out << "# Validation report\n\n"
       << "Generated by `" << command << "` on " << date
-      << ". Do not edit by hand: rerun the command.\n\n"
+      << ". Everything but the analysis section is rewritten when the command is rerun; the "
+         "analysis between its markers is kept.\n\n"
       << "Each published run is simulated from its scenario in validation/suites/ and compared in "
          "the source's own metric and FLOP convention (validation/suite.hpp). No simulator "
-         "constant is set from these figures.\n\n";
+         "constant is set from these figures.\n\n"
+      << "## Summary\n\n| suite | publication or table | cases | MAPE |\n|---|---|---:|---:|\n";
   for (const auto& r : results) {
+    for (const auto& [group, m] : mape_by_group(r))
+      out << "| " << r.suite << " | " << group << " | " << m.second << " | " << fmt(m.first, 1)
+          << "% |\n";
+    out << "| **" << r.suite << "** | all | **" << r.ran << "** | **" << fmt(r.mape_pct, 1)
+        << "%** |\n";
+  }
+  out << "\n";
+  for (const auto& r : results) {
+    const bool micro = is_microbench(r);
     out << "## Suite `" << r.suite << "`\n\n"
         << "**MAPE " << fmt(r.mape_pct, 1) << "%** over " << r.ran << " simulated case"
-        << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1) << "%: "
-        << (r.passed() ? "pass" : "fail") << ").\n\n";
-    if (r.suite != "microbench")
-      out << "![simulated against reported MFU](" << svg_name << ")\n\n";
+        << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
+        << "%: " << (r.passed() ? "pass" : "fail") << ").\n\n";
+    if (const auto it = svg_names.find(r.suite); it != svg_names.end())
+      out << "![simulated against reported](" << it->second << ")\n\n";
     out << "| case | metric | convention | reported | simulated | error |"
-        << (r.suite == "microbench" ? "" : " MFU sim | MFU rep (ours) |") << "\n"
-        << "|---|---|---|---:|---:|---:|" << (r.suite == "microbench" ? "" : "---:|---:|") << "\n";
+        << (micro ? "" : " MFU sim | MFU rep (ours) |") << "\n"
+        << "|---|---|---|---:|---:|---:|" << (micro ? "" : "---:|---:|") << "\n";
     for (const auto& c : r.cases) {
       out << "| " << c.id << " | " << to_string(c.metric) << " | " << c.convention << " | ";
       if (!c.ok()) {
         out << fmt(c.reported, 3) << " | not simulated: " << c.failure << " | |"
-            << (r.suite == "microbench" ? "" : " | |") << "\n";
+            << (micro ? "" : " | |") << "\n";
         continue;
       }
-      const int d = r.suite == "microbench" ? 2 : digits_for(c.metric);
-      out << fmt(c.reported, d) << " | " << fmt(c.predicted, d) << " | "
-          << (c.error_pct >= 0 ? "+" : "") << fmt(c.error_pct, 1) << "% |";
-      if (r.suite != "microbench")
+      const int d = digits_for(c.metric);
+      out << fmt(c.reported, d) << " | " << fmt(c.predicted, d) << " | " << signed_pct(c.error_pct)
+          << " |";
+      if (!micro)
         out << " " << fmt(100 * c.predicted_mfu, 1) << "% | " << fmt(100 * c.reported_mfu_ours, 1)
             << "% |";
       out << "\n";
+    }
+    if (!micro) {
+      out << "\n\"MFU rep (ours)\": the reported run's MFU in clustersim's convention (our model "
+             "FLOPs over the step time the reported figure implies).\n\n"
+          << "Where the simulated step goes (critical path, % of the simulated step; step times in "
+             "seconds, \"implied\" = the step time the reported figure implies):\n\n"
+          << "| case | simulated | implied | compute | exposed TP/CP | exposed PP | exposed DP | "
+             "bubble | optimizer | memory model |\n"
+          << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+      for (const auto& c : r.cases) {
+        if (!c.ok()) continue;
+        const auto& b = c.breakdown;
+        const double t = c.predicted_step_time_s;
+        out << "| " << c.id << " | " << fmt(t, 3) << " | " << fmt(c.reported_step_time_s, 3)
+            << " | " << share(b.compute_s, t) << "% | " << share(b.tp_s, t) << "% | "
+            << share(b.pp_s, t) << "% | " << share(b.dp_s, t) << "% | " << share(b.bubble_s, t)
+            << "% | " << share(b.optimizer_s, t) << "% | "
+            << (c.fits_in_memory ? std::string("fits")
+                                 : "does not fit (" + fmt(c.memory_per_gpu_GiB, 0) + " of " +
+                                       fmt(c.memory_usable_GiB, 0) + " GiB)")
+            << " |\n";
+      }
     }
     std::vector<const CaseResult*> assumed;
     for (const auto& c : r.cases)
@@ -462,6 +620,14 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
     }
     out << "\n";
   }
+  out << "## Analysis\n\n"
+      << kAnalysisBegin << "\n\n"
+      << (analysis.empty()
+              ? std::string("(No analysis written yet: write it between these markers; "
+                            "`clustersim validate --report` keeps it.)")
+              : analysis)
+      << "\n\n"
+      << kAnalysisEnd << "\n";
   return out.str();
 }
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,12 @@
 
 namespace clustersim::validation {
 
-enum class FlopConvention { megatron_eq3, korthikanti_model, korthikanti_hw_selective, megatron_core };
+enum class FlopConvention {
+  megatron_eq3,
+  korthikanti_model,
+  korthikanti_hw_selective,
+  megatron_core
+};
 const char* to_string(FlopConvention c);
 std::vector<std::string> flop_convention_names();
 
@@ -36,14 +42,34 @@ std::vector<std::string> flop_convention_names();
 double flops_per_step(FlopConvention convention, const ModelSpec& model, double global_batch,
                       double seq_len);
 
-enum class Metric { step_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu };
+// collective_time_us: one nccl-tests row (microbench suite), in microseconds.
+enum class Metric { step_time_s, tokens_per_s_per_gpu, tflops_per_gpu, mfu, collective_time_us };
 const char* to_string(Metric m);
+
+// Where the simulated step's time goes on its critical path (seconds; the parts add up to the
+// step time). Mirrors sim::TimeBreakdown so that this library stays independent of sim/.
+struct StepBreakdown {
+  double compute_s = 0;    // kernels, recomputation included
+  double tp_s = 0;         // exposed tensor-/context-parallel collectives
+  double pp_s = 0;         // exposed pipeline transfers
+  double dp_s = 0;         // exposed gradient reductions and ZeRO parameter gathers
+  double bubble_s = 0;     // pipeline bubble
+  double optimizer_s = 0;  // optimizer update
+  double idle_s = 0;       // waiting for the slowest rank
+};
 
 // What the step simulator says about one scenario.
 struct StepPrediction {
   double step_time_s = 0;
   double mfu = 0;  // in clustersim's own convention (model FLOPs / peak of the scenario's dtype)
   double hfu = 0;
+  StepBreakdown breakdown;
+  // The memory model's verdict (models/memory.hpp). A case is simulated either way: the
+  // published run did fit, so a "does not fit" here is a finding about the memory model or
+  // the scenario, reported next to the case.
+  bool fits_in_memory = true;
+  double memory_per_gpu_GiB = 0;
+  double memory_usable_GiB = 0;
 };
 using StepPredictor = std::function<StepPrediction(const Scenario&)>;
 
@@ -83,6 +109,7 @@ double implied_step_time_s(const PublishedCase& c, const Scenario& scenario);
 
 struct CaseResult {
   std::string id;
+  std::string group;  // the publication (published runs) or the table (microbench)
   std::string source;
   Metric metric = Metric::step_time_s;
   std::string convention;
@@ -94,6 +121,10 @@ struct CaseResult {
   double predicted_mfu = 0;         // ours
   double reported_mfu_ours = 0;     // the reported run's MFU in our convention
   std::vector<std::string> assumptions;
+  StepBreakdown breakdown;     // of the simulated step (published runs)
+  bool fits_in_memory = true;  // the memory model's verdict on the scenario
+  double memory_per_gpu_GiB = 0;
+  double memory_usable_GiB = 0;
   std::string failure;  // non-empty: the case could not be simulated (message)
   bool ok() const { return failure.empty(); }
 };
@@ -112,12 +143,16 @@ struct SuiteResult {
 // with its failure message (and left out of the MAPE).
 SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict);
 
+// Keeps only the cases whose id is in `ids` (suite order kept; not_expressible unchanged).
+// Returns the ids that matched no case.
+std::vector<std::string> select_cases(PublishedSuite& suite, const std::vector<std::string>& ids);
+
 // ---- Microbenchmark suite ------------------------------------------------------------------
 
 struct MicrobenchCase {
   std::string id;
-  std::string log_path;   // resolved
-  std::string cluster;    // cluster preset name
+  std::string log_path;  // resolved
+  std::string cluster;   // cluster preset name
   std::string description;
 };
 
@@ -152,8 +187,16 @@ std::string format_table(const SuiteResult& result);
 // JSON of a result (for --json).
 std::string to_json_text(const std::vector<SuiteResult>& results, const std::string& date);
 // validation/REPORT.md text and the SVG of predicted against reported (relative to reported).
+// `analysis` is the hand-written analysis kept between kAnalysisBegin and kAnalysisEnd of the
+// previous report (extract_analysis): regenerating the report keeps it, everything else is
+// rewritten. `svg_names` maps a suite name to its plot's file name.
+inline constexpr const char* kAnalysisBegin = "<!-- analysis: begin (kept when regenerated) -->";
+inline constexpr const char* kAnalysisEnd = "<!-- analysis: end -->";
+std::string extract_analysis(const std::string& previous_report);
 std::string report_markdown(const std::vector<SuiteResult>& results, const std::string& date,
-                            const std::string& command, const std::string& svg_name);
-std::string report_svg(const SuiteResult& result);
+                            const std::string& command,
+                            const std::map<std::string, std::string>& svg_names,
+                            const std::string& analysis);
+std::string report_svg(const SuiteResult& result, const std::string& date);
 
 }  // namespace clustersim::validation

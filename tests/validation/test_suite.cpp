@@ -3,6 +3,7 @@
 // published_runs.json derives independently.
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "core/scenario_loader.hpp"
 #include "validation/suite.hpp"
@@ -47,8 +48,8 @@ TEST_CASE("SC'21 eq. 3 counts the recompute pass: 144 TFLOP/s on 384 GPUs is an 
   // GEMMs (96 vs 72), while the logit layer is not recomputed (V/16lh·96 = V/12lh·72).
   const double model = flops_per_step(FlopConvention::korthikanti_model, m, 1536, 2048);
   const double s = 2048, h = 12288, l = 96, v = 51200;
-  CHECK(eq3 / model ==
-        Approx((96 * (1 + s / (6 * h)) + 6 * v / (l * h)) / (72 * (1 + s / (6 * h)) + 6 * v / (l * h))));
+  CHECK(eq3 / model == Approx((96 * (1 + s / (6 * h)) + 6 * v / (l * h)) /
+                              (72 * (1 + s / (6 * h)) + 6 * v / (l * h))));
 }
 
 TEST_CASE("Megatron-Core's formula reduces to Korthikanti eq. 7 for a GPT model") {
@@ -126,4 +127,39 @@ TEST_CASE("a step simulator failure is reported per case and left out of the MAP
     }
   CHECK(failed > 0);
   CHECK(r.ran + failed == static_cast<int>(r.cases.size()));
+}
+
+TEST_CASE("selecting cases keeps the suite's order and names the ids that match nothing") {
+  auto suite = load_published_suite(suite_path());
+  const auto unmatched = select_cases(
+      suite, {"nemo2407_llama3-70b_64gpu", "no_such_run", "korthikanti_t5_22B_present"});
+  REQUIRE(suite.cases.size() == 2);
+  CHECK(suite.cases[0].id == "korthikanti_t5_22B_present");  // suite.json order
+  CHECK(suite.cases[1].id == "nemo2407_llama3-70b_64gpu");
+  CHECK(unmatched == std::vector<std::string>{"no_such_run"});
+  CHECK(suite.cases.size() + suite.not_expressible.size() < 72);
+}
+
+TEST_CASE("regenerating the report keeps the hand-written analysis and nothing else") {
+  auto suite = load_published_suite(suite_path());
+  select_cases(suite, {"korthikanti_t5_22B_present"});
+  StepPrediction p{2.2, 0.2, 0.21};
+  p.breakdown.compute_s = 2.0;
+  p.breakdown.tp_s = 0.2;
+  const auto r = run_published_suite(suite, [&](const Scenario&) { return p; });
+  const std::string analysis =
+      "The 22B run is off by +100%: see the attention kernel.\n\n| a | b |";
+  const std::string first = report_markdown({r}, "2026-01-01", "clustersim validate",
+                                            {{"published-runs", "x.svg"}}, analysis);
+  CHECK(extract_analysis(first) == analysis);
+  // The table is the new run's; the analysis survives a second generation unchanged.
+  const std::string second =
+      report_markdown({r}, "2026-02-01", "clustersim validate", {}, extract_analysis(first));
+  CHECK(extract_analysis(second) == analysis);
+  CHECK(second.find("2026-02-01") != std::string::npos);
+  CHECK(second.find("2026-01-01") == std::string::npos);
+  // 2.2 s against the reported 1.1 s; 2.0 of 2.2 s is compute (90.9%).
+  CHECK(first.find("+100.0%") != std::string::npos);
+  CHECK(first.find("90.9%") != std::string::npos);
+  CHECK(extract_analysis("no markers here") == "");
 }
