@@ -126,10 +126,20 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
     return component_label(d.name) + " " + (share.empty() ? "more" : share) + " GPU-time per token";
   };
   std::string out = describe(deltas[0]);
-  // More compute for the same work comes from recomputation or from the GEMM shapes that the
-  // micro-batch size and tp give; name the parameter that differs.
-  if (deltas[0].name.find("compute") != std::string::npos) {
-    for (const char* p : {"recompute", "micro_batch", "tp"}) {
+  // Name the parameter behind the component, the first that differs from the winner's:
+  // more compute comes from recomputation or the GEMM shapes (micro-batch, tp); exposed DP
+  // from ZeRO's extra traffic, the gradient dtype or the DP degree (which also decides how
+  // much memory a rank needs); exposed TP from the TP degree; the bubble from pp, vpp and the
+  // number of micro-batches.
+  static const std::map<std::string, std::vector<const char*>> causes = {
+      {"compute_s", {"recompute", "micro_batch", "tp"}},
+      {"dp_s", {"zero_stage", "grad_dtype", "compression", "dp"}},
+      {"tp_s", {"tp", "sequence_parallel"}},
+      {"pp_s", {"pp", "vpp", "micro_batch"}},
+      {"bubble_s", {"pp", "vpp", "micro_batch"}},
+      {"optimizer_s", {"zero_stage", "compression"}}};
+  if (const auto it = causes.find(deltas[0].name); it != causes.end()) {
+    for (const char* p : it->second) {
       const json a = runner_up.parameters.value(p, json());
       const json b = winner.parameters.value(p, json());
       if (a != b && !a.is_null() && !b.is_null()) {

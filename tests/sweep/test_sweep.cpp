@@ -294,6 +294,31 @@ TEST_CASE("a runner-up's loss is explained by the breakdown component that grew 
   }
 }
 
+TEST_CASE("a runner-up's loss names the parameter behind the component") {
+  SweepRecord winner;
+  winner.key = "w";
+  winner.status = kStatusOk;
+  winner.parameters = {{"gpus", 1024}, {"pp", 2}, {"zero_stage", 1}};
+  winner.metrics = {{"step_time_s", 2.0}, {"tokens_per_s", 1000.0 / 2.0}};
+  winner.breakdown = {{"compute_s", 1.6}, {"bubble_s", 0.2}, {"dp_s", 0.2}};
+  SweepRecord runner = winner;
+  runner.key = "r";
+  SECTION("a deeper pipeline has a larger bubble") {
+    runner.parameters["pp"] = 4;
+    runner.metrics = {{"step_time_s", 2.5}, {"tokens_per_s", 1000.0 / 2.5}};
+    runner.breakdown = {{"compute_s", 1.6}, {"bubble_s", 0.7}, {"dp_s", 0.2}};
+    // 0.5 s more bubble out of the winner's 2.0 s = +25.0%.
+    CHECK(loss_reason(runner, winner) == "pipeline bubble +0.500 s/step (+25.0%) (pp 4 vs 2)");
+  }
+  SECTION("ZeRO-3 gathers parameters: more exposed DP traffic") {
+    runner.parameters["zero_stage"] = 3;
+    runner.metrics = {{"step_time_s", 2.3}, {"tokens_per_s", 1000.0 / 2.3}};
+    runner.breakdown = {{"compute_s", 1.6}, {"bubble_s", 0.2}, {"dp_s", 0.5}};
+    CHECK(loss_reason(runner, winner) ==
+          "exposed DP comm +0.300 s/step (+15.0%) (zero_stage 3 vs 1)");
+  }
+}
+
 TEST_CASE("the regression diff names the scenario and metric beyond tolerance") {
   Baseline b;
   b.metrics = {"mfu", "step_time_s"};
