@@ -591,7 +591,10 @@ class StepRun {
           for (const Instance* in : batch) call_bytes += in->calls[ci].bytes;
           std::vector<CollectiveHandle> handles;
           std::vector<std::pair<int, int>> pairs;
-          double latency = 0;
+          // The calls merged away would each have paid NCCL's latency, at their own size: NCCL
+          // picks the protocol per call, and a merged call large enough to switch protocol (ring
+          // LL128 -> Simple) has a larger latency than any of the calls it stands for.
+          double merged_latency = 0;
           for (const auto& gpus : groups) {
             if (gpus.size() < 2) continue;
             CollectiveRequest req;
@@ -601,15 +604,19 @@ class StepRun {
             req.dtype = head.calls[ci].dtype;
             req.label = label;
             handles.push_back(sim_.start_collective(req));
-            latency = std::max(latency, handles.back().result().plan.latency_s);
+            double group_latency = 0;
+            for (std::size_t k = 1; k < batch.size(); ++k) {
+              req.bytes = batch[k]->calls[ci].bytes;
+              if (req.bytes > 0) group_latency += sim_.plan(req).latency_s;
+            }
+            merged_latency = std::max(merged_latency, group_latency);
             if (faults_can_hang()) {
               const auto rp = ring_pairs(gpus);
               pairs.insert(pairs.end(), rp.begin(), rp.end());
             }
           }
           if (!wait_all(handles, pairs, started, label, st.stage)) return;
-          // The calls merged away would each have paid NCCL's latency.
-          if (batch.size() > 1) sim_.sleep_for(latency * static_cast<double>(batch.size() - 1));
+          if (merged_latency > 0) sim_.sleep_for(merged_latency);
         }
       }
       for (Instance* in : batch) in->done.fire(sim_.now());
