@@ -27,7 +27,7 @@ struct SweepOptions {
   std::string out_dir;
   int jobs = 1;
   int shard = 1;                     // this shard, 1-based
-  int shards = 1;                    // points with index % shards == shard - 1 belong to this shard
+  int shards = 1;                    // points with shard_of(index, shards) == shard
   std::string executable;            // the clustersim binary that evaluates points
   std::string evaluator = "run";     // evaluator.hpp
   double point_timeout_s = 0;        // per evaluation; 0 = none
@@ -51,7 +51,12 @@ struct SweepOutcome {
 // Parses "I/N" (1 <= I <= N). Throws std::invalid_argument with the reason.
 std::pair<int, int> parse_shard(const std::string& text);
 
-// The points of `spec` that belong to shard `shard` of `shards`.
+// The shard (1..shards) of the point with enumeration index `index`: a fixed hash of the index
+// modulo `shards`, so that the split is deterministic and balanced even when expensive points
+// recur on a regular stride.
+int shard_of(std::size_t index, int shards);
+
+// The points of `points` that belong to shard `shard` of `shards`.
 std::vector<SweepPoint> shard_points(std::vector<SweepPoint> points, int shard, int shards);
 
 // The record of a point decided without a child: invalid (scenario does not load) or

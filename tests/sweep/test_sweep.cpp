@@ -222,10 +222,16 @@ TEST_CASE("shards partition the points of a sweep") {
   for (int shard = 1; shard <= 5; ++shard) {
     for (const auto& p : shard_points(all, shard, 5)) {
       CHECK(seen.insert(p.index).second);  // in no other shard
-      CHECK(static_cast<int>(p.index % 5) == shard - 1);
+      CHECK(shard_of(p.index, 5) == shard);
     }
   }
   CHECK(seen.size() == all.size());
+  // The split is balanced: each of 5 shards of 48 points gets some, none more than half.
+  for (int shard = 1; shard <= 5; ++shard) {
+    const auto n = shard_points(all, shard, 5).size();
+    CHECK(n > 0);
+    CHECK(n <= all.size() / 2);
+  }
   CHECK(parse_shard("3/8") == std::make_pair(3, 8));
   CHECK_THROWS(parse_shard("0/8"));
   CHECK_THROWS(parse_shard("9/8"));
