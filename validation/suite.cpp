@@ -219,7 +219,13 @@ SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor
   for (const auto& c : suite.cases) {
     CaseResult cr;
     cr.id = c.id;
-    cr.group = c.source;
+    // One group per publication: the id's family prefix ("sc21", "korthikanti", "nemo2407"),
+    // named by the source of its first case (one paper may be cited in two spellings).
+    const std::string family = c.id.substr(0, c.id.find('_'));
+    const auto named = std::find_if(r.cases.begin(), r.cases.end(), [&](const CaseResult& o) {
+      return o.id.substr(0, o.id.find('_')) == family;
+    });
+    cr.group = named != r.cases.end() ? named->group : c.source;
     cr.source = c.source_table.empty() ? c.source : c.source + ", " + c.source_table;
     cr.metric = c.metric;
     cr.convention = to_string(c.convention);
@@ -496,28 +502,36 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
 
 std::string report_svg(const SuiteResult& r, const std::string& date) {
   svg::Axes axes;
-  svg::Series series;
-  series.line = false;
-  series.markers = true;
   if (is_microbench(r)) {
     axes.title = "nccl-tests: simulated against measured bus bandwidth (" + date + ")";
     axes.x_label = "measured busbw (GB/s)";
     axes.y_label = "simulated busbw (GB/s)";
-    series.name = "one message size";
   } else {
     axes.title = "Published runs: simulated against reported MFU, clustersim's FLOP convention (" +
                  date + ")";
     axes.x_label = "reported MFU (%)";
     axes.y_label = "simulated MFU (%)";
-    series.name = "one published run";
   }
+  // One series per family of case ids ("sc21_*", "korthikanti_*", ...), in suite order.
+  std::vector<svg::Series> series;
   for (const auto& c : r.cases) {
     if (!c.ok()) continue;
+    const std::string family = is_microbench(r) ? c.group : c.id.substr(0, c.id.find('_')) + "_*";
+    auto it = std::find_if(series.begin(), series.end(),
+                           [&](const svg::Series& s) { return s.name == family; });
+    if (it == series.end()) {
+      svg::Series s;
+      s.name = family;
+      s.line = false;
+      s.markers = true;
+      series.push_back(s);
+      it = series.end() - 1;
+    }
     const double scale = is_microbench(r) ? 1.0 : 100.0;
-    series.points.push_back({scale * c.reported_mfu_ours, scale * c.predicted_mfu, ""});
+    it->points.push_back({scale * c.reported_mfu_ours, scale * c.predicted_mfu, ""});
   }
   axes.y_min = 0;
-  return svg::line_chart(axes, {series}, {}, true);
+  return svg::line_chart(axes, series, {}, true);
 }
 
 std::string extract_analysis(const std::string& previous_report) {
