@@ -135,6 +135,14 @@ class Builder {
     return id;
   }
 
+  // With sequence parallelism, the all-gather of the sequence-split activations that starts a
+  // tensor-parallel block (Korthikanti et al. 2022 §4.2.2); the compute before it is flushed.
+  void sequence_all_gather(Segments& out, OpCost& c) {
+    if (!d_.sp) return;
+    flush(out, c);
+    out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer sequence all-gather"));
+  }
+
   // Layer forward: norm, [SP all-gather], QKV, rope, [CP KV gather], attention, out-proj,
   // all-reduce (or SP reduce-scatter), residual, norm, [AG], FFN, all-reduce/RS, residual.
   Segments layer_forward() {
@@ -142,10 +150,7 @@ class Builder {
     Segments out;
     OpCost c;
     c += mem(kNormForwardPasses * d.Ts * d.h);
-    if (d.sp) {
-      flush(out, c);
-      out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "layer sequence all-gather"));
-    }
+    sequence_all_gather(out, c);
     c += c_.gemm(qkv(), d.precision);
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     if (d.cp > 1) {
@@ -158,10 +163,7 @@ class Builder {
     tp_reduce(out, c, "layer");
     c += mem(kResidualPasses * d.Ts * d.h);
     c += mem(kNormForwardPasses * d.Ts * d.h);
-    if (d.sp) {
-      flush(out, c);
-      out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "layer sequence all-gather"));
-    }
+    sequence_all_gather(out, c);
     c += c_.gemm(ffn_in(), d.precision);
     c += mem((d.swiglu ? kSwigluForwardPasses : kGeluForwardPasses) * d.T * d.f / d.t);
     c += c_.gemm(ffn_out(), d.precision);
@@ -179,20 +181,14 @@ class Builder {
     Segments out;
     OpCost c;
     c += mem(kResidualPasses * d.Ts * d.h);
-    if (d.sp) {
-      flush(out, c);
-      out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "layer sequence all-gather"));
-    }
+    sequence_all_gather(out, c);
     c += gemm_backward(ffn_out());
     c += mem((d.swiglu ? kSwigluBackwardPasses : kGeluBackwardPasses) * d.T * d.f / d.t);
     c += gemm_backward(ffn_in());
     tp_reduce(out, c, "layer");
     c += mem(kNormBackwardPasses * d.Ts * d.h);
     c += mem(kResidualPasses * d.Ts * d.h);
-    if (d.sp) {
-      flush(out, c);
-      out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "layer sequence all-gather"));
-    }
+    sequence_all_gather(out, c);
     c += gemm_backward(out_proj());
     c += attention_backward();
     if (d.cp > 1) {
