@@ -100,6 +100,7 @@ json to_json(const SweepRecord& r) {
   j["metrics"] = r.metrics;
   j["breakdown"] = r.breakdown;
   j["warnings"] = r.warnings;
+  j["build"] = r.build;
   return j;
 }
 
@@ -121,6 +122,7 @@ SweepRecord record_from_json(const json& j) {
     r.metrics = j.value("metrics", json::object());
     r.breakdown = j.value("breakdown", json::object());
     r.warnings = j.value("warnings", std::vector<std::string>());
+    r.build = j.value("build", std::string());
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed record: ") + e.what());
   }

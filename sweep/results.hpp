@@ -37,6 +37,10 @@ struct SweepRecord {
   // Step time by component, seconds per step (the evaluator's breakdown).
   nlohmann::json breakdown = nlohmann::json::object();
   std::vector<std::string> warnings;
+  // Which clustersim build evaluated the point (a hash of its executable; "" = unknown). A
+  // resumed sweep redoes points that another build evaluated, so that one results file never
+  // mixes simulator versions.
+  std::string build;
 
   bool done() const { return status != kStatusFailed; }  // not redone on resume
   // metrics[name] or `fallback` when absent or not a number.

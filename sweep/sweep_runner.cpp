@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -134,9 +136,10 @@ class Progress {
   int last_decile_ = -1;
 };
 
-SweepRecord record_for(const SweepPoint& point, const std::string& key) {
+SweepRecord record_for(const SweepPoint& point, const std::string& key, const std::string& build) {
   SweepRecord r;
   r.key = key;
+  r.build = build;
   r.index = point.index;
   r.label = point.label;
   r.series = point.series;
@@ -149,6 +152,14 @@ std::string point_document_name(const SweepSpec& spec, const SweepPoint& point) 
 }
 
 }  // namespace
+
+std::string executable_fingerprint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return fnv1a64_hex(bytes.str());
+}
 
 std::pair<int, int> parse_shard(const std::string& text) {
   const auto slash = text.find('/');
@@ -198,8 +209,9 @@ std::vector<SweepPoint> shard_points(std::vector<SweepPoint> points, int shard, 
 
 std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint& point,
                                         const std::string& key, const FeasibilityCheck& feasible,
-                                        std::optional<Scenario>& scenario) {
-  SweepRecord r = record_for(point, key);
+                                        std::optional<Scenario>& scenario,
+                                        const std::string& build) {
+  SweepRecord r = record_for(point, key, build);
   if (!point.error.empty()) {
     r.status = kStatusInvalid;
     r.reason = point.error;
@@ -252,7 +264,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   }
   std::unordered_set<std::string> done;
   for (const auto& r : existing.records) {
-    if (r.done()) done.insert(r.key);
+    if (r.done() && (options.build.empty() || r.build == options.build)) done.insert(r.key);
   }
   {
     std::string csv = csv_append_header();
@@ -275,6 +287,19 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   write_file_atomically(dir + "/sweep.json", meta.dump(2) + "\n");
 
   for (const auto& k : keys) outcome.already_done += done.count(k);
+  {
+    std::unordered_set<std::string> stale;
+    for (const auto& r : existing.records) {
+      if (r.done() && !done.count(r.key)) stale.insert(r.key);
+    }
+    const std::unordered_set<std::string> mine(keys.begin(), keys.end());
+    for (const auto& k : stale) outcome.other_build += mine.count(k);
+    if (outcome.other_build > 0 && options.progress) {
+      *options.progress << "sweep: " << outcome.other_build
+                        << " points were evaluated by another clustersim build; evaluating them "
+                           "again\n";
+    }
+  }
   Progress progress(options.progress, options.progress_bar, points.size(), outcome.already_done);
 
   const std::string work = dir + "/.points";
@@ -297,7 +322,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
       const std::size_t i = cursor++;
       if (done.count(keys[i])) continue;
       std::optional<Scenario> scenario;
-      if (auto r = screen_point(spec, points[i], keys[i], feasible, scenario)) {
+      if (auto r = screen_point(spec, points[i], keys[i], feasible, scenario, options.build)) {
         append(*r);
         continue;
       }
@@ -319,7 +344,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
     pending.erase(i);
     const std::string out_file = work + "/" + keys[i] + ".out.json";
     const Evaluation e = interpret_child(result, out_file);
-    SweepRecord r = record_for(points[i], keys[i]);
+    SweepRecord r = record_for(points[i], keys[i], options.build);
     r.status = e.status;
     r.reason = e.reason;
     r.metrics = e.metrics;

@@ -26,10 +26,13 @@ namespace clustersim::sweep {
 struct SweepOptions {
   std::string out_dir;
   int jobs = 1;
-  int shard = 1;                     // this shard, 1-based
-  int shards = 1;                    // points with shard_of(index, shards) == shard
-  std::string executable;            // the clustersim binary that evaluates points
-  std::string evaluator = "run";     // evaluator.hpp
+  int shard = 1;                  // this shard, 1-based
+  int shards = 1;                 // points with shard_of(index, shards) == shard
+  std::string executable;         // the clustersim binary that evaluates points
+  std::string evaluator = "run";  // evaluator.hpp
+  // Identity of the evaluating build (executable_fingerprint()); records of other builds are
+  // redone. Empty: every recorded point counts as done.
+  std::string build;
   double point_timeout_s = 0;        // per evaluation; 0 = none
   bool progress_bar = false;         // redraw a progress bar on `progress`
   std::ostream* progress = nullptr;  // progress bar or, without a bar, a line per 10%
@@ -40,13 +43,17 @@ struct SweepOptions {
 struct SweepOutcome {
   std::size_t points_total = 0;  // in the whole sweep
   std::size_t points_in_shard = 0;
-  std::size_t already_done = 0;                                 // recorded by an earlier run
-  std::size_t evaluated = 0;                                    // children run by this call
+  std::size_t already_done = 0;  // recorded by an earlier run
+  std::size_t other_build = 0;   // recorded by another build, so evaluated again
+  std::size_t evaluated = 0;     // children run by this call
   std::size_t ok = 0, invalid = 0, infeasible = 0, failed = 0;  // over the shard's records
   bool interrupted = false;
   double wall_s = 0;
   std::vector<SweepRecord> records;  // this shard's records, sorted by index
 };
+
+// A hash of the file at `path` (an executable): fnv1a64_hex of its bytes.
+std::string executable_fingerprint(const std::string& path);
 
 // Parses "I/N" (1 <= I <= N). Throws std::invalid_argument with the reason.
 std::pair<int, int> parse_shard(const std::string& text);
@@ -61,10 +68,11 @@ std::vector<SweepPoint> shard_points(std::vector<SweepPoint> points, int shard, 
 
 // The record of a point decided without a child: invalid (scenario does not load) or
 // infeasible (per `feasible`); nullopt when the point needs evaluating. `scenario` receives
-// the loaded scenario when it loads.
+// the loaded scenario when it loads. `build` goes into the record.
 std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint& point,
                                         const std::string& key, const FeasibilityCheck& feasible,
-                                        std::optional<Scenario>& scenario);
+                                        std::optional<Scenario>& scenario,
+                                        const std::string& build = "");
 
 // Runs (or resumes) the sweep. Throws std::runtime_error when DIR cannot be written or is
 // locked by another sweep.

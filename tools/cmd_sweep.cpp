@@ -178,6 +178,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   options.shard = shard;
   options.shards = shards;
   options.executable = sweep::self_executable();
+  options.build = sweep::executable_fingerprint(options.executable);
   options.evaluator = evaluator;
   options.point_timeout_s = timeout;
   const bool quiet = a.flag("quiet");

@@ -484,3 +484,34 @@ TEST_CASE("a changed model constant makes regress fail naming the scenario and m
                                    Catch::Contains("classname=\"regress.seed-optimized-1024\""));
   fs::remove_all(data);
 }
+
+TEST_CASE("points evaluated by another build are evaluated again on resume", "[slow]") {
+  const std::string dir = make_temp_dir("build");
+  const std::string cmd = kBinary + " sweep " + quoted(kTinySweep) +
+                          " --evaluate check --jobs 2 --no-plots --out " + quoted(dir);
+  REQUIRE(run_command(cmd).exit_code == 0);
+  const std::string jsonl = dir + "/results.jsonl";
+  const ResultsFile first = read_results(jsonl, false);
+  REQUIRE(first.records.size() == 48);
+  const std::string build = first.records.front().build;
+  CHECK(build.size() == 16);
+  SECTION("the same build redoes nothing") {
+    const auto again = run_command(cmd);
+    CHECK_THAT(again.output, Catch::Contains("48 points (48 already done, 0 evaluated)"));
+  }
+  SECTION("records of another build are redone, invalid and infeasible ones included") {
+    std::string text;
+    for (auto r : first.records) {
+      r.build = "0123456789abcdef";
+      text += to_json_line(r);
+    }
+    write_text(jsonl, text);
+    const auto again = run_command(cmd);
+    INFO(again.output);
+    CHECK_THAT(again.output,
+               Catch::Contains("48 points were evaluated by another clustersim build") &&
+                   Catch::Contains("48 points (0 already done, 12 evaluated)"));
+    for (const auto& r : read_results(jsonl, false).records) CHECK(r.build == build);
+  }
+  fs::remove_all(dir);
+}
