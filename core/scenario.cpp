@@ -48,6 +48,10 @@ const char* to_string(PipelineSchedule s) {
 
 const char* to_string(Compression c) { return c == Compression::none ? "none" : "onebit_adam"; }
 
+const char* to_string(AttentionKernel k) {
+  return k == AttentionKernel::flash ? "flash" : "unfused";
+}
+
 double GpuSpec::peak(Dtype d) const {
   const auto it = peak_flops.find(d);
   if (it == peak_flops.end()) {

@@ -24,10 +24,16 @@ enum class FfnKind { gelu, swiglu };
 enum class Recompute { none, selective, full };
 enum class PipelineSchedule { one_f_one_b, interleaved, gpipe };
 enum class Compression { none, onebit_adam };
+// How the attention core (scores, softmax, weighted sum) runs: one fused kernel that never
+// writes the score matrix (FlashAttention, Dao et al. 2022; Transformer Engine / cuDNN fused
+// attention), or Megatron-LM's 2021-22 path of batched GEMMs around a fused scale-mask-softmax
+// kernel, which writes the scores to HBM and keeps them for the backward pass.
+enum class AttentionKernel { flash, unfused };
 const char* to_string(FfnKind k);
 const char* to_string(Recompute r);
 const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
+const char* to_string(AttentionKernel k);
 
 // Model architecture (a dense decoder-only Transformer).
 struct ModelSpec {
@@ -57,6 +63,9 @@ struct GpuSpec {
   double nvlink_Bps = 0;               // NVLink per GPU, one direction
   double pcie_Bps = 0;                 // PCIe per GPU, one direction
   double kernel_launch_s = 0;          // launch overhead per kernel
+  // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
+  // or one relative to the data root; "" = the default (H100/H800) calibration.
+  std::string compute_calibration;
   double peak(Dtype d) const;          // throws std::out_of_range with the dtype name if absent
 };
 
@@ -107,6 +116,7 @@ struct Training {
   double tokens_total = 0;        // tokens for the whole run (campaign)
   Dtype precision = Dtype::bf16;  // compute dtype of the GEMMs
   Recompute recompute = Recompute::none;
+  AttentionKernel attention = AttentionKernel::flash;
   bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;     // DP bucket size

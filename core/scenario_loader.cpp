@@ -9,12 +9,12 @@ namespace clustersim {
 
 namespace {
 
-constexpr double kGB = 1e9;                  // bytes, decimal (datasheets)
-constexpr double kTB = 1e12;                 // bytes, decimal
-constexpr double kMiB = 1024.0 * 1024.0;     // bytes
-constexpr double kGbit = 1e9 / 8.0;          // bytes in a gigabit
-constexpr double kUs = 1e-6;                 // seconds
-constexpr double kTflops = 1e12;             // FLOP/s
+constexpr double kGB = 1e9;               // bytes, decimal (datasheets)
+constexpr double kTB = 1e12;              // bytes, decimal
+constexpr double kMiB = 1024.0 * 1024.0;  // bytes
+constexpr double kGbit = 1e9 / 8.0;       // bytes in a gigabit
+constexpr double kUs = 1e-6;              // seconds
+constexpr double kTflops = 1e12;          // FLOP/s
 // Megatron-LM's default DDP bucket: 40M parameters (distributed.py, bucket_size = 40000000);
 // in BF16 gradients that is 80 MB.
 constexpr double kDefaultGradBucketBytes = 40e6 * 2.0;
@@ -76,10 +76,9 @@ T by_name_or_inline(const JsonNode& node, const std::string& folder, const char*
 }
 
 ModelSpec model_from_object(const JsonNode& n) {
-  n.only_keys({"name", "source", "description", "num_layers", "hidden_size",
-               "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size",
-               "max_seq_len", "ffn", "tied_embeddings", "position_embeddings", "linear_biases",
-               "norm", "sources"});
+  n.only_keys({"name", "source", "description", "num_layers", "hidden_size", "num_attention_heads",
+               "num_kv_heads", "ffn_hidden_size", "vocab_size", "max_seq_len", "ffn",
+               "tied_embeddings", "position_embeddings", "linear_biases", "norm", "sources"});
   ModelSpec m;
   m.name = n.string_at("name");
   m.source = n.string_or("source", "");
@@ -90,8 +89,7 @@ ModelSpec model_from_object(const JsonNode& n) {
   m.ffn_hidden = static_cast<int>(n.int_at("ffn_hidden_size", 1, 1 << 26));
   m.vocab = static_cast<int>(n.int_at("vocab_size", 1, 1 << 26));
   m.max_seq_len = static_cast<int>(n.int_at("max_seq_len", 1, 1 << 26));
-  m.ffn = n.enum_or("ffn", {"gelu", "swiglu"}, "gelu") == "gelu" ? FfnKind::gelu
-                                                                 : FfnKind::swiglu;
+  m.ffn = n.enum_or("ffn", {"gelu", "swiglu"}, "gelu") == "gelu" ? FfnKind::gelu : FfnKind::swiglu;
   m.tied_embeddings = n.bool_or("tied_embeddings", false);
   m.learned_position_embeddings =
       n.enum_or("position_embeddings", {"learned", "rope"}, "rope") == "learned";
@@ -103,16 +101,20 @@ ModelSpec model_from_object(const JsonNode& n) {
                                          std::to_string(m.hidden));
   }
   if (m.num_heads % m.num_kv_heads != 0) {
-    n.fail_at("num_kv_heads", std::to_string(m.num_kv_heads) +
-                                  " KV heads do not divide the " + std::to_string(m.num_heads) +
-                                  " attention heads");
+    n.fail_at("num_kv_heads", std::to_string(m.num_kv_heads) + " KV heads do not divide the " +
+                                  std::to_string(m.num_heads) + " attention heads");
   }
   return m;
 }
 
+// A data file named in a preset: absolute, or relative to the data root.
+std::string resolve_data_path(const std::string& path) {
+  return std::filesystem::path(path).is_absolute() ? path : data_root() + "/" + path;
+}
+
 GpuSpec gpu_from_object(const JsonNode& n) {
   n.only_keys({"name", "description", "peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps",
-               "pcie_GBps", "kernel_launch_us", "tdp_W", "sources"});
+               "pcie_GBps", "kernel_launch_us", "tdp_W", "compute_calibration", "sources"});
   require_sources(n, {"peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps", "pcie_GBps",
                       "kernel_launch_us", "tdp_W"});
   GpuSpec g;
@@ -129,15 +131,24 @@ GpuSpec gpu_from_object(const JsonNode& n) {
   g.pcie_Bps = n.positive_at("pcie_GBps") * kGB;
   g.kernel_launch_s = n.non_negative_at("kernel_launch_us") * kUs;
   if (n.has("tdp_W")) n.at("tdp_W").as_positive();
+  g.compute_calibration = n.string_or("compute_calibration", "");
+  if (!g.compute_calibration.empty()) {
+    const std::string resolved = resolve_data_path(g.compute_calibration);
+    if (!std::filesystem::exists(resolved)) {
+      n.fail_at("compute_calibration",
+                "compute calibration file \"" + g.compute_calibration + "\" does not exist");
+    }
+    g.compute_calibration = resolved;
+  }
   return g;
 }
 
 ClusterSpec cluster_from_object(const JsonNode& n) {
   n.only_keys({"name", "description", "source", "gpu", "nodes", "gpus_per_node", "nvlink_GBps",
-               "nvlink_latency_us", "nics_per_node", "nic_Gbps", "rail_optimized",
-               "gpudirect_rdma", "fabric", "calibration", "sources"});
-  require_sources(n, {"nodes", "gpus_per_node", "nvlink_GBps", "nvlink_latency_us",
-                      "nics_per_node", "nic_Gbps"});
+               "nvlink_latency_us", "nics_per_node", "nic_Gbps", "rail_optimized", "gpudirect_rdma",
+               "fabric", "calibration", "sources"});
+  require_sources(n, {"nodes", "gpus_per_node", "nvlink_GBps", "nvlink_latency_us", "nics_per_node",
+                      "nic_Gbps"});
   ClusterSpec c;
   c.name = n.string_at("name");
   c.source = n.string_or("source", n.string_or("description", ""));
@@ -157,12 +168,13 @@ ClusterSpec cluster_from_object(const JsonNode& n) {
                                     std::to_string(c.gpus_per_node) + " GPUs");
   }
   if (c.gpus_per_node % c.nics_per_node != 0 && c.nics_per_node % c.gpus_per_node != 0) {
-    n.fail_at("nics_per_node", std::to_string(c.nics_per_node) + " NICs cannot be shared evenly by " +
+    n.fail_at("nics_per_node", std::to_string(c.nics_per_node) +
+                                   " NICs cannot be shared evenly by " +
                                    std::to_string(c.gpus_per_node) + " GPUs");
   }
   const JsonNode f = n.at("fabric");
-  f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "nic_latency_us",
-               "switch_latency_us", "sources"});
+  f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "nic_latency_us", "switch_latency_us",
+               "sources"});
   f.enum_at("kind", {"fat_tree"});
   c.fabric.kind = FabricKind::fat_tree;
   c.fabric.nodes_per_leaf = static_cast<int>(f.int_at("nodes_per_leaf", 1, 1 << 20));
@@ -205,8 +217,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
 }
 
 Training parse_training(const JsonNode& n) {
-  n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision",
-               "recompute", "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
+  n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
+               "attention", "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
                "grad_reduce"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
@@ -215,9 +227,12 @@ Training parse_training(const JsonNode& n) {
   t.tokens_total = n.positive_or("tokens_total", 0.0);
   t.precision = parse_dtype(n.enum_or("precision", {"bf16", "fp16", "fp8"}, "bf16"));
   const std::string r = n.enum_or("recompute", {"none", "selective", "full"}, "none");
-  t.recompute = r == "none" ? Recompute::none
+  t.recompute = r == "none"        ? Recompute::none
                 : r == "selective" ? Recompute::selective
                                    : Recompute::full;
+  t.attention = n.enum_or("attention", {"flash", "unfused"}, "flash") == "flash"
+                    ? AttentionKernel::flash
+                    : AttentionKernel::unfused;
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
@@ -320,7 +335,9 @@ ClusterSpec load_cluster_preset(const std::string& name) {
   return load_cluster(doc.root());
 }
 
-Scenario load_scenario(const std::string& path) { return load_scenario(JsonDocument::load(path)); }
+Scenario load_scenario(const std::string& path) {
+  return load_scenario(JsonDocument::load(path));
+}
 
 Scenario load_scenario(const JsonDocument& document) {
   const JsonNode root = document.root();
@@ -400,12 +417,13 @@ void validate_scenario(Scenario& s) {
     fail("/parallelism/sequence_parallel", "sequence parallelism needs tp > 1");
   }
   if (p.vpp > 1 && p.pp == 1) {
-    fail("/parallelism/vpp", "vpp " + std::to_string(p.vpp) +
-                                 " (virtual pipeline stages) needs pp > 1");
+    fail("/parallelism/vpp",
+         "vpp " + std::to_string(p.vpp) + " (virtual pipeline stages) needs pp > 1");
   }
   if (p.vpp > 1 && p.schedule != PipelineSchedule::interleaved) {
-    fail("/parallelism/schedule", std::string("vpp > 1 needs the \"interleaved\" schedule, not \"") +
-                                      to_string(p.schedule) + "\"");
+    fail("/parallelism/schedule",
+         std::string("vpp > 1 needs the \"interleaved\" schedule, not \"") + to_string(p.schedule) +
+             "\"");
   }
   if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
     fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
@@ -428,16 +446,24 @@ void validate_scenario(Scenario& s) {
   } else if (m.num_layers % (p.pp * p.vpp) != 0) {
     fail(p.vpp > 1 ? "/parallelism/vpp" : "/parallelism/pp",
          "pp x vpp = " + std::to_string(p.pp * p.vpp) + " does not divide the model's " +
-             std::to_string(m.num_layers) + " layers; give parallelism.layers_per_stage for an "
+             std::to_string(m.num_layers) +
+             " layers; give parallelism.layers_per_stage for an "
              "uneven split");
+  }
+  if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
+    fail("/training/attention",
+         "context parallelism (cp " + std::to_string(p.cp) +
+             ") needs \"flash\" attention: Megatron-LM's ring attention is built on fused "
+             "attention kernels");
   }
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0) {
     fail("/parallelism/cp", "cp " + std::to_string(p.cp) + " needs seq_len divisible by 2 x cp");
   }
   if (t.global_batch % (std::int64_t(p.dp) * t.micro_batch) != 0) {
     fail("/training/global_batch",
-         "global batch " + std::to_string(t.global_batch) + " is not divisible by dp x micro_batch = " +
-             std::to_string(p.dp) + " x " + std::to_string(t.micro_batch) + " = " +
+         "global batch " + std::to_string(t.global_batch) +
+             " is not divisible by dp x micro_batch = " + std::to_string(p.dp) + " x " +
+             std::to_string(t.micro_batch) + " = " +
              std::to_string(std::int64_t(p.dp) * t.micro_batch));
   }
   const std::int64_t micro_batches = s.micro_batches();
@@ -447,13 +473,13 @@ void validate_scenario(Scenario& s) {
                                        " per step to be a multiple of pp " + std::to_string(p.pp));
   }
   if (p.pp > 1 && micro_batches < p.pp) {
-    s.warnings.push_back(plural(micro_batches, "micro-batch") + " per step for " +
-                         std::to_string(p.pp) +
-                         " pipeline stages: the pipeline never fills and most of the step is bubble");
+    s.warnings.push_back(
+        plural(micro_batches, "micro-batch") + " per step for " + std::to_string(p.pp) +
+        " pipeline stages: the pipeline never fills and most of the step is bubble");
   }
   if (t.seq_len > m.max_seq_len) {
-    s.warnings.push_back("seq_len " + std::to_string(t.seq_len) + " exceeds the model's trained context " +
-                         std::to_string(m.max_seq_len));
+    s.warnings.push_back("seq_len " + std::to_string(t.seq_len) +
+                         " exceeds the model's trained context " + std::to_string(m.max_seq_len));
   }
   if (t.precision == Dtype::fp8 && !c.gpu.peak_flops.count(Dtype::fp8)) {
     fail("/training/precision", "GPU " + c.gpu.name + " has no FP8 tensor cores");
@@ -463,7 +489,8 @@ void validate_scenario(Scenario& s) {
     // rank (Tang et al. 2021, Alg. 1); ZeRO-2/3 replace that all-reduce by a reduce-scatter of
     // gradients into shards, so the two do not compose.
     fail("/comm/compression", "1-bit Adam cannot be combined with ZeRO stage " +
-                                  std::to_string(p.zero_stage) + " (DeepSpeed supports it without "
+                                  std::to_string(p.zero_stage) +
+                                  " (DeepSpeed supports it without "
                                   "ZeRO partitioning of gradients)");
   }
   if (s.comm.grad_dtype == Dtype::fp8 && s.comm.compression.kind == Compression::onebit_adam) {

@@ -45,6 +45,16 @@ OpCost& OpCost::operator+=(const OpCost& other) {
   return *this;
 }
 
+OpCost& OpCost::operator-=(const OpCost& other) {
+  time_s -= other.time_s;
+  compute_s -= other.compute_s;
+  memory_s -= other.memory_s;
+  launch_s -= other.launch_s;
+  flops -= other.flops;
+  bytes -= other.bytes;
+  return *this;
+}
+
 namespace {
 
 const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8"};
@@ -114,9 +124,9 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   for (const auto& [name, node] : gemm.members()) {
     cal.gemm[dtype_named(name)] = load_curve(node);
   }
-  for (const auto& name : {"bf16", "fp8"}) {
-    if (!gemm.has(name)) gemm.fail_at(name, "missing required GEMM curve");
-  }
+  // FP8 is optional: a GPU without FP8 tensor cores (A100) has no FP8 curve, and a scenario
+  // asking for FP8 GEMMs on it fails in gemm_efficiency() naming the file.
+  if (!gemm.has("bf16")) gemm.fail_at("bf16", "missing required GEMM curve");
 
   const JsonNode attention = root.at("attention");
   attention.require_object();
@@ -149,6 +159,11 @@ ComputeCalibration load_compute_calibration(const std::string& path) {
 
 std::string default_compute_calibration_path() {
   return data_root() + "/validation/data/compute_efficiency.json";
+}
+
+std::string compute_calibration_path(const GpuSpec& gpu) {
+  return gpu.compute_calibration.empty() ? default_compute_calibration_path()
+                                         : gpu.compute_calibration;
 }
 
 ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
@@ -213,6 +228,13 @@ OpCost ComputeCostModel::gemm(const GemmShape& shape, Dtype dtype, double count)
   total.flops = one.flops * count;
   total.bytes = one.bytes * count;
   return total;
+}
+
+OpCost ComputeCostModel::batched_gemm(const GemmShape& shape, Dtype dtype, double batch) const {
+  const double in_bytes = bytes_per_element(dtype);
+  const double bytes =
+      batch * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * in_bytes;
+  return roofline(batch * shape.flops(), gpu_.peak(dtype) * gemm_efficiency(shape, dtype), bytes);
 }
 
 OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype) const {

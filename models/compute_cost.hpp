@@ -54,8 +54,10 @@ struct ComputeCalibration {
 // keys, unknown keys, efficiencies outside (0, 1] or points out of order.
 ComputeCalibration load_compute_calibration(const std::string& path);
 ComputeCalibration load_compute_calibration(const JsonDocument& document);
-// data_root()/validation/data/compute_efficiency.json
+// data_root()/validation/data/compute_efficiency.json (H100/H800 microbenchmarks)
 std::string default_compute_calibration_path();
+// The calibration of `gpu`: its preset's compute_calibration, else the default.
+std::string compute_calibration_path(const GpuSpec& gpu);
 
 // Cost of one kernel, seconds, with its parts.
 struct OpCost {
@@ -67,6 +69,7 @@ struct OpCost {
   double bytes = 0;
   bool memory_bound() const { return memory_s > compute_s; }
   OpCost& operator+=(const OpCost& other);
+  OpCost& operator-=(const OpCost& other);
 };
 
 class ComputeCostModel {
@@ -93,6 +96,9 @@ class ComputeCostModel {
   // The attention kernel executing `flops` (already halved for a causal mask by the caller)
   // and moving `bytes` through HBM.
   OpCost attention(double flops, double bytes, Dtype dtype) const;
+  // One batched GEMM kernel (cuBLAS strided batched): `batch` products of `shape`, one launch;
+  // efficiency as for a single product of that shape.
+  OpCost batched_gemm(const GemmShape& shape, Dtype dtype, double batch) const;
   // A memory-bound kernel (norm, activation, residual, optimizer update) moving `bytes`.
   OpCost memory_op(double bytes, double flops = 0) const;
   // General roofline: `flops` at `flops_per_s` achieved, `bytes` at the achieved HBM rate.

@@ -26,6 +26,11 @@ constexpr double kFp8WeightCacheBytes = 1.0;
 // Gradients accumulate in at least 16 bits even when they are communicated in FP8.
 constexpr double kMinGradAccumulationBytes = 2.0;
 constexpr double kFp32Bytes = 4.0;
+// FlashAttention keeps, per query row and head, the FP32 log-sum-exp of the scores for its
+// backward pass instead of the score matrix (Dao et al. 2022, FlashAttention Algorithm 2: "the
+// softmax normalization statistics (m, l)"; FlashAttention-2 Algorithm 1 stores L = m + log l).
+// Its dropout regenerates the mask from the RNG state, so no mask is stored either.
+constexpr double kFlashSoftmaxStatsBytes = kFp32Bytes;
 // ZeRO-3 keeps the unit being computed and the one being prefetched gathered: PyTorch FSDP's
 // rate limiter allows "at most two in-flight all-gathers" (limit_all_gathers, default True since
 // pytorch#104900); the unit's unsharded gradient exists until its reduce-scatter.
@@ -89,7 +94,8 @@ double collective_buffers(const NcclSettings& nccl, int channels) {
 
 }  // namespace
 
-ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len) {
+ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
+                                               AttentionKernel attention) {
   // Korthikanti et al. 2022 §4.1 count, per layer, for a GPT layer (MHA, 4h GeLU MLP, dropout),
   // in bytes per token (their s b factored out):
   //   attention 11h + 5as: QKV input 2h, Q and K 4h, softmax output 2as, softmax dropout mask
@@ -108,7 +114,9 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len) 
   //   * RMSNorm stores its input like LayerNorm. The score tensors hold one softmax per query
   //     head (a heads x s keys per token), which GQA does not change.
   //   * Dropout masks are kept as in Korthikanti et al. (ModelSpec has no dropout flag); for
-  //     dropout-free models (Llama) this overestimates by 2h + as bytes per token and layer.
+  //     dropout-free models (Llama) this overestimates by 2h (+ as unfused) bytes per token.
+  //   * FlashAttention stores no score tensor (no softmax output, mask or dropout output): the
+  //     5as term becomes the FP32 softmax statistics, 4 bytes per head (sharded like Q).
   const double h = m.hidden;
   const double kv = static_cast<double>(m.num_kv_heads) * m.head_dim();
   const double f = m.ffn_hidden;
@@ -121,14 +129,19 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len) 
                            + kMaskBytes * 2 * h;             // attention and MLP dropout masks
   c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
                         + kActivationBytes * mlp_tensors * f;
-  // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
-  c.scores_per_token = (2 * kActivationBytes + kMaskBytes) * a * s;
+  if (attention == AttentionKernel::flash) {
+    c.sharded_per_token += kFlashSoftmaxStatsBytes * a;
+  } else {
+    // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
+    c.scores_per_token = (2 * kActivationBytes + kMaskBytes) * a * s;
+  }
   return c;
 }
 
 LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::int64_t micro_batch,
-                                        int tp, bool sp, Recompute recompute) {
-  const ActivationCoefficients c = activation_coefficients(m, seq_len);
+                                        int tp, bool sp, Recompute recompute,
+                                        AttentionKernel attention) {
+  const ActivationCoefficients c = activation_coefficients(m, seq_len, attention);
   const double tokens = static_cast<double>(seq_len) * static_cast<double>(micro_batch);
   const double t = tp;
   // Korthikanti et al. Table 2: TP shards the sharded and score parts; SP also splits the
@@ -182,14 +195,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
   const double embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : grad_bytes;
   const double head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : grad_bytes;
-  // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp.
-  // Approximation: the score tensors are then counted for s/cp keys per query instead of s;
-  // Megatron's context parallelism runs FlashAttention-style kernels that keep no score tensors
-  // at all, so the term matters only for recompute "none" estimates.
+  // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp
+  // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
   const int seq_per_gpu = std::max(1, tr.seq_len / cp);
 
-  const LayerActivations act = layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp,
-                                                      par.sequence_parallel, tr.recompute);
+  const LayerActivations act = layer_activation_bytes(
+      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;
@@ -302,7 +313,10 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                                         : ", FP32 (4 B) for the FP32 layer groups") +
       ", Adam states 12 B/param (ZeRO paper K = 12)");
   est.assumptions.push_back(
-      "activations per Korthikanti et al. 2022 (with dropout masks, no FlashAttention), " +
+      std::string("activations per Korthikanti et al. 2022 (with dropout masks") +
+      (tr.attention == AttentionKernel::flash
+           ? ", FlashAttention: no score tensors, FP32 softmax statistics), "
+           : ", unfused attention: score tensors stored), ") +
       std::string(to_string(tr.recompute)) + " recomputation, " +
       fmt(est.stages.front().micro_batches_in_flight, 2) + " micro-batch(es) in flight on stage 0");
   est.assumptions.push_back("NCCL buffers: " + std::to_string(collective_comms) +

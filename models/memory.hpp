@@ -16,13 +16,15 @@ namespace clustersim::models {
 // Activation bytes per token and per layer, before any parallelism, split the way Korthikanti
 // et al. 2022 (Table 2) split their 34 s b h + 5 a s^2 b: parts that tensor parallelism leaves
 // replicated (split only by sequence parallelism), parts that it shards, and the attention-score
-// tensors (sharded by tensor parallelism, dropped by selective recomputation).
+// tensors (sharded by tensor parallelism, dropped by selective recomputation; none at all with
+// FlashAttention, which stores FP32 softmax statistics in the sharded part instead).
 struct ActivationCoefficients {
   double replicated_per_token = 0;  // 10h for GPT
   double sharded_per_token = 0;     // 24h for GPT
   double scores_per_token = 0;      // 5 a s for GPT
 };
-ActivationCoefficients activation_coefficients(const clustersim::ModelSpec& model, int seq_len);
+ActivationCoefficients activation_coefficients(const clustersim::ModelSpec& model, int seq_len,
+                                              clustersim::AttentionKernel attention);
 
 // Activation bytes of one Transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: `stored` lives from the layer's forward to its backward; `transient` is the working
@@ -33,7 +35,8 @@ struct LayerActivations {
 };
 LayerActivations layer_activation_bytes(const clustersim::ModelSpec& model, int seq_len,
                                         std::int64_t micro_batch, int tp, bool sequence_parallel,
-                                        clustersim::Recompute recompute);
+                                        clustersim::Recompute recompute,
+                                        clustersim::AttentionKernel attention);
 
 // Assumptions about what part of the HBM a training job can use.
 struct HbmReserve {

@@ -942,7 +942,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
   const models::ComputeCostModel compute(
       s.cluster.gpu,
       models::load_compute_calibration(opt.compute_calibration.empty()
-                                           ? models::default_compute_calibration_path()
+                                           ? models::compute_calibration_path(s.cluster.gpu)
                                            : opt.compute_calibration));
   const Workload w = workload::build_workload(s, compute, {.compressed_phase = compressed});
   const topologies::ClusterGraph graph = topologies::ClusterGraph::build(s.cluster, s.gpus);

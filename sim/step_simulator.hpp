@@ -57,7 +57,7 @@ struct StepOptions {
   bool record_trace = true;
   // FLOP convention of `mfu` and `hfu` (both conventions are reported).
   models::FlopConvention convention = models::FlopConvention::megatron;
-  // Compute efficiency calibration; "" = validation/data/compute_efficiency.json.
+  // Compute efficiency calibration; "" = the GPU preset's (models::compute_calibration_path).
   std::string compute_calibration;
   // Merged NCCL calls carry at most 1/merge_parts of a stage's bytes per stream.
   int merge_parts = 8;

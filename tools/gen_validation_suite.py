@@ -263,10 +263,15 @@ def scenario_for(run, presets):
     if note:
         assumptions.append(note)
     if run.get("gpu_type", "").startswith("A100"):
-        assumptions.append("compute efficiencies are the H100/H800 microbenchmarks of "
-                           "validation/data/compute_efficiency.json (no A100 GEMM or attention "
-                           "calibration is shipped; the attention figure is FlashAttention-3, a "
-                           "Hopper kernel these 2021-2022 runs did not use)")
+        attention = "unfused"
+        assumptions.append("attention not stated: Megatron-LM's unfused path (batched GEMMs around "
+                           "the fused scale-mask-softmax kernel) assumed; FlashAttention was "
+                           "published in May 2022, after these runs, and selective recomputation "
+                           "(Korthikanti et al.) exists because the score tensors are stored")
+    else:
+        attention = "flash"
+        assumptions.append("attention not stated: fused (FlashAttention-style) attention assumed, "
+                           "Transformer Engine's default in Megatron-Core")
     parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
                    "sequence_parallel": bool(sp), "zero_stage": zs,
                    "schedule": "interleaved" if vpp > 1 else "1f1b"}
@@ -289,6 +294,7 @@ def scenario_for(run, presets):
             "seq_len": run["seq_length"],
             "precision": prec,
             "recompute": rc,
+            "attention": attention,
         },
     }
     if bucket_mib:

@@ -30,6 +30,22 @@ constexpr double kCausalFraction = 0.5;
 // recomputation of the score matrix, so Megatron's selective recomputation of the attention core
 // adds no extra kernel time on top of it.
 constexpr double kAttentionBackwardOverForward = 2.5;
+// Unfused attention (Megatron-LM 2021-22, AttentionKernel::unfused): Q K^T and P V are batched
+// GEMMs over the full score matrix (a causal mask does not skip work), around the fused
+// scale-mask-softmax kernel (megatron/fused_kernels scaled_upper_triang_masked_softmax) and
+// attention dropout, each reading and writing the 16-bit score tensor. Bytes per score element:
+constexpr double kSoftmaxForwardBytes = 2 + 2;                // read scores, write probabilities
+constexpr double kSoftmaxBackwardBytes = 2 + 2 + 2;           // read probabilities and dP, write dS
+constexpr double kAttentionDropoutForwardBytes = 2 + 2 + 1;   // read, write, write 1-byte mask
+constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and mask, write grad
+// FP8 linear layers (Transformer Engine, fp8_autocast): each GEMM operand that arrives in BF16 is
+// quantized by a fused cast-transpose kernel that reads it once and writes the FP8 row-wise copy
+// and its transpose (the Hopper FP8 GEMM needs both layouts: forward input for the wgrad GEMM,
+// output gradient for dgrad and wgrad): TransformerEngine pytorch/cpp_extensions/transpose.py
+// fp8_cast_transpose_fused (forward input) and fp8_cast_transpose_bgrad_fused (grad_output).
+// Bytes per element. Simplification: a LayerNormLinear writes its FP8 input from the norm
+// kernel instead, which moves about the same bytes, so every linear input is counted alike.
+constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
 constexpr double kNormForwardPasses = 2;        // read x, write y
@@ -151,7 +167,7 @@ class Builder {
     OpCost c;
     c += mem(kNormForwardPasses * d.Ts * d.h);
     sequence_all_gather(out, c);
-    c += c_.gemm(qkv(), d.precision);
+    c += linear_forward(qkv());
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     if (d.cp > 1) {
       flush(out, c);
@@ -159,14 +175,14 @@ class Builder {
           coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
     }
     c += attention_forward();
-    c += c_.gemm(out_proj(), d.precision);
+    c += linear_forward(out_proj());
     tp_reduce(out, c, "layer");
     c += mem(kResidualPasses * d.Ts * d.h);
     c += mem(kNormForwardPasses * d.Ts * d.h);
     sequence_all_gather(out, c);
-    c += c_.gemm(ffn_in(), d.precision);
+    c += linear_forward(ffn_in());
     c += mem((d.swiglu ? kSwigluForwardPasses : kGeluForwardPasses) * d.T * d.f / d.t);
-    c += c_.gemm(ffn_out(), d.precision);
+    c += linear_forward(ffn_out());
     tp_reduce(out, c, "layer");
     c += mem(kResidualPasses * d.Ts * d.h);
     flush(out, c);
@@ -190,6 +206,7 @@ class Builder {
     c += mem(kResidualPasses * d.Ts * d.h);
     sequence_all_gather(out, c);
     c += gemm_backward(out_proj());
+    c += selective_recompute();
     c += attention_backward();
     if (d.cp > 1) {
       flush(out, c);
@@ -233,7 +250,7 @@ class Builder {
       flush(out, c);
       out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "head sequence all-gather"));
     }
-    c += c_.gemm(logits(), d.precision);
+    c += c_.gemm(logits(), head_dtype());
     c += c_.memory_op(kCrossEntropyForwardBytesPerLogit * d.T * d.V / d.t);
     flush(out, c);
     if (d.tp > 1) {
@@ -247,7 +264,8 @@ class Builder {
     const Dims& d = d_;
     Segments out;
     OpCost c = c_.memory_op(kCrossEntropyBackwardBytesPerLogit * d.T * d.V / d.t);
-    c += gemm_backward(logits());
+    c += c_.gemm(dgrad(logits()), head_dtype());
+    c += c_.gemm(wgrad(logits()), head_dtype());
     if (d.tp > 1) {
       flush(out, c);
       out.push_back(coll(d.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp,
@@ -259,6 +277,7 @@ class Builder {
   }
 
   OpCost attention_forward() const {
+    if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_forward();
     const Dims& d = d_;
     // Q K^T and P V: 2 x 2 b (S/cp) S d FLOPs per query head (Narayanan et al. 2021 section 5.1).
     const double flops = 4.0 * d.b * (d.S / d.cp) * d.S * d.hl * d.d * kCausalFraction;
@@ -266,8 +285,43 @@ class Builder {
     return c_.attention(flops, bytes, d.precision);
   }
   OpCost attention_backward() const {
+    if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_backward();
     const OpCost f = attention_forward();
     return c_.attention(f.flops * kAttentionBackwardOverForward, 2 * f.bytes, d_.precision);
+  }
+  // What selective recomputation adds to a layer's backward: nothing with FlashAttention (its
+  // backward recomputes the scores anyway), the score GEMM, softmax and dropout when unfused
+  // (Korthikanti et al. 2022 §5: the recomputed part is the attention core).
+  OpCost selective_recompute() const {
+    if (s_.training.recompute != Recompute::selective ||
+        s_.training.attention == AttentionKernel::flash) {
+      return {};
+    }
+    OpCost c = c_.batched_gemm(scores_gemm(), d_.precision, score_batch());
+    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
+    return c;
+  }
+
+  // One query head's Q K^T over the local queries and all keys: [Sq x d] x [d x S].
+  GemmShape scores_gemm() const { return {d_.T / d_.b, d_.S, d_.d}; }
+  double score_batch() const { return d_.b * d_.hl; }
+  double score_elements() const { return score_batch() * (d_.T / d_.b) * d_.S; }
+  OpCost unfused_attention_forward() const {
+    const GemmShape qk = scores_gemm();
+    OpCost c = c_.batched_gemm(qk, d_.precision, score_batch());
+    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
+    c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, score_batch());  // P [Sq x S] V
+    return c;
+  }
+  OpCost unfused_attention_backward() const {
+    const GemmShape qk = scores_gemm();
+    const double batch = score_batch();
+    OpCost c = c_.batched_gemm(qk, d_.precision, batch);            // dP = dO V^T
+    c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dV = P^T dO
+    c += c_.memory_op((kAttentionDropoutBackwardBytes + kSoftmaxBackwardBytes) * score_elements());
+    c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, batch);  // dQ = dS K
+    c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dK = dS^T Q
+    return c;
   }
 
   GemmShape qkv() const { return {d_.T, (d_.hl + 2 * d_.gl) * d_.d, d_.h}; }
@@ -278,10 +332,25 @@ class Builder {
 
  private:
   OpCost mem(double elements) const { return c_.memory_op(elements * kActivationBytes); }
+  // A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input.
+  OpCost linear_forward(const GemmShape& g) const {
+    OpCost c = fp8_cast(g.m * g.k);
+    c += c_.gemm(g, d_.precision);
+    return c;
+  }
+  // dgrad and wgrad, after the FP8 cast of the m x n output gradient.
   OpCost gemm_backward(const GemmShape& g) const {
-    OpCost c = c_.gemm(dgrad(g), d_.precision);
+    OpCost c = fp8_cast(g.m * g.n);
+    c += c_.gemm(dgrad(g), d_.precision);
     c += c_.gemm(wgrad(g), d_.precision);
     return c;
+  }
+  // The output layer is Megatron-Core's own ColumnParallelLinear, outside Transformer Engine's
+  // FP8 modules (megatron/core/models/gpt/gpt_model.py output_layer): BF16 under FP8 recipes.
+  Dtype head_dtype() const { return d_.precision == Dtype::fp8 ? Dtype::bf16 : d_.precision; }
+  OpCost fp8_cast(double elements) const {
+    if (d_.precision != Dtype::fp8) return {};
+    return c_.memory_op(kFp8CastTransposeBytes * elements);
   }
   // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
   double kv_bytes_elements() const { return 2 * d_.b * d_.S * d_.gl * d_.d; }
@@ -426,6 +495,11 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
   out.forward = total(b.layer_forward());
   out.backward = total(b.layer_backward());
   if (scenario.training.recompute == Recompute::full) out.recompute = out.forward;
+  if (scenario.training.recompute == Recompute::selective) {
+    // layer_backward() runs the recomputed attention core inline; report it separately.
+    out.recompute = b.selective_recompute();
+    out.backward -= out.recompute;
+  }
   out.forward_gemm_flops =
       b.qkv().flops() + b.out_proj().flops() + b.ffn_in().flops() + b.ffn_out().flops();
   out.forward_attention_flops = b.attention_forward().flops;
@@ -489,10 +563,15 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         "1-bit Adam compressed phase: momentum compressed to sign bits with error feedback and "
         "reduced after the backward pass (all-to-all then all-gather, Tang et al. 2021)");
   }
-  if (tr.recompute == Recompute::selective) {
+  if (tr.recompute == Recompute::selective && tr.attention == AttentionKernel::flash) {
     w.notes.push_back(
         "selective recomputation of the attention core costs no extra kernel time: the "
         "FlashAttention backward already recomputes the scores (Dao 2023)");
+  }
+  if (tr.attention == AttentionKernel::unfused) {
+    w.notes.push_back(
+        "unfused attention: batched Q K^T and P V GEMMs over the full score matrix with the "
+        "fused softmax and attention dropout reading and writing it (Megatron-LM 2021-22)");
   }
   if (zero == 3 && !tr.reduce_per_micro_batch) {
     w.notes.push_back(

@@ -94,6 +94,7 @@ TEST_CASE("zero and negative values are rejected") {
 TEST_CASE("enumerations list their valid names") {
   expect_error(with({{"training", {{"recompute", "partial"}}}}), "/training/recompute",
                "selective");
+  expect_error(with({{"training", {{"attention", "sdpa"}}}}), "/training/attention", "unfused");
   expect_error(with({{"parallelism", {{"schedule", "zigzag"}}}}), "/parallelism/schedule", "1f1b");
   expect_error(with({{"comm", {{"grad_dtype", "int8"}}}}), "/comm/grad_dtype", "fp16");
   expect_error(with({{"comm", {{"fp32_layer_groups", {"embedding", "attention"}}}}}),
@@ -152,6 +153,9 @@ TEST_CASE("combinations that cannot run together are rejected") {
   expect_error(with({{"training", {{"tokens_total", 1000}}}}), "/training/tokens_total", "tokens");
   expect_error(with({{"cluster", "dgx-a100-sc21"}, {"training", {{"precision", "fp8"}}}}),
                "/training/precision", "FP8");
+  expect_error(with({{"parallelism", {{"dp", 32}, {"cp", 2}}},
+                     {"training", {{"attention", "unfused"}}}}),
+               "/training/attention", "flash");
 }
 
 TEST_CASE("missing presets and required keys are named") {
@@ -196,6 +200,11 @@ TEST_CASE("errors inside inline presets point into the scenario") {
                     "nics_per_node": "x", "nic_Gbps": "x"}})");
     cluster["gpu"] = gpu;
     expect_error(with({{"cluster", cluster}}), "/cluster/gpu/hbm_GB", "citation");
+    gpu["sources"]["hbm_GB"] = "x";
+    gpu["compute_calibration"] = "validation/data/no-such-file.json";
+    cluster["gpu"] = gpu;
+    expect_error(with({{"cluster", cluster}}), "/cluster/gpu/compute_calibration",
+                 "does not exist");
   }
 }
 

@@ -38,27 +38,46 @@ TEST_CASE("GPT activations per layer are Korthikanti et al.'s s b h (34 + 5 a s 
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   const double sbh = s * b * h;
   // Table 2 of Korthikanti et al., one formula per configuration.
-  CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none).stored ==
-        Approx(sbh * (34 + 5 * a * s / h)));
-  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::none).stored ==
-        Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
-  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none).stored ==
-        Approx(sbh * (34 / t + 5 * a * s / (h * t))));
-  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::selective).stored ==
-        Approx(sbh * (10 + 24 / t)));
-  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective).stored ==
-        Approx(sbh * 34 / t));
-  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::full).stored == Approx(2 * sbh));
+  CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none, AttentionKernel::unfused)
+            .stored == Approx(sbh * (34 + 5 * a * s / h)));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::none, AttentionKernel::unfused)
+            .stored == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, AttentionKernel::unfused)
+            .stored == Approx(sbh * (34 / t + 5 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::selective, AttentionKernel::unfused)
+            .stored == Approx(sbh * (10 + 24 / t)));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective, AttentionKernel::unfused)
+            .stored == Approx(sbh * 34 / t));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::full, AttentionKernel::unfused)
+            .stored == Approx(2 * sbh));
   SECTION("activations scale with the micro-batch size") {
-    CHECK(layer_activation_bytes(m, 2048, 4, 8, true, Recompute::selective).stored ==
-          Approx(4 * sbh * 34 / t));
+    CHECK(
+        layer_activation_bytes(m, 2048, 4, 8, true, Recompute::selective, AttentionKernel::unfused)
+            .stored == Approx(4 * sbh * 34 / t));
   }
   SECTION("recomputation re-creates one layer's working set during backward") {
-    CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective).transient ==
-          Approx(5 * a * s * s * b / t));
-    CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::full).transient ==
-          Approx(sbh * (34 + 5 * a * s / h)));
+    CHECK(
+        layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective, AttentionKernel::unfused)
+            .transient == Approx(5 * a * s * s * b / t));
+    CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::full, AttentionKernel::unfused)
+              .transient == Approx(sbh * (34 + 5 * a * s / h)));
   }
+}
+
+TEST_CASE("FlashAttention keeps no score tensors, only FP32 softmax statistics per head") {
+  // GPT 174.6B: Korthikanti's 34 s b h without the 5 a s^2 b score term, plus 4 a s b bytes of
+  // log-sum-exp (FP32 per head and query), sharded by TP like Q.
+  const ModelSpec m = load_model_preset("gpt-174.6b-sc21");
+  const double s = 2048, h = 12288, a = 96, t = 8;
+  const double sbh = s * h;
+  const auto flash = AttentionKernel::flash;
+  CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none, flash).stored ==
+        Approx(34 * sbh + 4 * a * s));
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, flash).stored ==
+        Approx(34 * sbh / t + 4 * a * s / t));
+  // Nothing left for selective recomputation to drop.
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::selective, flash).stored ==
+        Approx(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, flash).stored));
 }
 
 TEST_CASE("the GQA and SwiGLU generalisation counts K, V and the three FFN tensors") {
@@ -66,12 +85,12 @@ TEST_CASE("the GQA and SwiGLU generalisation counts K, V and the three FFN tenso
   // Q 2h + K 2kv + V 2kv + O-input 2h + SwiGLU 3 x 2f, scores 5 a s.
   const ModelSpec m = load_model_preset("llama2-70b");
   const double h = 8192, kv = 1024, f = 28672, a = 64, s = 4096;
-  const ActivationCoefficients c = activation_coefficients(m, 4096);
+  const ActivationCoefficients c = activation_coefficients(m, 4096, AttentionKernel::unfused);
   CHECK(c.replicated_per_token == Approx(10 * h));
   CHECK(c.sharded_per_token == Approx(4 * h + 4 * kv + 6 * f));
   CHECK(c.scores_per_token == Approx(5 * a * s));
-  CHECK(layer_activation_bytes(m, 4096, 1, 8, true, Recompute::selective).stored ==
-        Approx(s * (10 * h + 4 * h + 4 * kv + 6 * f) / 8));
+  CHECK(layer_activation_bytes(m, 4096, 1, 8, true, Recompute::selective, AttentionKernel::unfused)
+            .stored == Approx(s * (10 * h + 4 * h + 4 * kv + 6 * f) / 8));
 }
 
 TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64 GPUs") {
@@ -122,9 +141,10 @@ TEST_CASE("the optimized seed layout's first stage is counted term by term") {
   CHECK(st.optimizer_bytes == Approx(12 * params / 64));                // ZeRO-1 over DP 64
   // 1F1B with pp = 2: two micro-batches in flight on the first stage.
   CHECK(st.micro_batches_in_flight == 2);
-  const double per_layer = seq * (10 * h + 4 * h + 4 * kv + 6 * f) / 8;
+  // FlashAttention (the default): no score tensors, 4 B of softmax statistics per head (64).
+  const double per_layer = seq * (10 * h + 4 * h + 4 * kv + 6 * f + 4 * 64) / 8;
   CHECK(st.activation_per_micro_batch_bytes == Approx(40 * per_layer + seq * h / 8));
-  CHECK(st.activation_transient_bytes == Approx(5.0 * 64 * seq * seq / 8));
+  CHECK(st.activation_transient_bytes == 0);
   CHECK(e.fits());
 }
 

@@ -107,6 +107,55 @@ TEST_CASE("A layer's forward GEMMs on one TP rank do 1/tp of the model's GEMM FL
   CHECK(c.backward.flops == Approx(2 * c.forward_gemm_flops + 2.5 * c.forward_attention_flops));
 }
 
+TEST_CASE("Unfused attention computes the whole score matrix and re-runs Q K^T when selective") {
+  // Same small model, tp = 2: per sequence of S = 1024 tokens the attention core is
+  // Q K^T + P V = 2 x 2 S^2 h = 4 S^2 h FLOPs with no causal saving, split over the TP ranks.
+  const int tp = 2;
+  nlohmann::json j = small_scenario(8, 4, tp, 1);
+  j["training"]["attention"] = "unfused";
+  j["training"]["recompute"] = "selective";
+  const Scenario s = load(j);
+  const auto compute = test::compute_model(s);
+  const LayerCosts c = layer_costs(s, compute);
+  const double attention = 4.0 * 1024 * 1024 * 1024 / tp;
+  CHECK(c.forward_attention_flops == Approx(attention));
+  // Backward: dP, dV, dQ, dK = twice the forward's two score GEMMs.
+  CHECK(c.backward.flops == Approx(2 * c.forward_gemm_flops + 2 * attention));
+  // Selective recomputation re-runs Q K^T (half the core) plus softmax and dropout; their bytes:
+  // (4 + 5) B per score element, S^2 elements per local head (8 / tp heads).
+  CHECK(c.recompute.flops == Approx(attention / 2));
+  CHECK(c.recompute.bytes > 9.0 * 1024 * 1024 * (8 / tp));
+  SECTION("with FlashAttention selective recomputation adds no kernel") {
+    j["training"]["attention"] = "flash";
+    const Scenario f = load(j);
+    CHECK(layer_costs(f, test::compute_model(f)).recompute.time_s == 0);
+  }
+}
+
+TEST_CASE("FP8 linears read 1-byte operands after a cast-transpose of each BF16 input") {
+  // tp = 1, T = 1024 tokens, h = 1024, f = 4096 (GeLU). Per linear [m x k] x [k x n]: the
+  // cast-transpose moves 4 B per input element (read 2, write 1 + 1); the GEMM then reads m k + k n
+  // bytes fewer than in BF16 and writes the same BF16 output. Forward bytes FP8 - BF16 =
+  // sum over QKV, output projection, FFN in, FFN out of (4 m k - m k - k n) = 3 m k - k n.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  const double T = 1024, h = 1024, f = 4096;
+  const double expected =
+      (3 * T * h - h * 3 * h) + (3 * T * h - h * h) + (3 * T * h - h * f) + (3 * T * f - f * h);
+  const Scenario bf16 = load(j);
+  j["training"]["precision"] = "fp8";
+  const Scenario fp8 = load(j);
+  const LayerCosts a = layer_costs(bf16, test::compute_model(bf16));
+  const LayerCosts b = layer_costs(fp8, test::compute_model(fp8));
+  CHECK(b.forward.bytes - a.forward.bytes == Approx(expected));
+  // Backward: one cast-transpose of each m x n output gradient (4 B) and two FP8 GEMMs that read
+  // 1-byte operands: dgrad [m x n] x [n x k] and wgrad [k x m] x [m x n].
+  const double backward_expected = (4 * T * 3 * h - (T * 3 * h + 3 * h * h) - (h * T + T * 3 * h)) +
+                                   (4 * T * h - (T * h + h * h) - (h * T + T * h)) +
+                                   (4 * T * f - (T * f + f * h) - (h * T + T * f)) +
+                                   (4 * T * h - (T * h + h * f) - (f * T + T * h));
+  CHECK(b.backward.bytes - a.backward.bytes == Approx(backward_expected));
+}
+
 TEST_CASE("Every pipeline send has exactly one matching receive") {
   const auto [pp, vpp, schedule] =
       GENERATE(std::make_tuple(4, 1, "1f1b"), std::make_tuple(2, 2, "interleaved"),
