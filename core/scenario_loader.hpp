@@ -14,7 +14,9 @@
 // GPU preset (topologies/gpus/NAME.json):
 //   {"name", "peak_tflops": {"fp32","tf32","bf16","fp16","fp8"} (dense), "hbm_GB",
 //    "hbm_TBps", "nvlink_GBps" (per GPU, one direction), "pcie_GBps" (one direction),
-//    "kernel_launch_us", "sources": {key: citation}}
+//    "kernel_launch_us", "compute_calibration" (optional path of the GPU's kernel-efficiency
+//    file, relative to the data directory; default validation/data/compute_efficiency.json),
+//    "sources": {key: citation}}
 // Cluster preset (topologies/clusters/NAME.json):
 //   {"name", "description", "gpu": NAME|{inline}, "nodes", "gpus_per_node",
 //    "nvlink_GBps" (optional, default: the GPU's), "nvlink_latency_us", "nics_per_node",
@@ -28,6 +30,8 @@
 //                    "schedule": "1f1b"|"interleaved"|"gpipe", "layers_per_stage": [..]},
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
+//                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
+//                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
 //                 "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
 //                 "grad_reduce": "per_step"|"per_micro_batch"},
 //    "comm": {"grad_dtype": "fp32"|"bf16"|"fp16"|"fp8",

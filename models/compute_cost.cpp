@@ -130,11 +130,18 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
 
   const JsonNode attention = root.at("attention");
   attention.require_object();
-  attention.only_keys({"kernel", "bf16", "fp16", "fp8_training", "not_used"});
+  attention.only_keys({"kernel", "bf16", "fp16", "backward", "fp8_training", "not_used"});
   cal.attention_kernel = attention.string_at("kernel");
   for (const auto& name : kAttentionDtypes) {
     if (const auto node = attention.find(name)) {
       cal.attention_efficiency[dtype_named(name)] = measured_efficiency(*node);
+    }
+  }
+  if (const auto backward = attention.find("backward")) {
+    backward->require_object();
+    backward->only_keys(kAttentionDtypes);
+    for (const auto& [name, node] : backward->members()) {
+      cal.attention_backward_efficiency[dtype_named(name)] = measured_efficiency(node);
     }
   }
   if (!attention.has("bf16")) attention.fail_at("bf16", "missing required attention figure");
@@ -198,6 +205,14 @@ double ComputeCostModel::attention_efficiency(Dtype dtype) const {
   return calibration_.attention_efficiency.at(Dtype::bf16);
 }
 
+double ComputeCostModel::attention_backward_efficiency(Dtype dtype) const {
+  const Dtype d = attention_dtype(dtype);
+  const auto& backward = calibration_.attention_backward_efficiency;
+  if (const auto it = backward.find(d); it != backward.end()) return it->second;
+  if (const auto it = backward.find(Dtype::bf16); it != backward.end()) return it->second;
+  return attention_efficiency(dtype);
+}
+
 double ComputeCostModel::hbm_Bps() const {
   return gpu_.hbm_Bps * calibration_.hbm_efficiency;
 }
@@ -240,6 +255,11 @@ OpCost ComputeCostModel::batched_gemm(const GemmShape& shape, Dtype dtype, doubl
 OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype) const {
   const Dtype d = attention_dtype(dtype);
   return roofline(flops, gpu_.peak(d) * attention_efficiency(d), bytes);
+}
+
+OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dtype) const {
+  const Dtype d = attention_dtype(dtype);
+  return roofline(flops, gpu_.peak(d) * attention_backward_efficiency(d), bytes);
 }
 
 OpCost ComputeCostModel::memory_op(double bytes, double flops) const {

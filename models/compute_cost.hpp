@@ -47,7 +47,10 @@ struct ComputeCalibration {
   std::map<Dtype, GemmEfficiencyCurve> gemm;     // bf16, fp16, fp8
   std::string attention_kernel;                  // e.g. "FlashAttention-3, head dimension 128"
   std::map<Dtype, double> attention_efficiency;  // bf16, fp16 (fp8 training runs bf16)
-  double hbm_efficiency = 1;                     // achieved / peak HBM bandwidth
+  // Backward kernel, when measured separately (FLOPs counted as 2.5x the forward's); absent:
+  // the forward efficiency (e.g. a combined forward + backward benchmark).
+  std::map<Dtype, double> attention_backward_efficiency;
+  double hbm_efficiency = 1;  // achieved / peak HBM bandwidth
 };
 
 // Reads a calibration file. Throws ConfigError naming the file and JSON pointer on missing
@@ -85,6 +88,8 @@ class ComputeCostModel {
   double gemm_efficiency(const GemmShape& shape, Dtype dtype) const;
   // Efficiency of the attention kernel; fp8 maps to bf16 (attention stays in BF16).
   double attention_efficiency(Dtype dtype) const;
+  // Efficiency of its backward kernel (the forward's when the calibration has none).
+  double attention_backward_efficiency(Dtype dtype) const;
   // The dtype attention runs in for a given training precision.
   static Dtype attention_dtype(Dtype training_precision);
   // Achieved HBM bandwidth, bytes/s.
@@ -96,6 +101,8 @@ class ComputeCostModel {
   // The attention kernel executing `flops` (already halved for a causal mask by the caller)
   // and moving `bytes` through HBM.
   OpCost attention(double flops, double bytes, Dtype dtype) const;
+  // Its backward kernel executing `flops` and moving `bytes`.
+  OpCost attention_backward(double flops, double bytes, Dtype dtype) const;
   // One batched GEMM kernel (cuBLAS strided batched): `batch` products of `shape`, one launch;
   // efficiency as for a single product of that shape.
   OpCost batched_gemm(const GemmShape& shape, Dtype dtype, double batch) const;

@@ -287,7 +287,8 @@ class Builder {
   OpCost attention_backward() const {
     if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_backward();
     const OpCost f = attention_forward();
-    return c_.attention(f.flops * kAttentionBackwardOverForward, 2 * f.bytes, d_.precision);
+    return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes,
+                                 d_.precision);
   }
   // What selective recomputation adds to a layer's backward: nothing with FlashAttention (its
   // backward recomputes the scores anyway), the score GEMM, softmax and dropout when unfused

@@ -85,9 +85,20 @@ TEST_CASE("A memory-bound kernel takes bytes over the measured HBM bandwidth plu
 
 TEST_CASE("Attention under FP8 training runs at the BF16 attention rate") {
   const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
-  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(661.0 / 989.0));
+  // FlashAttention-3 Figure 5(d): 602 TFLOPS causal forward; Figure 6(b): 559 backward.
+  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(602.0 / 989.0));
   const double flops = 1e12;
-  CHECK(model.attention(flops, 0, Dtype::fp8).compute_s == Approx(flops / 661e12));
+  CHECK(model.attention(flops, 0, Dtype::fp8).compute_s == Approx(flops / 602e12));
+  CHECK(model.attention_backward(flops, 0, Dtype::fp8).compute_s == Approx(flops / 559e12));
+}
+
+TEST_CASE("Without a backward figure the attention backward runs at the forward's rate") {
+  // The A100 file holds FlashAttention-2's combined forward + backward figure: 182 of 312.
+  const ComputeCostModel model(
+      h100_like(), load_compute_calibration(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                            "/validation/data/compute_efficiency-a100.json"));
+  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(182.0 / 312.0));
+  CHECK(model.attention_backward_efficiency(Dtype::bf16) == Approx(182.0 / 312.0));
 }
 
 TEST_CASE("A malformed calibration file is rejected at the offending JSON pointer") {
@@ -104,7 +115,7 @@ TEST_CASE("A malformed calibration file is rejected at the offending JSON pointe
     }
   }
   SECTION("a measured rate above the peak") {
-    const std::string bad = replace(text, "\"tflops\":661", "\"tflops\":1661");
+    const std::string bad = replace(text, "\"tflops\":602", "\"tflops\":1602");
     try {
       load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
       FAIL("expected ConfigError");
