@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -212,7 +213,35 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
   return out;
 }
 
-std::string format_summary(const std::vector<SweepRecord>& records, int top) {
+std::string format_reference(const std::vector<SweepRecord>& records, const json& parameters,
+                             const std::string& what) {
+  const auto it = std::find_if(records.begin(), records.end(),
+                               [&](const SweepRecord& r) { return r.parameters == parameters; });
+  if (it == records.end()) return what + ": its parameters are not a point of this sweep\n";
+  const SweepRecord& ref = *it;
+  std::string out = what + " is point #" + std::to_string(ref.index) + " " + ref.label;
+  if (ref.status != kStatusOk) return out + ": " + ref.status + " (" + ref.reason + ")\n";
+  out += ":\n";
+  for (const auto& ranking : rank_records(records, std::numeric_limits<int>::max())) {
+    const auto& rows = ranking.rows;
+    const auto pos = std::find_if(rows.begin(), rows.end(),
+                                  [&](const RankedRow& row) { return row.record == &ref; });
+    if (pos == rows.end()) continue;
+    const std::size_t rank = static_cast<std::size_t>(pos - rows.begin()) + 1;
+    out += "  " + ranking.title + ": rank " + std::to_string(rank) + " of " +
+           std::to_string(rows.size());
+    if (rank > 1) {
+      out += "; " + std::to_string(rank - 1) + " point" + (rank > 2 ? "s" : "") + " beat it; #1 " +
+             rows.front().record->label + " because " +
+             (pos->why_behind.empty() ? std::string("(no breakdown)") : pos->why_behind);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_summary(const std::vector<SweepRecord>& records, int top,
+                           const json* reference) {
   std::map<std::string, std::size_t> counts;
   for (const auto& r : records) ++counts[r.status];
   std::string out = std::to_string(records.size()) +
@@ -255,6 +284,7 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top) {
              pad(metric_or_dash("memory_per_gpu_GiB", "%.1f GiB", 1), 10) + row.why_behind + "\n";
     }
   }
+  if (reference) out += "\n" + format_reference(records, *reference, "The base scenario");
   return out;
 }
 

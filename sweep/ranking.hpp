@@ -37,7 +37,16 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
 // A readable name of a breakdown component: "exposed_dp_s" -> "exposed DP".
 std::string component_label(const std::string& component);
 
-// The summary printed at the end of a sweep: counts, then one table per ranking.
-std::string format_summary(const std::vector<SweepRecord>& records, int top);
+// Where one point stands — the point whose parameters equal `parameters`, e.g. the base
+// scenario's own layout: its rank by every ranking's metric among all ok points, and why the
+// best of each beats it. A point that is not ok gets its status and reason; parameters that
+// match no point say so. `what` names the point ("the base scenario").
+std::string format_reference(const std::vector<SweepRecord>& records,
+                             const nlohmann::json& parameters, const std::string& what);
+
+// The summary printed at the end of a sweep: counts, then one table per ranking, then, when
+// `reference` is given, format_reference() of it (as "the base scenario").
+std::string format_summary(const std::vector<SweepRecord>& records, int top,
+                           const nlohmann::json* reference = nullptr);
 
 }  // namespace clustersim::sweep

@@ -284,6 +284,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   meta["varying"] = spec.varying;
   meta["usd_per_gpu_hour"] = spec.ranking.usd_per_gpu_hour;
   meta["top"] = spec.ranking.top;
+  meta["base_parameters"] = point_parameters(spec.base);
   write_file_atomically(dir + "/sweep.json", meta.dump(2) + "\n");
 
   for (const auto& k : keys) outcome.already_done += done.count(k);
@@ -390,6 +391,23 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   }
   outcome.wall_s = seconds_since(start);
   return outcome;
+}
+
+std::optional<json> reference_parameters(const std::string& dir) {
+  const fs::path meta_file = fs::path(dir) / "sweep.json";
+  if (!fs::exists(meta_file)) return std::nullopt;
+  try {
+    const json meta = JsonDocument::load(meta_file.string()).root().raw();
+    if (meta.contains("base_parameters")) return meta["base_parameters"];
+    // Results of an older build: resolve the base scenario of the sweep file it names.
+    const std::string spec_file = meta.value("file", std::string());
+    if (!spec_file.empty() && fs::exists(spec_file)) {
+      return point_parameters(load_sweep_spec(spec_file).base);
+    }
+  } catch (const std::exception&) {
+    // A missing or unreadable description only drops the base scenario's line.
+  }
+  return std::nullopt;
 }
 
 std::vector<SweepRecord> merge_results(const std::string& out_dir,

@@ -13,6 +13,7 @@
 
 #include <csignal>
 #include <cstddef>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -82,6 +83,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 // Joins results of several runs (shards) into DIR: one record per key (results.hpp
 // latest_per_key), sorted by index; writes DIR/results.jsonl and DIR/results.csv. `parts` are
 // results directories or .jsonl files. Returns the merged records.
+// The parameters of the base scenario of the sweep whose results are in `dir` (its sweep.json),
+// for format_reference(); nullopt when unknown.
+std::optional<nlohmann::json> reference_parameters(const std::string& dir);
+
 std::vector<SweepRecord> merge_results(const std::string& out_dir,
                                        const std::vector<std::string>& parts);
 

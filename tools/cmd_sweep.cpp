@@ -66,8 +66,9 @@ sweep::FeasibilityCheck feasibility_check() {
   };
 }
 
-void print_summary(const std::vector<sweep::SweepRecord>& records, int top, std::ostream& os) {
-  os << sweep::format_summary(records, top);
+void print_summary(const std::vector<sweep::SweepRecord>& records, int top, std::ostream& os,
+                   const nlohmann::json* reference = nullptr) {
+  os << sweep::format_summary(records, top, reference);
 }
 
 int sweep_merge(const std::vector<std::string>& args) {
@@ -82,7 +83,23 @@ int sweep_merge(const std::vector<std::string>& args) {
     std::cout << "plot: " << path << "\n";
   }
   std::cout << "\n";
-  print_summary(merged, 10, std::cout);
+  const auto base = sweep::reference_parameters(out);
+  print_summary(merged, 10, std::cout, base ? &*base : nullptr);
+  return 0;
+}
+
+int sweep_summary(const std::vector<std::string>& args) {
+  const Args a(args, {{"top", "", true, false, "rows per ranking (default 10)"}}, 2);
+  if (a.positional().size() != 2) throw UsageError("summary needs RESULTS (a directory or .jsonl)");
+  const std::string results = a.positional()[1];
+  const std::string file = sweep::results_file_of(results);
+  if (!fs::exists(file)) throw UsageError("no results at " + file);
+  const auto records = sweep::latest_per_key(sweep::read_results(file, false).records);
+  const std::string dir =
+      fs::is_directory(results) ? results : fs::path(results).parent_path().string();
+  const auto base = sweep::reference_parameters(dir);
+  const int top = static_cast<int>(a.int_or("top", 10));
+  print_summary(records, top, std::cout, base ? &*base : nullptr);
   return 0;
 }
 
@@ -129,7 +146,9 @@ std::string usage_sweep() {
   return "usage: clustersim sweep SPEC [options]       run or resume a sweep\n"
          "       clustersim sweep merge OUT PARTS...  join results of shards (directories or "
          ".jsonl)\n"
-         "       clustersim sweep plot RESULTS [--out DIR]  SVG plots of results\n\n"
+         "       clustersim sweep plot RESULTS [--out DIR]  SVG plots of results\n"
+         "       clustersim sweep summary RESULTS [--top N]  the ranked tables again, with\n"
+         "         where the base scenario's own point ranks\n\n"
          "SPEC is a sweep file (sweeps/*.json): a base scenario and the axes to vary (gpus,\n"
          "layouts, micro_batch, zero_stage, recompute, grad_dtype, compression, nics_per_node,\n"
          "oversubscription, cluster, ...). Points that do not load are recorded as invalid,\n"
@@ -145,6 +164,7 @@ std::string usage_sweep() {
 int cmd_sweep(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "merge") return sweep_merge(args);
   if (!args.empty() && args[0] == "plot") return sweep_plot(args);
+  if (!args.empty() && args[0] == "summary") return sweep_summary(args);
   const Args a(args, sweep_options(), 1);
   if (a.positional().size() != 1) throw UsageError("name one sweep file");
   int shard = 1;
@@ -230,7 +250,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   if (!quiet) {
     std::cout << "\n";
-    print_summary(outcome.records, spec.ranking.top, std::cout);
+    const nlohmann::json base = sweep::point_parameters(spec.base);
+    print_summary(outcome.records, spec.ranking.top, std::cout, &base);
   }
   return outcome.failed > 0 ? 1 : 0;
 }

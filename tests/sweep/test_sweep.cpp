@@ -300,6 +300,39 @@ TEST_CASE("a runner-up's loss is explained by the breakdown component that grew 
   }
 }
 
+TEST_CASE("the base scenario's point is placed in every ranking with the reason it loses") {
+  // Three points at 1024 GPUs: MFU 50%, 40%, 30%; the base is the third.
+  std::vector<SweepRecord> records;
+  for (int i = 0; i < 3; ++i) {
+    SweepRecord r;
+    r.key = std::to_string(i);
+    r.index = static_cast<std::size_t>(i);
+    r.status = kStatusOk;
+    r.label = "P" + std::to_string(i);
+    r.parameters = {{"gpus", 1024}, {"pp", i + 1}};
+    const double step = 1.0 + 0.5 * i;  // 1.0, 1.5, 2.0 s
+    r.metrics = {{"mfu", 0.5 - 0.1 * i}, {"step_time_s", step}, {"tokens_per_s", 1000 / step}};
+    r.breakdown = {{"compute_s", 1.0}, {"bubble_s", step - 1.0}};
+    records.push_back(r);
+  }
+  const nlohmann::json base = {{"gpus", 1024}, {"pp", 3}};
+  const std::string text = format_reference(records, base, "The base scenario");
+  INFO(text);
+  CHECK_THAT(text, Catch::StartsWith("The base scenario is point #2 P2:"));
+  // 1.0 s more bubble than the winner's 1.0 s step = +100.0%.
+  CHECK_THAT(text, Catch::Contains("best MFU: rank 3 of 3; 2 points beat it; #1 P0 because "
+                                   "pipeline bubble +1.000 s/step (+100.0%) (pp 3 vs 1)"));
+  CHECK_THAT(text, Catch::Contains("best throughput: rank 3 of 3"));
+  CHECK_THAT(format_reference(records, {{"gpus", 1024}, {"pp", 1}}, "X"),
+             Catch::Contains("best MFU: rank 1 of 3\n"));
+  CHECK_THAT(format_reference(records, {{"gpus", 512}}, "X"),
+             Catch::Contains("not a point of this sweep"));
+  records[2].status = kStatusInfeasible;
+  records[2].reason = "needs 90 GiB";
+  CHECK_THAT(format_reference(records, base, "X"),
+             Catch::Contains("P2: infeasible (needs 90 GiB)"));
+}
+
 TEST_CASE("a runner-up's loss names the parameter behind the component") {
   SweepRecord winner;
   winner.key = "w";
@@ -375,6 +408,15 @@ TEST_CASE("the union of the shards of a sweep equals the unsharded sweep", "[slo
   REQUIRE(merged.exit_code == 0);
   const std::string expected = read_text(dir + "/whole/results.jsonl");
   CHECK(read_results(dir + "/whole/results.jsonl", false).records.size() == 48);
+  // The base scenario's own layout (DP64 TP8 PP2, micro-batch 1, ZeRO-1 at 1024 GPUs) is one of
+  // the points; the merge and `sweep summary` place it in the ranking (the sweep itself too,
+  // without --quiet).
+  const std::string base_line = "The base scenario is point #41 1024 GPUs DP64 TP8 PP2";
+  CHECK_THAT(merged.output, Catch::Contains(base_line));
+  const auto summary = run_command(kBinary + " sweep summary " + quoted(dir + "/whole"));
+  CHECK(summary.exit_code == 0);
+  CHECK_THAT(summary.output, Catch::Contains(base_line) &&
+                                 Catch::Contains("lowest memory per GPU: rank "));
   CHECK(read_text(dir + "/merged/results.jsonl") == expected);
   CHECK(read_text(dir + "/merged/results.csv") == read_text(dir + "/whole/results.csv"));
   SECTION("merging a part twice changes nothing") {
