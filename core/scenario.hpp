@@ -117,6 +117,10 @@ struct Training {
   Dtype precision = Dtype::bf16;  // compute dtype of the GEMMs
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::flash;
+  // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
+  // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
+  // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.
+  bool tp_comm_overlap = false;
   bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;     // DP bucket size

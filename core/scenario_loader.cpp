@@ -218,8 +218,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "attention", "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
-               "grad_reduce"});
+               "attention", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
+               "grad_bucket_MiB", "grad_reduce"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -233,6 +233,7 @@ Training parse_training(const JsonNode& n) {
   t.attention = n.enum_or("attention", {"flash", "unfused"}, "flash") == "flash"
                     ? AttentionKernel::flash
                     : AttentionKernel::unfused;
+  t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
@@ -449,6 +450,12 @@ void validate_scenario(Scenario& s) {
              std::to_string(m.num_layers) +
              " layers; give parallelism.layers_per_stage for an "
              "uneven split");
+  }
+  if (t.tp_comm_overlap && !(p.tp > 1 && p.sequence_parallel)) {
+    fail("/training/tp_comm_overlap",
+         "TP communication overlap needs tp > 1 and sequence_parallel (it pipelines the "
+         "sequence-parallel all-gathers and reduce-scatters with their GEMMs; Megatron-Bridge "
+         "CommOverlapConfig refuses it otherwise)");
   }
   if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
     fail("/training/attention",

@@ -32,6 +32,7 @@
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
 //                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
 //                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
+//                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
 //                 "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
 //                 "grad_reduce": "per_step"|"per_micro_batch"},
 //    "comm": {"grad_dtype": "fp32"|"bf16"|"fp16"|"fp8",

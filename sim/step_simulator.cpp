@@ -802,7 +802,10 @@ class StepRun {
               op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
           blk.parts.push_back({false, opt, op.time_s});
         } else {
-          blk.parts.push_back({true, false, coll_time_[static_cast<std::size_t>(op.index)]});
+          const double comm = coll_time_[static_cast<std::size_t>(op.index)];
+          blk.parts.push_back(
+              {true, false,
+               op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm});
         }
         continue;
       }

@@ -250,9 +250,10 @@ def scenario_for(run, presets):
                            "(5e8 elements, %.0f MiB of 16-bit gradients) assumed; DeepSpeed's "
                            "per-module parameter prefetch (stage3_prefetch_bucket_size) is not "
                            "modelled: parameters are gathered one layer at a time" % bucket_mib)
-    if nemo and nemo[3] and run["tp"] > 1:
-        assumptions.append("TP communication overlap (ub_tp_comm_overlap in %s) is not modelled: "
-                           "the simulated TP collectives are exposed" % nemo[0])
+    tp_overlap = bool(nemo and nemo[3] and run["tp"] > 1 and sp)
+    if tp_overlap:
+        assumptions.append("TP communication overlap on (ub_tp_comm_overlap in the NeMo launcher "
+                           "config %s)" % nemo[0])
     rc, note = recompute(run.get("activation_recomputation"))
     if note and nemo and run.get("activation_recomputation") is None:
         note = ("no activation recomputation (activations_checkpoint_granularity: null in the NeMo "
@@ -299,6 +300,8 @@ def scenario_for(run, presets):
     }
     if bucket_mib:
         scenario["training"]["grad_bucket_MiB"] = bucket_mib
+    if tp_overlap:
+        scenario["training"]["tp_comm_overlap"] = True
     for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
         scenario[section].update(values)
         assumptions.append("stated in the source's text: " + ", ".join(

@@ -131,6 +131,7 @@ struct Segment {
   bool is_collective = false;
   OpCost cost;
   int collective = -1;
+  double overlap_s = 0;  // collective: the GEMM it is pipelined with (tp_comm_overlap)
 };
 using Segments = std::vector<Segment>;
 
@@ -153,10 +154,12 @@ class Builder {
 
   // With sequence parallelism, the all-gather of the sequence-split activations that starts a
   // tensor-parallel block (Korthikanti et al. 2022 §4.2.2); the compute before it is flushed.
-  void sequence_all_gather(Segments& out, OpCost& c) {
+  // With tp_comm_overlap it is pipelined with the GEMM that consumes it, `next_gemm`.
+  void sequence_all_gather(Segments& out, OpCost& c, const OpCost& next_gemm = {}) {
     if (!d_.sp) return;
     flush(out, c);
     out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer sequence all-gather"));
+    if (s_.training.tp_comm_overlap) out.back().overlap_s = next_gemm.time_s;
   }
 
   // Layer forward: norm, [SP all-gather], QKV, rope, [CP KV gather], attention, out-proj,
@@ -166,7 +169,7 @@ class Builder {
     Segments out;
     OpCost c;
     c += mem(kNormForwardPasses * d.Ts * d.h);
-    sequence_all_gather(out, c);
+    sequence_all_gather(out, c, forward_gemm(qkv()));
     c += linear_forward(qkv());
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     if (d.cp > 1) {
@@ -176,14 +179,14 @@ class Builder {
     }
     c += attention_forward();
     c += linear_forward(out_proj());
-    tp_reduce(out, c, "layer");
+    tp_reduce(out, c, "layer", forward_gemm(out_proj()));
     c += mem(kResidualPasses * d.Ts * d.h);
     c += mem(kNormForwardPasses * d.Ts * d.h);
-    sequence_all_gather(out, c);
+    sequence_all_gather(out, c, forward_gemm(ffn_in()));
     c += linear_forward(ffn_in());
     c += mem((d.swiglu ? kSwigluForwardPasses : kGeluForwardPasses) * d.T * d.f / d.t);
     c += linear_forward(ffn_out());
-    tp_reduce(out, c, "layer");
+    tp_reduce(out, c, "layer", forward_gemm(ffn_out()));
     c += mem(kResidualPasses * d.Ts * d.h);
     flush(out, c);
     return out;
@@ -197,14 +200,14 @@ class Builder {
     Segments out;
     OpCost c;
     c += mem(kResidualPasses * d.Ts * d.h);
-    sequence_all_gather(out, c);
+    sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
     c += gemm_backward(ffn_out());
     c += mem((d.swiglu ? kSwigluBackwardPasses : kGeluBackwardPasses) * d.T * d.f / d.t);
     c += gemm_backward(ffn_in());
-    tp_reduce(out, c, "layer");
+    tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
     c += mem(kNormBackwardPasses * d.Ts * d.h);
     c += mem(kResidualPasses * d.Ts * d.h);
-    sequence_all_gather(out, c);
+    sequence_all_gather(out, c, dgrad_gemm(out_proj()));
     c += gemm_backward(out_proj());
     c += selective_recompute();
     c += attention_backward();
@@ -215,7 +218,7 @@ class Builder {
     }
     if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
     c += gemm_backward(qkv());
-    tp_reduce(out, c, "layer");
+    tp_reduce(out, c, "layer", dgrad_gemm(qkv()));
     c += mem(kNormBackwardPasses * d.Ts * d.h);
     flush(out, c);
     return out;
@@ -364,12 +367,18 @@ class Builder {
     c = OpCost{};
   }
   // The reduction after a row-parallel block: all-reduce, or reduce-scatter with SP.
-  void tp_reduce(Segments& out, OpCost& c, const std::string& what) {
+  // With tp_comm_overlap the reduce-scatter is pipelined with the GEMM that produced its
+  // input, `prev_gemm`.
+  void tp_reduce(Segments& out, OpCost& c, const std::string& what, const OpCost& prev_gemm = {}) {
     if (d_.tp == 1) return;
     flush(out, c);
     out.push_back(coll(d_.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp,
                        d_.T * d_.h, what + (d_.sp ? " reduce-scatter" : " all-reduce")));
+    if (s_.training.tp_comm_overlap) out.back().overlap_s = prev_gemm.time_s;
   }
+  // The GEMM part of a linear layer (the one a pipelined TP collective overlaps).
+  OpCost forward_gemm(const GemmShape& g) const { return c_.gemm(g, d_.precision); }
+  OpCost dgrad_gemm(const GemmShape& g) const { return c_.gemm(dgrad(g), d_.precision); }
 
   const Scenario& s_;
   const models::ComputeCostModel& c_;
@@ -484,6 +493,12 @@ double grad_bytes_per_element(Dtype dtype) {
   return bytes_per_element(dtype);
 }
 
+double exposed_tp_comm_s(double comm_s, double gemm_s, int tp) {
+  if (gemm_s <= 0 || tp < 2) return comm_s;
+  const double chunks = tp;
+  return comm_s / chunks + std::max(comm_s - gemm_s, 0.0) * (chunks - 1) / chunks;
+}
+
 double onebit_payload_bytes(double elements, int n) {
   constexpr double kBitsPerByte = 8;
   constexpr double kScaleBytes = 4;  // one FP32 scale per chunk (Tang et al. 2021 section 4.1)
@@ -568,6 +583,13 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     w.notes.push_back(
         "selective recomputation of the attention core costs no extra kernel time: the "
         "FlashAttention backward already recomputes the scores (Dao 2023)");
+  }
+  if (tr.tp_comm_overlap) {
+    w.notes.push_back(
+        "TP communication overlap: each sequence-parallel all-gather / reduce-scatter is "
+        "pipelined in tp chunks with its GEMM (Transformer Engine userbuffers); exposed = "
+        "comm / tp + max(comm - GEMM, 0) (tp - 1) / tp; the GEMM's slowdown from the SMs the "
+        "transfers use is not modelled");
   }
   if (tr.attention == AttentionKernel::unfused) {
     w.notes.push_back(
@@ -727,6 +749,7 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         if (seg.is_collective) {
           op.kind = OpKind::collective;
           op.index = seg.collective;
+          op.overlap_s = seg.overlap_s;
         } else {
           op.kind = OpKind::compute;
           op.compute = kind;

@@ -81,6 +81,8 @@ struct Op {
   int chunk = -1;          // model chunk on this pipeline rank
   int virtual_stage = -1;  // of this op (send/recv: the receiving virtual stage)
   int layer = -1;          // global layer index, -1 outside layers
+  // collective: healthy-GPU time of the GEMM it is pipelined with (tp_comm_overlap), 0 = none
+  double overlap_s = 0;
 };
 
 // A TP/CP collective of one size, costed once by the simulator and referenced by index.
@@ -162,6 +164,12 @@ struct LayerCosts {
   double forward_attention_flops = 0;
 };
 LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel& compute);
+
+// Exposed time of a TP collective of `comm_s` pipelined in `tp` chunks with a GEMM of `gemm_s`
+// (Transformer Engine userbuffers: chunk i's transfer overlaps chunk i-1's GEMM). The pair
+// takes (comm + gemm) / tp + max(comm, gemm) (tp - 1) / tp; the GEMM is counted as compute,
+// so the collective exposes comm / tp + max(comm - gemm, 0) (tp - 1) / tp.
+double exposed_tp_comm_s(double comm_s, double gemm_s, int tp);
 
 // Gradient bytes per element on the wire for `dtype` (fp32 4, bf16/fp16 2, fp8 1).
 double grad_bytes_per_element(Dtype dtype);

@@ -153,9 +153,12 @@ TEST_CASE("combinations that cannot run together are rejected") {
   expect_error(with({{"training", {{"tokens_total", 1000}}}}), "/training/tokens_total", "tokens");
   expect_error(with({{"cluster", "dgx-a100-sc21"}, {"training", {{"precision", "fp8"}}}}),
                "/training/precision", "FP8");
-  expect_error(with({{"parallelism", {{"dp", 32}, {"cp", 2}}},
-                     {"training", {{"attention", "unfused"}}}}),
-               "/training/attention", "flash");
+  expect_error(with({{"parallelism", {{"sequence_parallel", false}}},
+                     {"training", {{"tp_comm_overlap", true}}}}),
+               "/training/tp_comm_overlap", "sequence_parallel");
+  expect_error(
+      with({{"parallelism", {{"dp", 32}, {"cp", 2}}}, {"training", {{"attention", "unfused"}}}}),
+      "/training/attention", "flash");
 }
 
 TEST_CASE("missing presets and required keys are named") {

@@ -132,6 +132,20 @@ TEST_CASE("Turning overlap off never makes a step faster") {
   }
 }
 
+TEST_CASE("TP communication overlap hides TP collectives down to one chunk each") {
+  // TP 8 with sequence parallelism: every all-gather / reduce-scatter is pipelined in 8 chunks
+  // with its GEMM, so it exposes at least 1/8 of itself and never more than all of it.
+  nlohmann::json j = medium(small_scenario(32, 4, 8, 1));
+  const sim::StepReport off = run(load(j));
+  j["training"]["tp_comm_overlap"] = true;
+  const sim::StepReport on = run(load(j));
+  REQUIRE(off.breakdown.tp_s > 0);
+  CHECK(on.breakdown.tp_s < off.breakdown.tp_s);
+  CHECK(on.breakdown.tp_s >= off.breakdown.tp_s / 8 * (1 - 1e-9));
+  CHECK(on.breakdown.compute_s == Approx(off.breakdown.compute_s));
+  CHECK(on.step_time_s < off.step_time_s);
+}
+
 TEST_CASE("FP8 gradients put half the BF16 gradient bytes on the network") {
   // Pure data parallelism across 4 nodes with TP inside them: the NICs carry only gradients.
   nlohmann::json j = small_scenario(32, 4, 8, 1);
@@ -335,9 +349,10 @@ TEST_CASE("The seed's scaling table keeps its shape", "[slow]") {
   CHECK(opt.mfu > dp1024.mfu);
 }
 
-TEST_CASE("Reducing gradients after every micro-batch is never faster than once per step and "
-          "puts more on the network",
-          "[slow]") {
+TEST_CASE(
+    "Reducing gradients after every micro-batch is never faster than once per step and "
+    "puts more on the network",
+    "[slow]") {
   // With overlap, the reductions of all but the last micro-batch hide behind later compute when
   // the network has room, so the step need not be longer; the calls and bytes are 16x.
   const auto once = run(load(test::scenario_json("scenarios/seed-optimized-1024.json")));

@@ -270,6 +270,17 @@ TEST_CASE("ZeRO-1 gathers the updated parameters of every bucket once per step")
   CHECK(count_ops(st, OpKind::gather_wait) == static_cast<int>(st.gathers.size()));
 }
 
+TEST_CASE(
+    "A TP collective pipelined with its GEMM exposes one chunk plus what the GEMM cannot hide") {
+  // tp = 4 chunks. Communication-bound: comm 4 s, GEMM 1 s -> 4/4 + (4 - 1) x 3/4 = 3.25 s.
+  CHECK(exposed_tp_comm_s(4.0, 1.0, 4) == Approx(3.25));
+  // Compute-bound: only the first chunk's transfer shows: 1/4.
+  CHECK(exposed_tp_comm_s(1.0, 4.0, 4) == Approx(0.25));
+  // No GEMM to hide behind, or no TP: the whole collective.
+  CHECK(exposed_tp_comm_s(2.0, 0.0, 8) == Approx(2.0));
+  CHECK(exposed_tp_comm_s(2.0, 5.0, 1) == Approx(2.0));
+}
+
 TEST_CASE("1-bit Adam's compressed phase sends one bit per element plus a scale per chunk") {
   nlohmann::json j = small_scenario(8, 8, 1, 1);
   j["comm"]["compression"] = {{"kind", "onebit_adam"}, {"warmup_fraction", 0.15}};
