@@ -23,7 +23,10 @@
 //    "nic_Gbps", "rail_optimized", "gpudirect_rdma",
 //    "fabric": {"kind": "fat_tree", "nodes_per_leaf", "oversubscription", "nic_latency_us",
 //               "switch_latency_us"},
-//    "calibration" (optional path, relative to the data directory), "sources": {...}}
+//    "calibration" (optional path of a `clustersim calibrate -o` file, relative to the data
+//    directory; checked to exist and kept as provenance — the network model does not apply its
+//    fitted α/β yet; compute efficiencies come from the GPU's compute_calibration),
+//    "sources": {...}}
 // Scenario (scenarios/NAME.json):
 //   {"name", "description", "model": NAME|{inline}, "cluster": NAME|{inline}, "gpus",
 //    "parallelism": {"dp","tp","pp","cp","vpp","sequence_parallel","zero_stage",
