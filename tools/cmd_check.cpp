@@ -180,7 +180,9 @@ int cmd_check(const std::vector<std::string>& argv) {
     row(os, "batch", b.str());
     std::ostringstream t;
     t << to_string(s.training.precision) << ", " << to_string(s.training.recompute)
-      << " recomputation, DP reduction "
+      << " recomputation, " << to_string(s.training.attention) << " attention"
+      << (s.training.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
+      << ", DP reduction "
       << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
       << (s.training.overlap_grad_reduce ? " (overlapped with backward)" : "");
     row(os, "training", t.str());
