@@ -85,6 +85,27 @@ TEST_CASE("A single-GPU step takes exactly the time of its kernels") {
   CHECK(r.mfu < 0.803);
 }
 
+TEST_CASE("A GPU preset's own compute calibration times its kernels") {
+  // The same single-GPU step on the A100 cluster: the step simulator must use the A100 file the
+  // preset names, not the default Hopper one.
+  nlohmann::json j = small_scenario(1, 1, 1, 1);
+  j["cluster"] = "dgx-a100-sc21";
+  j["comm"]["grad_dtype"] = "bf16";
+  const Scenario s = load(j);
+  REQUIRE(s.cluster.gpu.compute_calibration.find("compute_efficiency-a100.json") !=
+          std::string::npos);
+  const models::ComputeCostModel a100(
+      s.cluster.gpu, models::load_compute_calibration(
+                         test::source_path("validation/data/compute_efficiency-a100.json")));
+  const sim::StepReport r = run(s);
+  REQUIRE(r.completed);
+  CHECK(r.step_time_s ==
+        Approx(workload::build_workload(s, a100).stages.at(0).compute_s).epsilon(1e-9));
+  CHECK(r.step_time_s !=
+        Approx(workload::build_workload(s, test::compute_model(s)).stages.at(0).compute_s)
+            .epsilon(1e-3));
+}
+
 TEST_CASE("With free communication the 1F1B bubble is (p - 1) / (m + p - 1) of the step") {
   const auto [p, m] =
       GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
