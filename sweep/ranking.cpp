@@ -213,6 +213,14 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
   return out;
 }
 
+namespace {
+bool same_order(const Ranking& a, const Ranking& b) {
+  return a.rows.size() == b.rows.size() &&
+         std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(),
+                    [](const RankedRow& x, const RankedRow& y) { return x.record == y.record; });
+}
+}  // namespace
+
 std::string format_reference(const std::vector<SweepRecord>& records, const json& parameters,
                              const std::string& what) {
   const auto it = std::find_if(records.begin(), records.end(),
@@ -222,21 +230,29 @@ std::string format_reference(const std::vector<SweepRecord>& records, const json
   std::string out = what + " is point #" + std::to_string(ref.index) + " " + ref.label;
   if (ref.status != kStatusOk) return out + ": " + ref.status + " (" + ref.reason + ")\n";
   out += ":\n";
+  // One line per distinct standing; rankings that place it alike share the line.
+  std::vector<std::pair<std::string, std::string>> lines;  // titles, standing
   for (const auto& ranking : rank_records(records, std::numeric_limits<int>::max())) {
     const auto& rows = ranking.rows;
     const auto pos = std::find_if(rows.begin(), rows.end(),
                                   [&](const RankedRow& row) { return row.record == &ref; });
     if (pos == rows.end()) continue;
     const std::size_t rank = static_cast<std::size_t>(pos - rows.begin()) + 1;
-    out += "  " + ranking.title + ": rank " + std::to_string(rank) + " of " +
-           std::to_string(rows.size());
+    std::string standing = "rank " + std::to_string(rank) + " of " + std::to_string(rows.size());
     if (rank > 1) {
-      out += "; " + std::to_string(rank - 1) + " point" + (rank > 2 ? "s" : "") + " beat it; #1 " +
-             rows.front().record->label + " because " +
-             (pos->why_behind.empty() ? std::string("(no breakdown)") : pos->why_behind);
+      standing += "; " + std::to_string(rank - 1) + " point" + (rank > 2 ? "s" : "") +
+                  " beat it; #1 " + rows.front().record->label + " because " +
+                  (pos->why_behind.empty() ? std::string("(no breakdown)") : pos->why_behind);
     }
-    out += "\n";
+    const auto same = std::find_if(lines.begin(), lines.end(),
+                                   [&](const auto& line) { return line.second == standing; });
+    if (same != lines.end()) {
+      same->first += ", " + ranking.title;
+    } else {
+      lines.emplace_back(ranking.title, standing);
+    }
   }
+  for (const auto& [titles, standing] : lines) out += "  " + titles + ": " + standing + "\n";
   return out;
 }
 
@@ -264,7 +280,16 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top,
     for (const auto& row : ranking.rows)
       label_width = std::max(label_width, row.record->label.size());
   }
-  for (const auto& ranking : rankings) {
+  for (std::size_t k = 0; k < rankings.size(); ++k) {
+    const Ranking& ranking = rankings[k];
+    // Same GPU count and batch everywhere: time to train and cost order the points as MFU does.
+    const auto same =
+        std::find_if(rankings.begin(), rankings.begin() + static_cast<long>(k),
+                     [&](const Ranking& earlier) { return same_order(earlier, ranking); });
+    if (same != rankings.begin() + static_cast<long>(k)) {
+      out += "\n" + ranking.title + ": the same points in the same order as " + same->title + "\n";
+      continue;
+    }
     out += "\n" + ranking.title + ":\n";
     out += "  " + pad("#", 4) + pad("point", label_width + 2) + pad("MFU", 8) + pad("step", 10) +
            pad("train", 10) + pad("GPU-h", 11) + pad("cost", 11) + pad("mem/GPU", 10) +
