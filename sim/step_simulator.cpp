@@ -204,7 +204,7 @@ class StepRun {
   const std::optional<HangReport>& hang() const { return hang_; }
   std::vector<TraceSlice>& trace() { return trace_; }
   double tp_nvlink_bytes() const { return tp_nvlink_bytes_; }
-  // Rails of the TP ranks' data-parallel groups when only the first group is simulated.
+  // Rails of the data-parallel groups when only the first rail's groups are simulated.
   const std::vector<int>& symmetric_rails() const { return rails_; }
   double unsimulated_bytes(topologies::LinkClass c) const {
     return unsimulated_bytes_[static_cast<std::size_t>(c)];
@@ -312,11 +312,13 @@ class StepRun {
 
   // Shortcut 4: on a rail-optimized fabric with GPUDirect (GPU -> own NIC -> rail leaf), a
   // data-parallel group whose GPUs all sit at the same local index, one per node, keeps all its
-  // traffic on that rail's links. When the TP ranks' groups occupy distinct rails they share no
-  // link and, with no link fault to tell them apart, behave identically: simulating the first
-  // one is exact, and the others' bytes are added to the link statistics.
+  // traffic on that rail's links. Rails share no link; when every rail carries the same groups
+  // over the same nodes (with TP > GPUs per node several TP ranks' groups share a rail) and no
+  // link fault tells them apart, they behave identically: simulating the first rail's groups is
+  // exact, and the other rails' bytes are added to the link statistics.
   void detect_rail_symmetry() {
     rails_.clear();
+    first_rail_groups_.clear();
     const auto& g = sim_.graph();
     const ClusterSpec& spec = g.spec();
     if (opt_.exact || !opt_.symmetric_rails || tp_ < 2 || !opt_.faults.links.empty() ||
@@ -325,20 +327,36 @@ class StepRun {
     }
     const int gpn = spec.gpus_per_node;
     std::vector<int> rails;
+    std::vector<std::vector<int>> first(static_cast<std::size_t>(p_));
     for (int st = 0; st < p_; ++st) {
-      std::set<int> used;
+      // Per rail (in order of first use): the node lists of its groups, and which TP ranks.
+      std::map<int, std::vector<std::vector<int>>> nodes_on_rail;
+      std::vector<int> order;
+      std::map<int, std::vector<int>> ranks_on_rail;
       for (int t = 0; t < tp_; ++t) {
         const auto& gpus = dp_groups_[static_cast<std::size_t>(st)][static_cast<std::size_t>(t)];
-        std::set<int> nodes;
         const int local = gpus.front() % gpn;
+        std::vector<int> nodes;
         for (int gpu : gpus) {
-          if (gpu % gpn != local || !nodes.insert(gpu / gpn).second) return;
+          if (gpu % gpn != local) return;
+          nodes.push_back(gpu / gpn);
         }
-        if (!used.insert(local).second) return;
-        if (st == 0) rails.push_back(local);
+        std::sort(nodes.begin(), nodes.end());
+        if (std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end()) return;
+        if (!nodes_on_rail.count(local)) order.push_back(local);
+        nodes_on_rail[local].push_back(std::move(nodes));
+        ranks_on_rail[local].push_back(t);
       }
+      for (auto& [rail, lists] : nodes_on_rail) std::sort(lists.begin(), lists.end());
+      for (int rail : order) {
+        if (nodes_on_rail[rail] != nodes_on_rail[order.front()]) return;
+      }
+      if (st == 0) rails = order;
+      if (order != rails) return;
+      first[static_cast<std::size_t>(st)] = ranks_on_rail[order.front()];
     }
     rails_ = rails;
+    first_rail_groups_ = std::move(first);
   }
 
   void build_streams() {
@@ -563,8 +581,12 @@ class StepRun {
   std::vector<std::vector<int>> groups_for(const Stream& st, Group g) const {
     if (g == Group::embedding) return embedding_groups_;
     const auto& all = dp_groups_[static_cast<std::size_t>(st.stage)];
-    if (!rails_.empty()) return {all.front()};  // shortcut 4
-    return all;
+    if (rails_.empty()) return all;
+    std::vector<std::vector<int>> first_rail;  // shortcut 4
+    for (int t : first_rail_groups_[static_cast<std::size_t>(st.stage)]) {
+      first_rail.push_back(all[static_cast<std::size_t>(t)]);
+    }
+    return first_rail;
   }
 
   void run_stream(Stream& st) {
@@ -912,8 +934,9 @@ class StepRun {
   std::vector<ClassInfo> classes_;
   std::vector<std::vector<std::vector<int>>> dp_groups_;  // [stage][tp rank] -> gpus
   std::vector<std::vector<int>> embedding_groups_;
-  std::vector<int> rails_;  // non-empty: shortcut 4 active (rail of each TP rank's DP group)
-  std::deque<Stream> reduce_, gather_;  // per stage (deque: Stream is move-only)
+  std::vector<int> rails_;  // non-empty: shortcut 4 active (the rails the DP groups use)
+  std::vector<std::vector<int>> first_rail_groups_;  // [stage] -> TP ranks on rails_[0]
+  std::deque<Stream> reduce_, gather_;               // per stage (deque: Stream is move-only)
   Stream embedding_;
   std::vector<double> coll_time_;
   double tp_nvlink_bytes_ = 0;
