@@ -88,34 +88,39 @@ int sweep_merge(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The records of a results directory or .jsonl file named on the command line.
+struct StoredResults {
+  std::string file;  // the .jsonl
+  std::string dir;   // the directory holding it
+  std::vector<sweep::SweepRecord> records;
+};
+StoredResults stored_results(const std::string& results) {
+  StoredResults r;
+  r.file = sweep::results_file_of(results);
+  if (!fs::exists(r.file)) throw UsageError("no results at " + r.file);
+  r.records = sweep::latest_per_key(sweep::read_results(r.file, false).records);
+  r.dir = fs::is_directory(results) ? results : fs::path(results).parent_path().string();
+  return r;
+}
+
 int sweep_summary(const std::vector<std::string>& args) {
   const Args a(args, {{"top", "", true, false, "rows per ranking (default 10)"}}, 2);
   if (a.positional().size() != 2) throw UsageError("summary needs RESULTS (a directory or .jsonl)");
-  const std::string results = a.positional()[1];
-  const std::string file = sweep::results_file_of(results);
-  if (!fs::exists(file)) throw UsageError("no results at " + file);
-  const auto records = sweep::latest_per_key(sweep::read_results(file, false).records);
-  const std::string dir =
-      fs::is_directory(results) ? results : fs::path(results).parent_path().string();
-  const auto base = sweep::reference_parameters(dir);
+  const StoredResults stored = stored_results(a.positional()[1]);
+  const auto base = sweep::reference_parameters(stored.dir);
   const int top = static_cast<int>(a.int_or("top", 10));
-  print_summary(records, top, std::cout, base ? &*base : nullptr);
+  print_summary(stored.records, top, std::cout, base ? &*base : nullptr);
   return 0;
 }
 
 int sweep_plot(const std::vector<std::string>& args) {
   const Args a(args, {{"out", "o", true, false, "directory for the SVG files"}}, 2);
   if (a.positional().size() != 2) throw UsageError("plot needs RESULTS (a directory or .jsonl)");
-  const std::string results = a.positional()[1];
-  const std::string file = sweep::results_file_of(results);
-  if (!fs::exists(file)) throw UsageError("no results at " + file);
-  const auto records = sweep::latest_per_key(sweep::read_results(file, false).records);
-  const std::string dir = a.value_or(
-      "out",
-      (fs::is_directory(results) ? results : fs::path(results).parent_path().string()) + "/plots");
-  const auto written = sweep::write_plots(records, dir);
+  const StoredResults stored = stored_results(a.positional()[1]);
+  const std::string dir = a.value_or("out", stored.dir + "/plots");
+  const auto written = sweep::write_plots(stored.records, dir);
   if (written.empty()) {
-    std::cerr << "no point with an MFU to plot in " << file << "\n";
+    std::cerr << "no point with an MFU to plot in " << stored.file << "\n";
     return 1;
   }
   for (const auto& path : written) std::cout << "plot: " << path << "\n";
