@@ -301,19 +301,22 @@ class Builder {
         s_.training.attention == AttentionKernel::flash) {
       return {};
     }
-    OpCost c = c_.batched_gemm(scores_gemm(), d_.precision, score_batch());
-    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
-    return c;
+    return scores_forward();
   }
 
   // One query head's Q K^T over the local queries and all keys: [Sq x d] x [d x S].
   GemmShape scores_gemm() const { return {d_.T / d_.b, d_.S, d_.d}; }
   double score_batch() const { return d_.b * d_.hl; }
   double score_elements() const { return score_batch() * (d_.T / d_.b) * d_.S; }
+  // Unfused: Q K^T, then softmax and attention dropout over the score tensor.
+  OpCost scores_forward() const {
+    OpCost c = c_.batched_gemm(scores_gemm(), d_.precision, score_batch());
+    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
+    return c;
+  }
   OpCost unfused_attention_forward() const {
     const GemmShape qk = scores_gemm();
-    OpCost c = c_.batched_gemm(qk, d_.precision, score_batch());
-    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
+    OpCost c = scores_forward();
     c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, score_batch());  // P [Sq x S] V
     return c;
   }
