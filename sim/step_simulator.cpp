@@ -206,6 +206,8 @@ class StepRun {
   double tp_nvlink_bytes() const { return tp_nvlink_bytes_; }
   // Rails of the data-parallel groups when only the first rail's groups are simulated.
   const std::vector<int>& symmetric_rails() const { return rails_; }
+  // Pipeline transfers simulated on the first of symmetric_rails() only (shortcut 5).
+  bool pipeline_on_one_rail() const { return pp_one_rail_; }
   double unsimulated_bytes(topologies::LinkClass c) const {
     return unsimulated_bytes_[static_cast<std::size_t>(c)];
   }
@@ -307,6 +309,9 @@ class StepRun {
         }
       }
     }
+    for (int c = 0; c < cp_; ++c) {
+      for (int t = 0; t < tp_; ++t) pp_ranks_.push_back({t, c});
+    }
     detect_rail_symmetry();
   }
 
@@ -357,6 +362,50 @@ class StepRun {
     }
     rails_ = rails;
     first_rail_groups_ = std::move(first);
+    detect_pipeline_rail_symmetry();
+  }
+
+  // Shortcut 5 (needs shortcut 4): when every pipeline transfer leaves a GPU for the GPU at
+  // the same local index on another node, it stays on that GPU's rail, and when every rail
+  // carries transfers between the same node pairs, the rails' pipeline traffic is identical
+  // too: only the TP/CP ranks on the first rail send (and only its embedding groups reduce),
+  // the others' bytes go to the statistics.
+  void detect_pipeline_rail_symmetry() {
+    if (rails_.size() < 2 || p_ < 2 || faults_can_hang()) return;
+    const int gpn = sim_.graph().spec().gpus_per_node;
+    std::vector<std::pair<int, int>> stage_pairs;  // (from, to) of forward transfers
+    for (int st = 0; st + 1 < p_; ++st) stage_pairs.push_back({st, st + 1});
+    if (w_.vpp > 1) stage_pairs.push_back({p_ - 1, 0});
+    if (p_ > 2) stage_pairs.push_back({0, p_ - 1});  // the embedding groups' pairs
+    for (int d = 0; d < dp_; ++d) {
+      for (const auto& [a, b] : stage_pairs) {
+        std::map<int, std::vector<std::pair<int, int>>> node_pairs;  // rail -> (src, dst) nodes
+        for (int c = 0; c < cp_; ++c) {
+          for (int t = 0; t < tp_; ++t) {
+            const int src = gpu_of(t, c, d, a);
+            const int dst = gpu_of(t, c, d, b);
+            if (src % gpn != dst % gpn || src / gpn == dst / gpn) return;
+            node_pairs[src % gpn].push_back({src / gpn, dst / gpn});
+          }
+        }
+        for (auto& [rail, v] : node_pairs) std::sort(v.begin(), v.end());
+        for (const auto& [rail, v] : node_pairs) {
+          if (v != node_pairs.begin()->second) return;
+        }
+      }
+    }
+    const int rail0 = rails_.front();
+    std::vector<std::pair<int, int>> on_rail;
+    for (const auto& [t, c] : pp_ranks_) {
+      if (gpu_of(t, c, 0, 0) % gpn == rail0) on_rail.push_back({t, c});
+    }
+    pp_ranks_ = std::move(on_rail);
+    std::vector<std::vector<int>> embedding;
+    for (auto& g : embedding_groups_) {
+      if (g.front() % gpn == rail0) embedding.push_back(std::move(g));
+    }
+    embedding_groups_ = std::move(embedding);
+    pp_one_rail_ = true;
   }
 
   void build_streams() {
@@ -762,17 +811,16 @@ class StepRun {
       const std::vector<int> replicas =
           opt_.exact || opt_.pp_all_replicas ? all : std::vector<int>{all.front()};
       for (int d : replicas) {
-        for (int c = 0; c < cp_; ++c) {
-          for (int t = 0; t < tp_; ++t) {
-            const int src = gpu_of(t, c, d, src_stage);
-            const int dst = gpu_of(t, c, d, receiver_stage);
-            msg.handles.push_back(sim_.start_send(src, dst, recv_like.bytes, msg.label));
-            msg.pairs.push_back({src, dst});
-          }
+        for (const auto& [t, c] : pp_ranks_) {  // every TP/CP rank, or one rail's (shortcut 5)
+          const int src = gpu_of(t, c, d, src_stage);
+          const int dst = gpu_of(t, c, d, receiver_stage);
+          msg.handles.push_back(sim_.start_send(src, dst, recv_like.bytes, msg.label));
+          msg.pairs.push_back({src, dst});
         }
       }
       // The other replicas' transfers are not simulated; their bytes still count in the link
-      // statistics (payload per hop of each one's own route).
+      // statistics (payload per hop of each one's own route). The other rails' transfers of the
+      // simulated replicas are added by the report (they mirror the first rail's).
       if (replicas.size() < all.size()) {
         const auto& hops = skipped_pp_hops(cls, src_stage, receiver_stage);
         for (std::size_t k = 0; k < hops.size(); ++k)
@@ -936,6 +984,8 @@ class StepRun {
   std::vector<std::vector<int>> embedding_groups_;
   std::vector<int> rails_;  // non-empty: shortcut 4 active (the rails the DP groups use)
   std::vector<std::vector<int>> first_rail_groups_;  // [stage] -> TP ranks on rails_[0]
+  std::vector<std::pair<int, int>> pp_ranks_;        // (tp, cp) ranks whose transfers run
+  bool pp_one_rail_ = false;                         // shortcut 5 active
   std::deque<Stream> reduce_, gather_;               // per stage (deque: Stream is move-only)
   Stream embedding_;
   std::vector<double> coll_time_;
@@ -1048,9 +1098,10 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
   }
 
   // Links: simulated flows, plus the NVLink bytes of TP collectives costed once, plus the
-  // data-parallel bytes of the rails shortcut 4 left out: the simulated rail carries pipeline and
-  // gradient traffic, the next rail the same pipeline traffic only, so their difference is the
-  // gradient traffic each left-out rail would have carried.
+  // bytes of the rails shortcut 4 left out: the simulated rail carries pipeline and gradient
+  // traffic, the next rail the same pipeline traffic only, so their difference is the gradient
+  // traffic each left-out rail would have carried. With shortcut 5 the next rail carries
+  // nothing and each left-out rail would have carried all the first one does.
   const LinkUsageReport usage = sim.link_usage();
   std::array<double, topologies::kNumLinkClasses> rail_extra{};
   if (const auto& rails = run.symmetric_rails(); rails.size() > 1) {
@@ -1062,7 +1113,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
       const int rail = a.kind == topologies::VertexKind::gpu ? a.local : a.rail;
       const auto k = static_cast<std::size_t>(lu.cls);
       if (rail == rails[0]) on_first[k] += lu.bytes_up + lu.bytes_down;
-      if (rail == rails[1]) on_second[k] += lu.bytes_up + lu.bytes_down;
+      if (rail == rails[1] && !run.pipeline_on_one_rail()) on_second[k] += lu.bytes_up + lu.bytes_down;
     }
     for (std::size_t k = 0; k < rail_extra.size(); ++k) {
       rail_extra[k] =
@@ -1118,8 +1169,10 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
         "(their NVLink bytes are added to the nvlink utilisation)");
     if (run.symmetric_rails().size() > 1) {
       r.notes.push_back("the " + std::to_string(run.symmetric_rails().size()) +
-                        " tensor-parallel ranks' data-parallel groups run on separate rails: the "
-                        "first is simulated, the others' bytes are added to the link statistics");
+                        " tensor-parallel ranks' data-parallel groups" +
+                        (run.pipeline_on_one_rail() ? " and pipeline transfers" : "") +
+                        " run on separate rails: the first is simulated, the others' bytes are "
+                        "added to the link statistics");
     }
     if (run.classes().size() < static_cast<std::size_t>(w.dp)) {
       r.notes.push_back(std::string("data-parallel replicas without faults share one pipeline "
