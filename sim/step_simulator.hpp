@@ -29,7 +29,9 @@
 //   Rails share no link, but flows that cross the spine are spread by ECMP
 //   (ClusterGraph::ecmp_spine), which hashes each rail's flows on its own: with 4 and 5 the
 //   first rail's spine collisions stand for every rail's. Exact without spine crossings
-//   (tests/step); on 128 nodes the step time moves by 0.08 % (DP4 TP32 PP8 VPP2, 70B).
+//   (tests/step). On 128 nodes of h800-128x8-rail (Llama 2 70B) shortcut 5 moved the step
+//   time by -0.08 % (DP4 TP32 PP8 VPP2) and -0.40 % (DP2 TP32 PP16 VPP5: 2.6 M flows, 174 s
+//   and 2.6 GB -> 16 s and 0.4 GB), 0 % on DP8 TP16 PP8 and on the seed's DP64 TP8 PP2.
 //
 // SimGrid 3.32 allows one engine per process (sim/platform.hpp): simulate_step() may be called
 // once per process; simulate_step_isolated() forks and may be called any number of times.
