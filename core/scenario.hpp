@@ -116,6 +116,10 @@ struct Training {
   double tokens_total = 0;        // tokens for the whole run (campaign)
   Dtype precision = Dtype::bf16;  // compute dtype of the GEMMs
   Recompute recompute = Recompute::none;
+  // With full recomputation: how many Transformer layers of each pipeline chunk (virtual
+  // stage) are recomputed, the first ones (Megatron-LM --recompute-method block
+  // --recompute-num-layers N); the others keep their activations. 0 = every layer.
+  int recompute_layers = 0;
   AttentionKernel attention = AttentionKernel::flash;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks

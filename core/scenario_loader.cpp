@@ -218,8 +218,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "attention", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather",
-               "grad_bucket_MiB", "grad_reduce"});
+               "recompute_layers", "attention", "tp_comm_overlap", "overlap_grad_reduce",
+               "overlap_param_gather", "grad_bucket_MiB", "grad_reduce"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -230,6 +230,13 @@ Training parse_training(const JsonNode& n) {
   t.recompute = r == "none"        ? Recompute::none
                 : r == "selective" ? Recompute::selective
                                    : Recompute::full;
+  if (n.has("recompute_layers")) {
+    if (t.recompute != Recompute::full) {
+      n.fail_at("recompute_layers",
+                "recompute_layers applies to full recomputation (\"recompute\": \"full\") only");
+    }
+    t.recompute_layers = static_cast<int>(n.int_at("recompute_layers", 1, 1 << 20));
+  }
   t.attention = n.enum_or("attention", {"flash", "unfused"}, "flash") == "flash"
                     ? AttentionKernel::flash
                     : AttentionKernel::unfused;

@@ -33,6 +33,8 @@
 //                    "schedule": "1f1b"|"interleaved"|"gpipe", "layers_per_stage": [..]},
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
+//                 "recompute_layers" (with "full": the first N layers of each pipeline chunk;
+//                                     default all),
 //                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
 //                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),

@@ -201,6 +201,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
 
   const LayerActivations act = layer_activation_bytes(
       m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention);
+  // Layers left out of a partial full recomputation (training.recompute_layers) keep theirs.
+  const LayerActivations kept = layer_activation_bytes(
+      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, Recompute::none, tr.attention);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;
@@ -269,7 +272,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
         micro_batches_in_flight(stage, pp, par.vpp, micro_batches, par.schedule);
     const double tokens = static_cast<double>(seq_per_gpu) * static_cast<double>(tr.micro_batch);
     const double sp_div = par.sequence_parallel ? tp : 1.0;
-    double per_micro_batch = act.stored * st.layers;
+    const int recomputed =
+        tr.recompute == Recompute::full ? recomputed_layers_on_stage(s, stage) : st.layers;
+    double per_micro_batch = act.stored * recomputed + kept.stored * (st.layers - recomputed);
     // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
     // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
     // vocab-parallel output layer) on the last.
@@ -279,7 +284,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       per_micro_batch += tokens * kLogitBytes * m.vocab / tp;
     }
     st.activation_per_micro_batch_bytes = per_micro_batch;
-    st.activation_transient_bytes = st.layers > 0 ? act.transient : 0.0;
+    st.activation_transient_bytes = recomputed > 0 ? act.transient : 0.0;
     st.activations_bytes =
         per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
 
@@ -317,7 +322,11 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       (tr.attention == AttentionKernel::flash
            ? ", FlashAttention: no score tensors, FP32 softmax statistics), "
            : ", unfused attention: score tensors stored), ") +
-      std::string(to_string(tr.recompute)) + " recomputation, " +
+      std::string(to_string(tr.recompute)) + " recomputation" +
+      (tr.recompute == Recompute::full && tr.recompute_layers > 0
+           ? " of the first " + std::to_string(tr.recompute_layers) + " layer(s) of each chunk"
+           : std::string()) +
+      ", " +
       fmt(est.stages.front().micro_batches_in_flight, 2) + " micro-batch(es) in flight on stage 0");
   est.assumptions.push_back("NCCL buffers: " + std::to_string(collective_comms) +
                             " collective communicator(s) x " + std::to_string(channels) +

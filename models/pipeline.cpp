@@ -14,6 +14,21 @@ std::vector<int> layers_per_stage(const Scenario& s) {
   return out;
 }
 
+int recomputed_layers_on_stage(const Scenario& s, int stage) {
+  if (s.training.recompute != Recompute::full) return 0;
+  const int layers = layers_per_stage(s).at(static_cast<std::size_t>(stage));
+  const int n = s.training.recompute_layers;
+  if (n <= 0) return layers;
+  const int v = std::max(1, s.parallelism.vpp);
+  return v * std::min(n, layers / v);
+}
+
+int recomputed_layers(const Scenario& s) {
+  int total = 0;
+  for (int st = 0; st < s.parallelism.pp; ++st) total += recomputed_layers_on_stage(s, st);
+  return total;
+}
+
 double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches, PipelineSchedule schedule) {
   if (pp <= 1 || micro_batches <= 0) return 0;
   const double v = schedule == PipelineSchedule::interleaved ? std::max(1, vpp) : 1;

@@ -13,6 +13,13 @@ namespace clustersim::models {
 // Transformer layers on each pipeline stage (parallelism.layers_per_stage, or an even split).
 std::vector<int> layers_per_stage(const clustersim::Scenario& scenario);
 
+// Transformer layers of pipeline stage `stage` whose forward pass is recomputed: none without
+// full recomputation; with it, the first training.recompute_layers of each of the stage's vpp
+// chunks (all when 0 or more than a chunk holds).
+int recomputed_layers_on_stage(const clustersim::Scenario& scenario, int stage);
+// The same summed over all stages.
+int recomputed_layers(const clustersim::Scenario& scenario);
+
 // Idle time of the pipeline bubble divided by the ideal (bubble-free) compute time of a step
 // (Narayanan et al. SC'21 §2.2): (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) for the
 // interleaved schedule with v model chunks per rank. 0 when pp == 1.

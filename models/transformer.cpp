@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/pipeline.hpp"
+
 namespace clustersim::models {
 
 namespace {
@@ -150,6 +152,12 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
 StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
   StepFlops out;
   out.per_token = flops_per_token(s.model, s.training.seq_len, s.training.recompute, convention);
+  // Full recomputation of only some layers (training.recompute_layers): the recomputed forward
+  // work is proportional to the layers recomputed.
+  if (s.training.recompute == Recompute::full && s.model.num_layers > 0) {
+    out.per_token.recompute *=
+        static_cast<double>(recomputed_layers(s)) / static_cast<double>(s.model.num_layers);
+  }
   out.tokens = s.tokens_per_step();
   return out;
 }

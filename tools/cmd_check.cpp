@@ -180,7 +180,12 @@ int cmd_check(const std::vector<std::string>& argv) {
     row(os, "batch", b.str());
     std::ostringstream t;
     t << to_string(s.training.precision) << ", " << to_string(s.training.recompute)
-      << " recomputation, " << to_string(s.training.attention) << " attention"
+      << " recomputation";
+    if (s.training.recompute == Recompute::full && s.training.recompute_layers > 0) {
+      t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
+        << " layers (the first " << s.training.recompute_layers << " of each chunk)";
+    }
+    t << ", " << to_string(s.training.attention) << " attention"
       << (s.training.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
       << ", DP reduction "
       << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")

@@ -68,6 +68,32 @@ def nemo_2407_config(run):
     return None
 
 
+# Megatron-Bridge 25.11 performance runs: what the table leaves out, from the performance recipes
+# of the commit that published the table (NVIDIA-NeMo/Megatron-Bridge 00b7660b, 2025-12-09,
+# "Update with latest perf for ... Llama3 models"). The table's layout always wins.
+#   scripts/performance/utils/utils.py        WorkloadBaseConfig.sequence_parallel = tp > 1
+#   scripts/performance/utils/overrides.py    recompute_num_layers N -> recompute_granularity
+#                                             "full", recompute_method "block", N layers
+#   scripts/performance/configs/llama/llama3_workload_base_configs.py
+#                                             LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_BASE_CONFIG:
+#                                             recompute_num_layers=5
+#   src/megatron/bridge/recipes/llama/llama3.py llama3_70b_pretrain_config:
+#                                             CommOverlapConfig(tp_comm_overlap=True)
+BRIDGE_COMMIT = "00b7660b"
+BRIDGE_2511_CONFIGS = {
+    # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None)
+    "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5),
+    "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None),
+}
+
+
+def bridge_2511_config(run):
+    for prefix, cfg in BRIDGE_2511_CONFIGS.items():
+        if run["id"].startswith(prefix):
+            return cfg
+    return None
+
+
 # DeepSpeed's default gradient bucket: reduce_bucket_size = 5e8 elements
 # (deepspeed/runtime/zero/config.py, "Number of elements reduced/allreduced at a time"), 16-bit
 # gradients. Used where a DeepSpeed run does not state its ZeRO configuration.
@@ -232,6 +258,12 @@ def scenario_for(run, presets):
         assumptions.append("sequence parallelism %s, as the NeMo launcher config %s says "
                            "(NeMo-Framework-Launcher %s)" % ("on" if sp else "off", nemo[0],
                                                              NEMO_LAUNCHER_COMMIT))
+    bridge = bridge_2511_config(run)
+    if sp is None and bridge:
+        sp = run["tp"] > 1
+        assumptions.append("sequence parallelism %s: Megatron-Bridge performance recipes set it "
+                           "when tp > 1 (scripts/performance/utils/utils.py, Megatron-Bridge %s)"
+                           % ("on" if sp else "off", BRIDGE_COMMIT))
     elif sp is None:
         sp = False
         assumptions.append("sequence parallelism not stated: off")
@@ -254,7 +286,21 @@ def scenario_for(run, presets):
     if tp_overlap:
         assumptions.append("TP communication overlap on (ub_tp_comm_overlap in the NeMo launcher "
                            "config %s)" % nemo[0])
+    if bridge and bridge[1] and run["tp"] > 1 and sp:
+        tp_overlap = True
+        assumptions.append("TP communication overlap on (CommOverlapConfig(tp_comm_overlap=True) "
+                           "in the %s recipe, Megatron-Bridge %s)" % (bridge[0], BRIDGE_COMMIT))
+    recompute_layers = None
     rc, note = recompute(run.get("activation_recomputation"))
+    if run.get("activation_recomputation") is None and bridge:
+        if bridge[2]:
+            rc, recompute_layers = "full", bridge[2]
+            note = ("full recomputation of the first %d layers of each chunk (recompute_num_layers"
+                    "=%d, method block, in the %s recipe, Megatron-Bridge %s)" % (
+                        bridge[2], bridge[2], bridge[0], BRIDGE_COMMIT))
+        else:
+            note = ("no activation recomputation (none set in the %s recipe, Megatron-Bridge %s)"
+                    % (bridge[0], BRIDGE_COMMIT))
     if note and nemo and run.get("activation_recomputation") is None:
         note = ("no activation recomputation (activations_checkpoint_granularity: null in the NeMo "
                 "launcher config %s)" % nemo[0])
@@ -302,6 +348,8 @@ def scenario_for(run, presets):
         scenario["training"]["grad_bucket_MiB"] = bucket_mib
     if tp_overlap:
         scenario["training"]["tp_comm_overlap"] = True
+    if recompute_layers:
+        scenario["training"]["recompute_layers"] = recompute_layers
     for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
         scenario[section].update(values)
         assumptions.append("stated in the source's text: " + ", ".join(

@@ -89,6 +89,14 @@ TEST_CASE("zero and negative values are rejected") {
   expect_error(with({{"training", {{"micro_batch", -1}}}}), "/training/micro_batch", "-1");
   expect_error(with({{"training", {{"tokens_total", -3.5e12}}}}), "/training/tokens_total", "");
   expect_error(with({{"parallelism", {{"zero_stage", 4}}}}), "/parallelism/zero_stage", "4");
+  expect_error(with({{"training", {{"recompute", "full"}, {"recompute_layers", 0}}}}),
+               "/training/recompute_layers", "");
+}
+
+TEST_CASE("recompute_layers needs full recomputation") {
+  // The base scenario recomputes selectively.
+  expect_error(with({{"training", {{"recompute_layers", 5}}}}), "/training/recompute_layers",
+               "full");
 }
 
 TEST_CASE("enumerations list their valid names") {

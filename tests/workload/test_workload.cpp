@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "models/memory.hpp"
+#include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 #include "tests/workload/fixtures.hpp"
 #include "workload/workload.hpp"
@@ -296,4 +298,55 @@ TEST_CASE("1-bit Adam's compressed phase sends one bit per element plus a scale 
   CHECK(st.buckets[0].bytes() == Approx(2 * (params / 8 + 4 * 8)));
   // Error feedback is extra compute the warm-up phase does not have.
   CHECK(st.compute_s > warm.stages.at(0).compute_s);
+}
+
+TEST_CASE("Full recomputation of the first N layers of each chunk recomputes only those") {
+  // 8 layers on pp 2 x vpp 2: 4 chunks of 2 layers. recompute_layers 1 recomputes one layer of
+  // each chunk: 4 of 8 layers, half the recomputed forward work of recomputing them all.
+  nlohmann::json j = small_scenario(4, 2, 1, 2);
+  j["parallelism"]["vpp"] = 2;
+  j["parallelism"]["schedule"] = "interleaved";
+  j["training"]["recompute"] = "full";
+  const Scenario all = load(j);
+  j["training"]["recompute_layers"] = 1;
+  const Scenario some = load(j);
+  CHECK(models::recomputed_layers(all) == 8);
+  CHECK(models::recomputed_layers(some) == 4);
+  CHECK(models::recomputed_layers_on_stage(some, 1) == 2);
+
+  auto recompute_s = [](const Workload& w, int stage) {
+    double t = 0;
+    for (const auto& op : w.stages[static_cast<std::size_t>(stage)].ops) {
+      if (op.kind == OpKind::compute && op.compute == ComputeKind::recompute) t += op.time_s;
+    }
+    return t;
+  };
+  const Workload wa = build_workload(all, test::compute_model(all));
+  const Workload ws = build_workload(some, test::compute_model(some));
+  for (int st = 0; st < 2; ++st) {
+    CHECK(recompute_s(wa, st) > 0);
+    CHECK(recompute_s(ws, st) == Approx(recompute_s(wa, st) / 2));
+  }
+
+  // Hardware FLOPs: the recomputed forward is 4/8 of the layers' forward.
+  const auto fa = models::flops_per_step(all, models::FlopConvention::megatron);
+  const auto fs = models::flops_per_step(some, models::FlopConvention::megatron);
+  CHECK(fs.per_token.recompute == Approx(fa.per_token.recompute / 2));
+  CHECK(fs.per_token.model() == Approx(fa.per_token.model()));
+
+  // Memory: a stage's 4 layers, 2 recomputed (input only), 2 keeping every activation.
+  const auto full = models::layer_activation_bytes(all.model, 1024, 1, 1, false, Recompute::full,
+                                                   AttentionKernel::flash);
+  const auto none = models::layer_activation_bytes(all.model, 1024, 1, 1, false, Recompute::none,
+                                                   AttentionKernel::flash);
+  const auto ma = models::estimate_memory(all);
+  const auto ms = models::estimate_memory(some);
+  CHECK(ms.stages[1].activation_per_micro_batch_bytes -
+            ma.stages[1].activation_per_micro_batch_bytes ==
+        Approx(2 * (none.stored - full.stored)));
+
+  SECTION("more layers than a chunk holds recompute them all") {
+    j["training"]["recompute_layers"] = 5;
+    CHECK(models::recomputed_layers(load(j)) == 8);
+  }
 }
