@@ -120,6 +120,10 @@ struct Training {
   // stage) are recomputed, the first ones (Megatron-LM --recompute-method block
   // --recompute-num-layers N); the others keep their activations. 0 = every layer.
   int recompute_layers = 0;
+  // Dropout on (Megatron-LM's default hidden and attention dropout 0.1): its masks are stored
+  // for the backward pass and, unfused, attention dropout is a kernel of its own. Off for runs
+  // configured without dropout (e.g. Llama recipes: hidden_dropout = attention_dropout = 0).
+  bool dropout = true;
   AttentionKernel attention = AttentionKernel::flash;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks

@@ -218,7 +218,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "recompute_layers", "attention", "tp_comm_overlap", "overlap_grad_reduce",
+               "recompute_layers", "dropout", "attention", "tp_comm_overlap", "overlap_grad_reduce",
                "overlap_param_gather", "grad_bucket_MiB", "grad_reduce"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
@@ -237,6 +237,7 @@ Training parse_training(const JsonNode& n) {
     }
     t.recompute_layers = static_cast<int>(n.int_at("recompute_layers", 1, 1 << 20));
   }
+  t.dropout = n.bool_or("dropout", true);
   t.attention = n.enum_or("attention", {"flash", "unfused"}, "flash") == "flash"
                     ? AttentionKernel::flash
                     : AttentionKernel::unfused;

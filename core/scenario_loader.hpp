@@ -34,7 +34,7 @@
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
 //                 "recompute_layers" (with "full": the first N layers of each pipeline chunk;
-//                                     default all),
+//                                     default all), "dropout" (true: masks stored),
 //                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
 //                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),

@@ -95,7 +95,7 @@ double collective_buffers(const NcclSettings& nccl, int channels) {
 }  // namespace
 
 ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
-                                               AttentionKernel attention) {
+                                               AttentionKernel attention, bool dropout) {
   // Korthikanti et al. 2022 §4.1 count, per layer, for a GPT layer (MHA, 4h GeLU MLP, dropout),
   // in bytes per token (their s b factored out):
   //   attention 11h + 5as: QKV input 2h, Q and K 4h, softmax output 2as, softmax dropout mask
@@ -113,8 +113,8 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
   //     and their product (the down projection's input): 6f.
   //   * RMSNorm stores its input like LayerNorm. The score tensors hold one softmax per query
   //     head (a heads x s keys per token), which GQA does not change.
-  //   * Dropout masks are kept as in Korthikanti et al. (ModelSpec has no dropout flag); for
-  //     dropout-free models (Llama) this overestimates by 2h (+ as unfused) bytes per token.
+  //   * Without dropout (training.dropout false) there are no masks (2h) and, unfused, no
+  //     attention-dropout mask and output (3as): the backward reads the softmax output.
   //   * FlashAttention stores no score tensor (no softmax output, mask or dropout output): the
   //     5as term becomes the FP32 softmax statistics, 4 bytes per head (sharded like Q).
   const double h = m.hidden;
@@ -126,22 +126,23 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
   ActivationCoefficients c;
   c.replicated_per_token = kActivationBytes * 2 * h          // the two norm inputs
                            + kActivationBytes * 2 * h        // QKV input and first-MLP input
-                           + kMaskBytes * 2 * h;             // attention and MLP dropout masks
+                           + (dropout ? kMaskBytes * 2 * h : 0.0);  // attention and MLP masks
   c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
                         + kActivationBytes * mlp_tensors * f;
   if (attention == AttentionKernel::flash) {
     c.sharded_per_token += kFlashSoftmaxStatsBytes * a;
   } else {
     // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
-    c.scores_per_token = (2 * kActivationBytes + kMaskBytes) * a * s;
+    c.scores_per_token =
+        (dropout ? 2 * kActivationBytes + kMaskBytes : kActivationBytes) * a * s;
   }
   return c;
 }
 
 LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::int64_t micro_batch,
                                         int tp, bool sp, Recompute recompute,
-                                        AttentionKernel attention) {
-  const ActivationCoefficients c = activation_coefficients(m, seq_len, attention);
+                                        AttentionKernel attention, bool dropout) {
+  const ActivationCoefficients c = activation_coefficients(m, seq_len, attention, dropout);
   const double tokens = static_cast<double>(seq_len) * static_cast<double>(micro_batch);
   const double t = tp;
   // Korthikanti et al. Table 2: TP shards the sharded and score parts; SP also splits the
@@ -200,10 +201,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
   const int seq_per_gpu = std::max(1, tr.seq_len / cp);
 
   const LayerActivations act = layer_activation_bytes(
-      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention);
+      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention,
+      tr.dropout);
   // Layers left out of a partial full recomputation (training.recompute_layers) keep theirs.
   const LayerActivations kept = layer_activation_bytes(
-      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, Recompute::none, tr.attention);
+      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, Recompute::none, tr.attention,
+      tr.dropout);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;
@@ -278,7 +281,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
     // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
     // vocab-parallel output layer) on the last.
-    if (first) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
+    if (first && tr.dropout) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
     if (last) {
       per_micro_batch += tokens * 2 * kActivationBytes * m.hidden / sp_div;
       per_micro_batch += tokens * kLogitBytes * m.vocab / tp;
@@ -318,7 +321,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                                         : ", FP32 (4 B) for the FP32 layer groups") +
       ", Adam states 12 B/param (ZeRO paper K = 12)");
   est.assumptions.push_back(
-      std::string("activations per Korthikanti et al. 2022 (with dropout masks") +
+      std::string("activations per Korthikanti et al. 2022 (") +
+      (tr.dropout ? "with dropout masks" : "no dropout: no masks") +
       (tr.attention == AttentionKernel::flash
            ? ", FlashAttention: no score tensors, FP32 softmax statistics), "
            : ", unfused attention: score tensors stored), ") +

@@ -23,8 +23,10 @@ struct ActivationCoefficients {
   double sharded_per_token = 0;     // 24h for GPT
   double scores_per_token = 0;      // 5 a s for GPT
 };
+// `dropout` false: no dropout masks (and, unfused, no attention-dropout tensors).
 ActivationCoefficients activation_coefficients(const clustersim::ModelSpec& model, int seq_len,
-                                              clustersim::AttentionKernel attention);
+                                              clustersim::AttentionKernel attention,
+                                              bool dropout = true);
 
 // Activation bytes of one Transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: `stored` lives from the layer's forward to its backward; `transient` is the working
@@ -36,7 +38,8 @@ struct LayerActivations {
 LayerActivations layer_activation_bytes(const clustersim::ModelSpec& model, int seq_len,
                                         std::int64_t micro_batch, int tp, bool sequence_parallel,
                                         clustersim::Recompute recompute,
-                                        clustersim::AttentionKernel attention);
+                                        clustersim::AttentionKernel attention,
+                                        bool dropout = true);
 
 // Assumptions about what part of the HBM a training job can use.
 struct HbmReserve {

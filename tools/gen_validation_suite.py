@@ -49,15 +49,16 @@ def convention_for(run):
 #                           does not model it, so the case says so in its assumptions
 NEMO_LAUNCHER_COMMIT = "24c3d6b"
 NEMO_2407_CONFIGS = {
-    # run id prefix: (config file, sequence_parallel, bucket_cap_mb, ub_tp_comm_overlap)
-    "nemo2407_gpt3-5b_": ("gpt3/5b.yaml", False, 400, False),
-    "nemo2407_gpt3-20b_": ("gpt3/20b.yaml", True, 220, True),
-    "nemo2407_gpt3-175b_": ("gpt3/175b.yaml", True, 220, False),
-    "nemo2407_llama2-7b_": ("llama/llama2_7b.yaml", False, 125, False),
-    "nemo2407_llama2-13b_": ("llama/llama2_13b.yaml", False, 125, False),
-    "nemo2407_llama2-70b_": ("llama/llama2_70b.yaml", True, 125, True),
-    "nemo2407_llama3-8b_": ("llama/llama3_8b.yaml", False, 125, False),
-    "nemo2407_llama3-70b_": ("llama/llama3_70b.yaml", True, 125, True),
+    # run id prefix: (config file, sequence_parallel, bucket_cap_mb, ub_tp_comm_overlap,
+    #                 dropout: hidden_dropout / attention_dropout > 0)
+    "nemo2407_gpt3-5b_": ("gpt3/5b.yaml", False, 400, False, True),
+    "nemo2407_gpt3-20b_": ("gpt3/20b.yaml", True, 220, True, True),
+    "nemo2407_gpt3-175b_": ("gpt3/175b.yaml", True, 220, False, True),
+    "nemo2407_llama2-7b_": ("llama/llama2_7b.yaml", False, 125, False, False),
+    "nemo2407_llama2-13b_": ("llama/llama2_13b.yaml", False, 125, False, False),
+    "nemo2407_llama2-70b_": ("llama/llama2_70b.yaml", True, 125, True, False),
+    "nemo2407_llama3-8b_": ("llama/llama3_8b.yaml", False, 125, False, False),
+    "nemo2407_llama3-70b_": ("llama/llama3_70b.yaml", True, 125, True, False),
 }
 
 
@@ -79,6 +80,8 @@ def nemo_2407_config(run):
 #                                             recompute_num_layers=5
 #   src/megatron/bridge/recipes/llama/llama3.py llama3_70b_pretrain_config:
 #                                             CommOverlapConfig(tp_comm_overlap=True)
+#   src/megatron/bridge/models/llama/llama_provider.py Llama3ModelProvider: hidden_dropout =
+#                                             attention_dropout = 0.0 (no dropout)
 BRIDGE_COMMIT = "00b7660b"
 BRIDGE_2511_CONFIGS = {
     # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None)
@@ -350,6 +353,11 @@ def scenario_for(run, presets):
         scenario["training"]["tp_comm_overlap"] = True
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    if (nemo and not nemo[4]) or bridge:
+        scenario["training"]["dropout"] = False
+        assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
+            "the NeMo launcher config " + nemo[0] if nemo else
+            "Megatron-Bridge %s Llama3ModelProvider" % BRIDGE_COMMIT))
     for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
         scenario[section].update(values)
         assumptions.append("stated in the source's text: " + ", ".join(

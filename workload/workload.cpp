@@ -311,7 +311,8 @@ class Builder {
   // Unfused: Q K^T, then softmax and attention dropout over the score tensor.
   OpCost scores_forward() const {
     OpCost c = c_.batched_gemm(scores_gemm(), d_.precision, score_batch());
-    c += c_.memory_op((kSoftmaxForwardBytes + kAttentionDropoutForwardBytes) * score_elements());
+    const double dropout = s_.training.dropout ? kAttentionDropoutForwardBytes : 0.0;
+    c += c_.memory_op((kSoftmaxForwardBytes + dropout) * score_elements());
     return c;
   }
   OpCost unfused_attention_forward() const {
@@ -325,7 +326,8 @@ class Builder {
     const double batch = score_batch();
     OpCost c = c_.batched_gemm(qk, d_.precision, batch);            // dP = dO V^T
     c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dV = P^T dO
-    c += c_.memory_op((kAttentionDropoutBackwardBytes + kSoftmaxBackwardBytes) * score_elements());
+    const double dropout = s_.training.dropout ? kAttentionDropoutBackwardBytes : 0.0;
+    c += c_.memory_op((dropout + kSoftmaxBackwardBytes) * score_elements());
     c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, batch);  // dQ = dS K
     c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dK = dS^T Q
     return c;

@@ -50,6 +50,20 @@ TEST_CASE("GPT activations per layer are Korthikanti et al.'s s b h (34 + 5 a s 
             .stored == Approx(sbh * 34 / t));
   CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::full, AttentionKernel::unfused)
             .stored == Approx(2 * sbh));
+  SECTION("without dropout there are no masks: s b h (32 + 2 a s / h)") {
+    // Korthikanti et al. §4.1 minus the attention and MLP dropout masks (h each, replicated)
+    // and the attention-dropout mask and output (3 a s): the softmax output (2 a s) remains.
+    CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none, AttentionKernel::unfused,
+                                 false)
+              .stored == Approx(sbh * (32 + 2 * a * s / h)));
+    CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, AttentionKernel::flash,
+                                 false)
+              .stored ==
+          Approx(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none,
+                                        AttentionKernel::flash)
+                     .stored -
+                 sbh * 2 / t));
+  }
   SECTION("activations scale with the micro-batch size") {
     CHECK(
         layer_activation_bytes(m, 2048, 4, 8, true, Recompute::selective, AttentionKernel::unfused)
