@@ -186,6 +186,7 @@ int cmd_check(const std::vector<std::string>& argv) {
         << " layers (the first " << s.training.recompute_layers << " of each chunk)";
     }
     t << ", " << to_string(s.training.attention) << " attention"
+      << (s.training.dropout ? "" : ", no dropout")
       << (s.training.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
       << ", DP reduction "
       << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
