@@ -275,9 +275,11 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
         micro_batches_in_flight(stage, pp, par.vpp, micro_batches, par.schedule);
     const double tokens = static_cast<double>(seq_per_gpu) * static_cast<double>(tr.micro_batch);
     const double sp_div = par.sequence_parallel ? tp : 1.0;
-    const int recomputed =
+    // Layers whose activations follow tr.recompute; with partial full recomputation only the
+    // recomputed ones, the others keep everything.
+    const int act_layers =
         tr.recompute == Recompute::full ? recomputed_layers_on_stage(s, stage) : st.layers;
-    double per_micro_batch = act.stored * recomputed + kept.stored * (st.layers - recomputed);
+    double per_micro_batch = act.stored * act_layers + kept.stored * (st.layers - act_layers);
     // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
     // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
     // vocab-parallel output layer) on the last.
@@ -287,7 +289,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       per_micro_batch += tokens * kLogitBytes * m.vocab / tp;
     }
     st.activation_per_micro_batch_bytes = per_micro_batch;
-    st.activation_transient_bytes = recomputed > 0 ? act.transient : 0.0;
+    st.activation_transient_bytes = act_layers > 0 ? act.transient : 0.0;
     st.activations_bytes =
         per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
 

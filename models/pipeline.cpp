@@ -14,13 +14,17 @@ std::vector<int> layers_per_stage(const Scenario& s) {
   return out;
 }
 
+bool layer_recomputed(const Scenario& s, int index_in_chunk) {
+  return s.training.recompute == Recompute::full &&
+         (s.training.recompute_layers <= 0 || index_in_chunk < s.training.recompute_layers);
+}
+
 int recomputed_layers_on_stage(const Scenario& s, int stage) {
-  if (s.training.recompute != Recompute::full) return 0;
-  const int layers = layers_per_stage(s).at(static_cast<std::size_t>(stage));
-  const int n = s.training.recompute_layers;
-  if (n <= 0) return layers;
   const int v = std::max(1, s.parallelism.vpp);
-  return v * std::min(n, layers / v);
+  const int per_chunk = layers_per_stage(s).at(static_cast<std::size_t>(stage)) / v;
+  int n = 0;
+  for (int i = 0; i < per_chunk; ++i) n += layer_recomputed(s, i);
+  return v * n;
 }
 
 int recomputed_layers(const Scenario& s) {

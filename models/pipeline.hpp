@@ -13,9 +13,12 @@ namespace clustersim::models {
 // Transformer layers on each pipeline stage (parallelism.layers_per_stage, or an even split).
 std::vector<int> layers_per_stage(const clustersim::Scenario& scenario);
 
-// Transformer layers of pipeline stage `stage` whose forward pass is recomputed: none without
-// full recomputation; with it, the first training.recompute_layers of each of the stage's vpp
-// chunks (all when 0 or more than a chunk holds).
+// Whether the layer at `index_in_chunk` (0 = the first layer of its pipeline chunk) has its
+// forward pass recomputed: never without full recomputation; with it, when the index is below
+// training.recompute_layers (every layer when that is 0).
+bool layer_recomputed(const clustersim::Scenario& scenario, int index_in_chunk);
+// Transformer layers of pipeline stage `stage` whose forward pass is recomputed (over the
+// stage's vpp chunks).
 int recomputed_layers_on_stage(const clustersim::Scenario& scenario, int stage);
 // The same summed over all stages.
 int recomputed_layers(const clustersim::Scenario& scenario);

@@ -901,8 +901,7 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
           const GradUnit& unit = *pass_units[i];
           zero3_before(i);
           if (unit.layer >= 0) {
-            if (tr.recompute == Recompute::full &&
-                (tr.recompute_layers <= 0 || unit.layer - first_layer(vs) < tr.recompute_layers)) {
+            if (models::layer_recomputed(s, unit.layer - first_layer(vs))) {
               emit_segments(fwd, ComputeKind::recompute, pk, mb, c, vs, unit.layer);
             }
             emit_segments(bwd, ComputeKind::backward, pk, mb, c, vs, unit.layer);
