@@ -384,7 +384,11 @@ class StepRun {
           for (int t = 0; t < tp_; ++t) {
             const int src = gpu_of(t, c, d, a);
             const int dst = gpu_of(t, c, d, b);
-            if (src % gpn != dst % gpn || src / gpn == dst / gpn) return;
+            // Same rail at both ends, another node, and the same rail in every replica.
+            if (src % gpn != dst % gpn || src / gpn == dst / gpn ||
+                src % gpn != gpu_of(t, c, 0, 0) % gpn) {
+              return;
+            }
             node_pairs[src % gpn].push_back({src / gpn, dst / gpn});
           }
         }
@@ -1113,7 +1117,9 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
       const int rail = a.kind == topologies::VertexKind::gpu ? a.local : a.rail;
       const auto k = static_cast<std::size_t>(lu.cls);
       if (rail == rails[0]) on_first[k] += lu.bytes_up + lu.bytes_down;
-      if (rail == rails[1] && !run.pipeline_on_one_rail()) on_second[k] += lu.bytes_up + lu.bytes_down;
+      if (rail == rails[1] && !run.pipeline_on_one_rail()) {
+        on_second[k] += lu.bytes_up + lu.bytes_down;
+      }
     }
     for (std::size_t k = 0; k < rail_extra.size(); ++k) {
       rail_extra[k] =

@@ -57,7 +57,8 @@ struct StepOptions {
   bool exact = false;
   // Simulate the pipeline transfers of every replica of a class, not only its first one.
   bool pp_all_replicas = false;
-  // Simulate one rail's data-parallel group when the groups of the TP ranks are link-disjoint.
+  // Simulate one rail's data-parallel groups (and pipeline transfers, shortcut 5) when the TP
+  // ranks' rails are link-disjoint and carry the same traffic.
   bool symmetric_rails = true;
   // 1-bit Adam: simulate only this phase (false = full-precision warm-up, true = compressed).
   // simulate_step() simulates both phases for onebit_adam scenarios unless `single_phase`.
