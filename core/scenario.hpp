@@ -93,7 +93,9 @@ struct ClusterSpec {
   double nvlink_latency_s = 0;
   bool gpudirect_rdma = true;    // whether NICs can read GPU memory directly
   FabricSpec fabric;
-  std::string calibration;       // path to a calibration file ("" = built-in defaults)
+  // `clustersim calibrate -o` file whose network fits replace NCCL's cost model for the
+  // collectives it measured (path as resolved by the loader; "" = none).
+  std::string calibration;
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 

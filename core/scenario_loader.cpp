@@ -185,9 +185,14 @@ ClusterSpec cluster_from_object(const JsonNode& n) {
   }
   c.fabric.nic_latency_s = f.non_negative_at("nic_latency_us") * kUs;
   c.fabric.switch_latency_s = f.non_negative_at("switch_latency_us") * kUs;
-  if (c.calibration.size() && !std::filesystem::exists(data_root() + "/" + c.calibration) &&
-      !std::filesystem::exists(c.calibration)) {
-    n.fail_at("calibration", "calibration file \"" + c.calibration + "\" does not exist");
+  if (!c.calibration.empty()) {
+    // Relative to the data directory, else to the working directory.
+    const std::string in_data = resolve_data_path(c.calibration);
+    if (std::filesystem::exists(in_data)) {
+      c.calibration = in_data;
+    } else if (!std::filesystem::exists(c.calibration)) {
+      n.fail_at("calibration", "calibration file \"" + c.calibration + "\" does not exist");
+    }
   }
   return c;
 }

@@ -24,8 +24,9 @@
 //    "fabric": {"kind": "fat_tree", "nodes_per_leaf", "oversubscription", "nic_latency_us",
 //               "switch_latency_us"},
 //    "calibration" (optional path of a `clustersim calibrate -o` file, relative to the data
-//    directory; checked to exist and kept as provenance — the network model does not apply its
-//    fitted α/β yet; compute efficiencies come from the GPU's compute_calibration),
+//    directory or the working directory: collectives it has measured take its fitted α/β
+//    instead of NCCL's cost model, sim/detail/planner.hpp; compute efficiencies come from the
+//    GPU's compute_calibration),
 //    "sources": {...}}
 // Scenario (scenarios/NAME.json):
 //   {"name", "description", "model": NAME|{inline}, "cluster": NAME|{inline}, "gpus",

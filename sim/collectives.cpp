@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "sim/detail/planner.hpp"
+#include "validation/calibration.hpp"
 
 namespace clustersim::sim {
 
@@ -266,7 +267,58 @@ Planner::Planner(const topologies::ClusterGraph& graph, NcclSettings settings, G
       arch_(arch),
       cpu_(cpu),
       transport_(transport),
-      router_(graph, transport.p2p_nvlink) {}
+      router_(graph, transport.p2p_nvlink) {
+  if (!graph.spec().calibration.empty()) {
+    calibration_ = std::make_shared<const validation::Calibration>(
+        validation::load_calibration(graph.spec().calibration));
+  }
+}
+
+Planner::~Planner() = default;
+
+std::optional<Planner::Calibrated> Planner::calibrated(CollectiveOp op, int n_ranks, int n_nodes,
+                                                       double bytes) const {
+  if (!calibration_) return std::nullopt;
+  validation::NcclTestsOp tests_op = validation::NcclTestsOp::unknown;
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      tests_op = validation::NcclTestsOp::all_reduce;
+      break;
+    case CollectiveOp::all_gather:
+      tests_op = validation::NcclTestsOp::all_gather;
+      break;
+    case CollectiveOp::reduce_scatter:
+      tests_op = validation::NcclTestsOp::reduce_scatter;
+      break;
+    case CollectiveOp::broadcast:
+      tests_op = validation::NcclTestsOp::broadcast;
+      break;
+    case CollectiveOp::reduce:
+      tests_op = validation::NcclTestsOp::reduce;
+      break;
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::send_recv:
+      return std::nullopt;  // point-to-point: NCCL's estimate (no tuning table to replace)
+  }
+  const auto* entry =
+      calibration_->find(validation::link_class_for(n_nodes), tests_op, n_ranks);
+  if (!entry || entry->regimes.empty()) return std::nullopt;
+  const validation::AlphaBetaFit* regime = &entry->regimes.back();
+  for (const auto& r : entry->regimes) {
+    if (bytes <= r.max_bytes) {
+      regime = &r;
+      break;
+    }
+  }
+  constexpr double kSecondsPerUs = 1e-6;
+  const double factor = validation::busbw_factor(tests_op, n_ranks);
+  Calibrated c;
+  c.latency_s = regime->latency_us * kSecondsPerUs;
+  c.bw_time_s = (regime->time_us(bytes, factor) - regime->latency_us) * kSecondsPerUs;
+  c.source = entry->source + " (" + entry->link_class + ", " + std::to_string(entry->nranks) +
+             " ranks)";
+  return c;
+}
 
 void Planner::validate(const CollectiveRequest& r) const {
   const int g = graph_->num_gpus();
@@ -584,7 +636,15 @@ std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
     const auto [lat, bw] = split_model_time(m, r.op, dec.algo, dec.proto, r.bytes);
     p.latency_s = lat;
     p.model_bw_time_s = bw;
-    p.model_time_s = lat + bw;
+    // The cluster's own measurements, where it has them, instead of NCCL's cost model; the
+    // algorithm NCCL picks still sets the data movement.
+    if (const auto cal = calibrated(r.op, p.n_ranks, p.n_nodes, r.bytes)) {
+      p.latency_s = cal->latency_s;
+      p.model_bw_time_s = cal->bw_time_s;
+      p.chosen_by += "; time from the cluster's calibration";
+      p.notes.push_back("latency and bandwidth time from the calibration of " + cal->source);
+    }
+    p.model_time_s = p.latency_s + p.model_bw_time_s;
     if (dec.algo == NcclAlgo::collnet_direct || dec.algo == NcclAlgo::collnet_chain) {
       p.notes.push_back("CollNet is not simulated; its time is simulated with ring data movement");
     }

@@ -20,6 +20,10 @@
 #include "sim/nccl_model.hpp"
 #include "topologies/cluster_graph.hpp"
 
+namespace clustersim::validation {
+struct Calibration;
+}
+
 namespace clustersim::sim::detail {
 
 // Routes between endpoints (GPUs and NVSwitches) as graph hops.
@@ -54,8 +58,11 @@ TransportChoice choose_transport(const ClusterSpec& spec, const NcclSettings& se
 
 class Planner {
  public:
+  // Reads the cluster's network calibration (ClusterSpec::calibration), if it names one; throws
+  // ConfigError (file and JSON path) when that file is malformed.
   Planner(const topologies::ClusterGraph& graph, NcclSettings settings, GpuArch arch, CpuVendor cpu,
           const TransportChoice& transport);
+  ~Planner();
 
   // Validates (std::invalid_argument naming the field) and plans.
   CollectivePlan plan(const CollectiveRequest& request, Granularity default_granularity) const;
@@ -74,6 +81,16 @@ class Planner {
   const NcclModel& model(int n_ranks, int n_nodes, std::optional<int> channels,
                          std::optional<NcclAlgo> algo, std::optional<NcclProto> proto) const;
   void validate(const CollectiveRequest& request) const;
+  // A collective the calibration file measured (same link class and operation, the entry with
+  // the nearest rank count): latency and bandwidth time of the fitted α/β regime at this size,
+  // the bandwidth term scaled by the request's own nccl-tests bus-bandwidth factor.
+  struct Calibrated {
+    double latency_s = 0;
+    double bw_time_s = 0;
+    std::string source;
+  };
+  std::optional<Calibrated> calibrated(CollectiveOp op, int n_ranks, int n_nodes,
+                                       double bytes) const;
 
   const topologies::ClusterGraph* graph_;
   NcclSettings settings_;
@@ -81,6 +98,7 @@ class Planner {
   CpuVendor cpu_;
   TransportChoice transport_;
   EndpointRouter router_;
+  std::shared_ptr<const validation::Calibration> calibration_;  // null: NCCL's model only
   mutable std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<NcclModel>> models_;
   // Decompositions are deterministic in the request: cached by its full key.
   mutable std::unordered_map<std::string, std::shared_ptr<const Decomposition>> decompositions_;

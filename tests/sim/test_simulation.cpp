@@ -5,10 +5,12 @@
 // link speeds, NCCL's latency table, or the published table; never from earlier runs.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "sim_test_support.hpp"
+#include "validation/calibration.hpp"
 
 using namespace clustersim;
 using namespace clustersim::sim;
@@ -446,4 +448,55 @@ TEST_CASE("The network model's bandwidth factor scales what one flow gets of its
   });
   const double L = ring_simple_latency_s(graph, 2, 2, S);
   CHECK(t[0] == Approx(L + ring_bw_term(S, 2, 10e9)).epsilon(0.01));
+}
+
+TEST_CASE("A cluster's network calibration sets the time of the collectives it measured",
+          "[sim][calibration]") {
+  // The calibration file says all-reduce over 8 GPUs of one node runs at alpha = 30 us and
+  // 40 GB/s bus bandwidth from 1 MiB up (and 8 us / 10 GB/s below): an uncontended all-reduce
+  // of that size must take alpha + S * 2 (n-1)/n / busbw, whatever NCCL's model says, as long
+  // as the links (200 GB/s NVLink here) are faster. Other collectives keep NCCL's model.
+  validation::Calibration cal;
+  cal.name = "test";
+  validation::NetworkCalibration e;
+  e.link_class = "intra_node";
+  e.op = validation::NcclTestsOp::all_reduce;
+  e.nranks = 8;
+  e.nodes = 1;
+  e.source = "synthetic";
+  e.regimes = {{0, 1 * MiB, 8.0, 10.0, 1, 4}, {1 * MiB, 8 * GiB, 30.0, 40.0, 1, 4}};
+  e.peak_busbw_GBps = 40;
+  cal.network.push_back(e);
+  const auto path = std::filesystem::temp_directory_path() / "clustersim-test-net-calib.json";
+  validation::write_calibration(path.string(), cal);
+
+  auto spec = small_cluster(1, 8, 1, 50, 64, true, true);
+  const auto plain = topologies::ClusterGraph::build(spec, 8);
+  spec.calibration = path.string();
+  const auto calibrated = topologies::ClusterGraph::build(spec, 8);
+  const std::vector<double> sizes = {256 * KiB, 64 * MiB, 1 * GiB};
+  auto run = [&](const topologies::ClusterGraph& g) {
+    return run_in_subprocess([&] {
+      std::vector<CollectiveRequest> rs;
+      for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, 8), s));
+      CollectiveRequest ag = allreduce(iota_gpus(0, 8), 64 * MiB);
+      ag.op = CollectiveOp::all_gather;
+      rs.push_back(ag);
+      std::vector<double> t;
+      for (const auto& r : simulate_collectives(g, rs, SimulationOptions{})) t.push_back(r.time_s());
+      return t;
+    });
+  };
+  const auto with = run(calibrated);
+  const auto without = run(plain);
+  std::filesystem::remove(path);
+  const double factor = 2.0 * 7 / 8;
+  const double expected[] = {8e-6 + 256 * KiB * factor / 10e9, 30e-6 + 64 * MiB * factor / 40e9,
+                             30e-6 + 1 * GiB * factor / 40e9};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    INFO("bytes " << sizes[i] << ": calibrated " << with[i] << " s, NCCL model " << without[i]);
+    CHECK(with[i] == Approx(expected[i]).epsilon(0.01));
+    CHECK(without[i] != Approx(expected[i]).epsilon(0.05));
+  }
+  CHECK(with[3] == Approx(without[3]).epsilon(1e-9));  // all-gather: not in the file
 }
