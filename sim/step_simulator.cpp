@@ -1038,6 +1038,7 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
 
   SimulationOptions so;
   so.nccl = s.comm.nccl;
+  so.actor_stack_guard = opt.actor_stack_guard;
   Simulation sim(graph, so);
   StepFaults net_faults;  // links and lost nodes go to the engine; slow GPUs are ours
   net_faults.links = opt.faults.links;

@@ -68,6 +68,9 @@ struct StepOptions {
   bool record_trace = true;
   // FLOP convention of `mfu` and `hfu` (both conventions are reported).
   models::FlopConvention convention = models::FlopConvention::megatron;
+  // Guard pages below actor stacks (SimulationOptions::actor_stack_guard; unset = the engine's
+  // default). Off halves the wall time of large steps (one mprotect'ed mapping per actor).
+  std::optional<bool> actor_stack_guard;
   // Compute efficiency calibration; "" = the GPU preset's (models::compute_calibration_path).
   std::string compute_calibration;
   // Merged NCCL calls carry at most 1/merge_parts of a stage's bytes per stream.

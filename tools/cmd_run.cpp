@@ -46,6 +46,9 @@ const std::vector<OptionSpec>& run_options() {
        "counted from the step's start)"},
       {"free-comm", "", false, false,
        "every transfer and collective takes no time: the pipeline schedule alone"},
+      {"no-stack-guard", "", false, false,
+       "simulator threads without guard pages (about 2x faster on large steps; a stack "
+       "overflow would then corrupt memory instead of stopping the run; sweeps use it)"},
   };
   return specs;
 }
@@ -205,6 +208,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   sim::StepOptions options;
   options.exact = args.flag("exact");
   options.free_communication = args.flag("free-comm");
+  if (args.flag("no-stack-guard")) options.actor_stack_guard = false;
   const std::string conv = args.value_or("flops", "megatron");
   if (conv == "palm") {
     options.convention = models::FlopConvention::palm;
