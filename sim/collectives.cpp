@@ -279,27 +279,10 @@ Planner::~Planner() = default;
 std::optional<Planner::Calibrated> Planner::calibrated(CollectiveOp op, int n_ranks, int n_nodes,
                                                        double bytes) const {
   if (!calibration_) return std::nullopt;
-  validation::NcclTestsOp tests_op = validation::NcclTestsOp::unknown;
-  switch (op) {
-    case CollectiveOp::all_reduce:
-      tests_op = validation::NcclTestsOp::all_reduce;
-      break;
-    case CollectiveOp::all_gather:
-      tests_op = validation::NcclTestsOp::all_gather;
-      break;
-    case CollectiveOp::reduce_scatter:
-      tests_op = validation::NcclTestsOp::reduce_scatter;
-      break;
-    case CollectiveOp::broadcast:
-      tests_op = validation::NcclTestsOp::broadcast;
-      break;
-    case CollectiveOp::reduce:
-      tests_op = validation::NcclTestsOp::reduce;
-      break;
-    case CollectiveOp::all_to_all:
-    case CollectiveOp::send_recv:
-      return std::nullopt;  // point-to-point: NCCL's estimate (no tuning table to replace)
-  }
+  // Point-to-point has no tuning table to replace: NCCL's estimate stays.
+  if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv) return std::nullopt;
+  // The nccl-tests operation of the same name (nccl_tests_log's table of spellings).
+  const validation::NcclTestsOp tests_op = validation::nccl_tests_op_from_name(to_string(op));
   const auto* entry =
       calibration_->find(validation::link_class_for(n_nodes), tests_op, n_ranks);
   if (!entry || entry->regimes.empty()) return std::nullopt;
