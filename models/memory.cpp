@@ -254,10 +254,15 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     st.parameters = embedding_params + head_params + other_params;
 
     // Model states under ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer
-    // states, stage 2 also the gradients, stage 3 also the weights, each over the dp ranks.
-    const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
-    const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
-    const double opt_shard = par.zero_stage >= 1 ? dp : 1.0;
+    // states, stage 2 also the gradients, stage 3 also the weights, each over the ranks that
+    // reduce the gradients: dp x cp, since context-parallel ranks hold the same weights
+    // (Megatron-Core's distributed optimizer and NeMo's distributed Adam both take
+    // get_data_parallel_group(with_context_parallel=True); NeMo v2.0.0rc0
+    // nemo/core/optim/distributed_adam.py).
+    const double shard_ranks = static_cast<double>(dp) * cp;
+    const double weight_shard = par.zero_stage >= 3 ? shard_ranks : 1.0;
+    const double grad_shard = par.zero_stage >= 2 ? shard_ranks : 1.0;
+    const double opt_shard = par.zero_stage >= 1 ? shard_ranks : 1.0;
     st.weights_bytes = st.parameters * weight_bytes / weight_shard;
     st.gradients_bytes = (embedding_params * embedding_grad_bytes + head_params * head_grad_bytes +
                           other_params * grad_bytes) /
@@ -294,12 +299,12 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
         per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
 
     st.nccl_buffers_bytes = nccl_bytes;
-    if (dp > 1 && par.zero_stage >= 2)
+    if (shard_ranks > 1 && par.zero_stage >= 2)
       st.dp_bucket_bytes = kZeroReduceBuckets * tr.grad_bucket_bytes;
 
-    if (s.comm.compression.kind == Compression::onebit_adam && dp > 1) {
-      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes         // worker error
-                             + st.parameters * kOnebitErrorBytes / dp  // server error
+    if (s.comm.compression.kind == Compression::onebit_adam && shard_ranks > 1) {
+      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes                  // worker error
+                             + st.parameters * kOnebitErrorBytes / shard_ranks  // server error
                              + st.parameters * kOnebitSignBytes * kOnebitSignBuffers;
     }
     est.stages.push_back(st);

@@ -129,6 +129,25 @@ TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64
   CHECK(states / params * 7.5e9 / 1e9 == Approx(expected_GB[stage]).epsilon(0.01));
 }
 
+TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks together") {
+  // Context-parallel ranks hold the same weights and reduce gradients with the data-parallel
+  // ones, so the distributed optimizer shards over dp x cp: 16 ranks here, as with dp = 16.
+  // ZeRO-3 on 16 ranks: (2 + 2 + 12) B / 16 = 1 B per parameter.
+  const Scenario s = patched(
+      {{"model", "gpt-7.5b-sc21"},
+       {"gpus", 16},
+       {"parallelism",
+        {{"dp", 4}, {"cp", 4}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false},
+         {"zero_stage", 3}}},
+       {"training", {{"global_batch", 16}, {"seq_len", 2048}, {"attention", "flash"}}},
+       {"comm", {{"grad_dtype", "bf16"}}}});
+  const MemoryEstimate e = estimate_memory(s);
+  const StageMemory& m = e.worst();
+  CHECK(m.weights_bytes / m.parameters == Approx(2.0 / 16));
+  CHECK(m.gradients_bytes / m.parameters == Approx(2.0 / 16));
+  CHECK(m.optimizer_bytes / m.parameters == Approx(12.0 / 16));
+}
+
 TEST_CASE("FP32 layer groups keep the embedding and LM-head gradients in 4 bytes") {
   const Scenario with = patched(
       {{"comm", {{"grad_dtype", "fp16"}, {"fp32_layer_groups", {"embedding", "lm_head"}}}}});
