@@ -12,27 +12,37 @@ double GemmShape::min_dim() const {
   return std::min({m, n, k});
 }
 
-double GemmEfficiencyCurve::at(double min_dim) const {
-  if (points.empty()) throw std::logic_error("GEMM efficiency curve without points");
-  double e = 0;
-  if (min_dim <= points.front().min_dim) {
-    e = points.front().efficiency;
-  } else if (min_dim >= points.back().min_dim) {
-    e = points.back().efficiency;
-  } else {
-    // Linear in log2(min_dim): the benchmarks double their sizes, so this is the natural axis.
-    const double x = std::log2(min_dim);
-    for (std::size_t i = 1; i < points.size(); ++i) {
-      if (min_dim <= points[i].min_dim) {
-        const double x0 = std::log2(points[i - 1].min_dim);
-        const double x1 = std::log2(points[i].min_dim);
-        const double t = (x - x0) / (x1 - x0);
-        e = points[i - 1].efficiency + t * (points[i].efficiency - points[i - 1].efficiency);
-        break;
-      }
+namespace {
+
+// Efficiency at x from points sorted by strictly increasing x_of(point): linear in log2(x) (the
+// benchmarks double their sizes, so this is the natural axis), clamped at both ends.
+template <typename Point, typename X>
+double interpolate_log2(const std::vector<Point>& points, X x_of, double x) {
+  if (points.empty()) throw std::logic_error("efficiency curve without points");
+  if (x <= x_of(points.front())) return points.front().efficiency;
+  if (x >= x_of(points.back())) return points.back().efficiency;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (x <= x_of(points[i])) {
+      const double x0 = std::log2(x_of(points[i - 1]));
+      const double x1 = std::log2(x_of(points[i]));
+      const double t = (std::log2(x) - x0) / (x1 - x0);
+      return points[i - 1].efficiency + t * (points[i].efficiency - points[i - 1].efficiency);
     }
   }
+  return points.back().efficiency;
+}
+
+}  // namespace
+
+double GemmEfficiencyCurve::at(double min_dim) const {
+  const double e =
+      interpolate_log2(points, [](const EfficiencyPoint& p) { return p.min_dim; }, min_dim);
   return std::min(e, best_shape_efficiency);
+}
+
+double AttentionEfficiencyCurve::at(double seq_len) const {
+  return interpolate_log2(
+      points, [](const AttentionEfficiencyPoint& p) { return p.seq_len; }, seq_len);
 }
 
 OpCost& OpCost::operator+=(const OpCost& other) {
@@ -109,6 +119,36 @@ GemmEfficiencyCurve load_curve(const JsonNode& node) {
   return curve;
 }
 
+// An attention figure: one measurement {"tflops", "peak_tflops", "source"} (the same at every
+// sequence length), or a sweep {"series", "points": [{"seq_len", "tflops", ...}, ...]}.
+AttentionEfficiencyCurve load_attention_curve(const JsonNode& node) {
+  node.require_object();
+  AttentionEfficiencyCurve curve;
+  if (!node.has("points")) {
+    curve.points.push_back({1, measured_efficiency(node), node.string_at("source")});
+    return curve;
+  }
+  node.only_keys({"series", "points"});
+  if (node.string_at("series").empty()) node.fail_at("series", "say what was measured");
+  const JsonNode points = node.at("points");
+  if (!points.is_array() || points.items().empty()) {
+    points.fail("expected a non-empty array of calibration points");
+  }
+  for (const JsonNode& p : points.items()) {
+    AttentionEfficiencyPoint point;
+    point.seq_len = p.positive_at("seq_len");
+    point.efficiency = measured_efficiency(p, {"seq_len"});
+    point.source = p.string_at("source");
+    if (!curve.points.empty() && point.seq_len <= curve.points.back().seq_len) {
+      p.fail_at("seq_len", "points must have strictly increasing seq_len, got " +
+                               std::to_string(point.seq_len) + " after " +
+                               std::to_string(curve.points.back().seq_len));
+    }
+    curve.points.push_back(point);
+  }
+  return curve;
+}
+
 }  // namespace
 
 ComputeCalibration load_compute_calibration(const JsonDocument& document) {
@@ -134,14 +174,14 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   cal.attention_kernel = attention.string_at("kernel");
   for (const auto& name : kAttentionDtypes) {
     if (const auto node = attention.find(name)) {
-      cal.attention_efficiency[dtype_named(name)] = measured_efficiency(*node);
+      cal.attention_efficiency[dtype_named(name)] = load_attention_curve(*node);
     }
   }
   if (const auto backward = attention.find("backward")) {
     backward->require_object();
     backward->only_keys(kAttentionDtypes);
     for (const auto& [name, node] : backward->members()) {
-      cal.attention_backward_efficiency[dtype_named(name)] = measured_efficiency(node);
+      cal.attention_backward_efficiency[dtype_named(name)] = load_attention_curve(node);
     }
   }
   if (!attention.has("bf16")) attention.fail_at("bf16", "missing required attention figure");
@@ -197,20 +237,22 @@ Dtype ComputeCostModel::attention_dtype(Dtype training_precision) {
   return training_precision == Dtype::fp8 ? Dtype::bf16 : training_precision;
 }
 
-double ComputeCostModel::attention_efficiency(Dtype dtype) const {
+double ComputeCostModel::attention_efficiency(Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
   const auto it = calibration_.attention_efficiency.find(d);
-  if (it != calibration_.attention_efficiency.end()) return it->second;
+  if (it != calibration_.attention_efficiency.end()) return it->second.at(seq_len);
   // FP16 and BF16 share the tensor-core rate on Hopper (H100 datasheet).
-  return calibration_.attention_efficiency.at(Dtype::bf16);
+  return calibration_.attention_efficiency.at(Dtype::bf16).at(seq_len);
 }
 
-double ComputeCostModel::attention_backward_efficiency(Dtype dtype) const {
+double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
   const auto& backward = calibration_.attention_backward_efficiency;
-  if (const auto it = backward.find(d); it != backward.end()) return it->second;
-  if (const auto it = backward.find(Dtype::bf16); it != backward.end()) return it->second;
-  return attention_efficiency(dtype);
+  if (const auto it = backward.find(d); it != backward.end()) return it->second.at(seq_len);
+  if (const auto it = backward.find(Dtype::bf16); it != backward.end()) {
+    return it->second.at(seq_len);
+  }
+  return attention_efficiency(dtype, seq_len);
 }
 
 double ComputeCostModel::hbm_Bps() const {
@@ -252,14 +294,16 @@ OpCost ComputeCostModel::batched_gemm(const GemmShape& shape, Dtype dtype, doubl
   return roofline(batch * shape.flops(), gpu_.peak(dtype) * gemm_efficiency(shape, dtype), bytes);
 }
 
-OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype) const {
+OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype,
+                                   double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  return roofline(flops, gpu_.peak(d) * attention_efficiency(d), bytes);
+  return roofline(flops, gpu_.peak(d) * attention_efficiency(d, seq_len), bytes);
 }
 
-OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dtype) const {
+OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dtype,
+                                            double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  return roofline(flops, gpu_.peak(d) * attention_backward_efficiency(d), bytes);
+  return roofline(flops, gpu_.peak(d) * attention_backward_efficiency(d, seq_len), bytes);
 }
 
 OpCost ComputeCostModel::memory_op(double bytes, double flops) const {

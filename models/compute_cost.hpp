@@ -42,14 +42,27 @@ struct GemmEfficiencyCurve {
   double at(double min_dim) const;
 };
 
+// Efficiency of the attention kernel as a function of the sequence length of one call
+// (benchmarks such as FlashAttention-3's Figures 5-6 sweep it at a fixed number of tokens).
+struct AttentionEfficiencyPoint {
+  double seq_len = 0;     // tokens per sequence of the benchmark
+  double efficiency = 0;  // achieved / dense peak, in (0, 1]
+  std::string source;
+};
+struct AttentionEfficiencyCurve {
+  std::vector<AttentionEfficiencyPoint> points;  // strictly increasing seq_len, at least one
+  // Piecewise-linear in log2(seq_len), clamped at both ends; one point is a constant.
+  double at(double seq_len) const;
+};
+
 struct ComputeCalibration {
-  std::string file;                              // where it was loaded from
-  std::map<Dtype, GemmEfficiencyCurve> gemm;     // bf16, fp16, fp8
-  std::string attention_kernel;                  // e.g. "FlashAttention-3, head dimension 128"
-  std::map<Dtype, double> attention_efficiency;  // bf16, fp16 (fp8 training runs bf16)
+  std::string file;                           // where it was loaded from
+  std::map<Dtype, GemmEfficiencyCurve> gemm;  // bf16, fp16, fp8
+  std::string attention_kernel;  // e.g. "cuDNN fused attention, head dimension 128"
+  std::map<Dtype, AttentionEfficiencyCurve> attention_efficiency;  // bf16, fp16 (fp8 runs bf16)
   // Backward kernel, when measured separately (FLOPs counted as 2.5x the forward's); absent:
   // the forward efficiency (e.g. a combined forward + backward benchmark).
-  std::map<Dtype, double> attention_backward_efficiency;
+  std::map<Dtype, AttentionEfficiencyCurve> attention_backward_efficiency;
   double hbm_efficiency = 1;  // achieved / peak HBM bandwidth
 };
 
@@ -86,10 +99,11 @@ class ComputeCostModel {
   // Efficiency of a GEMM of this shape in `dtype` (bf16, fp16 or fp8); throws
   // std::invalid_argument for a dtype the calibration does not cover.
   double gemm_efficiency(const GemmShape& shape, Dtype dtype) const;
-  // Efficiency of the attention kernel; fp8 maps to bf16 (attention stays in BF16).
-  double attention_efficiency(Dtype dtype) const;
+  // Efficiency of the attention kernel on sequences of seq_len tokens; fp8 maps to bf16
+  // (attention stays in BF16).
+  double attention_efficiency(Dtype dtype, double seq_len) const;
   // Efficiency of its backward kernel (the forward's when the calibration has none).
-  double attention_backward_efficiency(Dtype dtype) const;
+  double attention_backward_efficiency(Dtype dtype, double seq_len) const;
   // The dtype attention runs in for a given training precision.
   static Dtype attention_dtype(Dtype training_precision);
   // Achieved HBM bandwidth, bytes/s.
@@ -99,10 +113,10 @@ class ComputeCostModel {
   // `count` identical GEMMs, each paying its own launch.
   OpCost gemm(const GemmShape& shape, Dtype dtype, double count = 1) const;
   // The attention kernel executing `flops` (already halved for a causal mask by the caller)
-  // and moving `bytes` through HBM.
-  OpCost attention(double flops, double bytes, Dtype dtype) const;
+  // and moving `bytes` through HBM, on sequences of seq_len tokens per call.
+  OpCost attention(double flops, double bytes, Dtype dtype, double seq_len) const;
   // Its backward kernel executing `flops` and moving `bytes`.
-  OpCost attention_backward(double flops, double bytes, Dtype dtype) const;
+  OpCost attention_backward(double flops, double bytes, Dtype dtype, double seq_len) const;
   // One batched GEMM kernel (cuBLAS strided batched): `batch` products of `shape`, one launch;
   // efficiency as for a single product of that shape.
   OpCost batched_gemm(const GemmShape& shape, Dtype dtype, double batch) const;

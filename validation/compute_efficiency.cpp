@@ -169,10 +169,26 @@ ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInpu
     doc["attention"] = {{"kernel", "as measured in " + files_of(all)}};
     for (const auto& [dtype, rows] : attention_rows) {
       if (dtype != "bf16" && dtype != "fp16") continue;
-      doc["attention"][dtype] =
-          aggregate(rows, in.peaks_tflops.at(rows.front().m->dtype), "attention, " + dtype);
+      // Grouped by sequence length (m = n for attention rows), ascending: the axis of the
+      // attention curve in compute_cost.
+      const double peak = in.peaks_tflops.at(rows.front().m->dtype);
+      std::map<double, std::vector<Row>> by_seq_len;
+      for (const auto& r : rows) by_seq_len[r.m->m].push_back(r);
+      nlohmann::json points = nlohmann::json::array();
+      for (const auto& [seq_len, group] : by_seq_len) {
+        nlohmann::json p = aggregate(group, peak, "attention, " + dtype + ", sequence length " +
+                                                      number(seq_len));
+        p["seq_len"] = seq_len;
+        points.push_back(p);
+      }
+      doc["attention"][dtype] = {
+          {"series", dtype + " attention measured on " +
+                         (devices.empty() ? std::string("(device not stated)") : devices.front()) +
+                         ", grouped by sequence length; written by clustersim calibrate "
+                         "--compute-out"},
+          {"points", points}};
       result.measured_parts.push_back("attention/" + dtype + " (" + count(rows.size(), "shape") +
-                                      ")");
+                                      ", " + count(points.size(), "point") + ")");
     }
     if (!doc["attention"].contains("bf16")) {
       // compute_cost needs the bf16 figure; FP16 and BF16 share the tensor-core rate on Hopper

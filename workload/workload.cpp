@@ -285,14 +285,18 @@ class Builder {
     // Q K^T and P V: 2 x 2 b (S/cp) S d FLOPs per query head (Narayanan et al. 2021 section 5.1).
     const double flops = 4.0 * d.b * (d.S / d.cp) * d.S * d.hl * d.d * kCausalFraction;
     const double bytes = (2 * d.T * d.hl * d.d + 2 * d.b * d.S * d.gl * d.d) * kActivationBytes;
-    return c_.attention(flops, bytes, d.precision);
+    return c_.attention(flops, bytes, d.precision, attention_kernel_seq_len());
   }
   OpCost attention_backward() const {
     if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_backward();
     const OpCost f = attention_forward();
     return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes,
-                                 d_.precision);
+                                 d_.precision, attention_kernel_seq_len());
   }
+  // The sequence length one attention call sees, the axis of the kernel's calibration: the
+  // local queries, S / cp (Transformer Engine's context parallelism runs the attention in
+  // steps over S / cp-token pieces of the key/value sequence).
+  double attention_kernel_seq_len() const { return d_.S / d_.cp; }
   // What selective recomputation adds to a layer's backward: nothing with FlashAttention (its
   // backward recomputes the scores anyway), the score GEMM, softmax and dropout when unfused
   // (Korthikanti et al. 2022 §5: the recomputed part is the attention core).

@@ -130,7 +130,10 @@ TEST_CASE("GEMM timings from a known curve come back as that curve through compu
   const auto base =
       models::load_compute_calibration(JsonDocument::parse(in.base.dump(), in.base_file));
   CHECK(cal.hbm_efficiency == base.hbm_efficiency);
-  CHECK(cal.attention_efficiency.at(Dtype::bf16) == base.attention_efficiency.at(Dtype::bf16));
+  for (double seq_len : {512.0, 2048.0, 8192.0}) {
+    CHECK(cal.attention_efficiency.at(Dtype::bf16).at(seq_len) ==
+          base.attention_efficiency.at(Dtype::bf16).at(seq_len));
+  }
   CHECK(cal.gemm.at(Dtype::fp16).points.size() == base.gemm.at(Dtype::fp16).points.size());
   CHECK(result.document["description"].get<std::string>().find("Copied from " + in.base_file) !=
         std::string::npos);
@@ -196,7 +199,13 @@ TEST_CASE("calibrate --compute-out writes a file the step simulator's loader rea
   REQUIRE(rc == 0);
   const models::ComputeCalibration cal = models::load_compute_calibration(out.string());
   check_round_trip(cal);
-  CHECK(cal.attention_efficiency.at(Dtype::bf16) == Approx(kAttentionEfficiency).epsilon(0.01));
+  // One measured sequence length: that efficiency at every length.
+  REQUIRE(cal.attention_efficiency.at(Dtype::bf16).points.size() == 1);
+  CHECK(cal.attention_efficiency.at(Dtype::bf16).points[0].seq_len == 8192);
+  for (double seq_len : {1024.0, 8192.0, 32768.0}) {
+    CHECK(cal.attention_efficiency.at(Dtype::bf16).at(seq_len) ==
+          Approx(kAttentionEfficiency).epsilon(0.01));
+  }
 
   // Without the peaks there is nothing to divide by: exit 2 and no file.
   std::filesystem::remove(out);

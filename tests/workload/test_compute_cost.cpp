@@ -2,6 +2,8 @@
 // Expected values are hand calculations from the cited benchmark figures.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
 
@@ -85,20 +87,37 @@ TEST_CASE("A memory-bound kernel takes bytes over the measured HBM bandwidth plu
 
 TEST_CASE("Attention under FP8 training runs at the BF16 attention rate") {
   const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
-  // FlashAttention-3 Figure 5(d): 602 TFLOPS causal forward; Figure 6(b): 559 backward.
-  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(602.0 / 989.0));
+  // FlashAttention-3 Figure 5(d), cuDNN causal forward at 8k: 529 TFLOPS; Figure 6(b): 518
+  // backward.
+  CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(529.0 / 989.0));
   const double flops = 1e12;
-  CHECK(model.attention(flops, 0, Dtype::fp8).compute_s == Approx(flops / 602e12));
-  CHECK(model.attention_backward(flops, 0, Dtype::fp8).compute_s == Approx(flops / 559e12));
+  CHECK(model.attention(flops, 0, Dtype::fp8, 8192).compute_s == Approx(flops / 529e12));
+  CHECK(model.attention_backward(flops, 0, Dtype::fp8, 8192).compute_s == Approx(flops / 518e12));
+}
+
+TEST_CASE("Attention efficiency follows the sequence length of the call") {
+  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  // cuDNN causal forward (FlashAttention-3 Figure 5(d)): 484 TFLOPS at 2k, 518 at 4k.
+  CHECK(model.attention_efficiency(Dtype::bf16, 2048) == Approx(484.0 / 989.0));
+  // Between points, linear in log2(length): 3k lies log2(1.5) = 0.585 of the way to 4k.
+  const double t = std::log2(3072.0 / 2048.0);
+  CHECK(model.attention_efficiency(Dtype::bf16, 3072) ==
+        Approx((484.0 + t * (518.0 - 484.0)) / 989.0));
+  // Clamped outside the measured lengths: 512 -> 315, 16k -> 539 (forward), 516 (backward).
+  CHECK(model.attention_efficiency(Dtype::bf16, 128) == Approx(315.0 / 989.0));
+  CHECK(model.attention_efficiency(Dtype::bf16, 131072) == Approx(539.0 / 989.0));
+  CHECK(model.attention_backward_efficiency(Dtype::bf16, 131072) == Approx(516.0 / 989.0));
 }
 
 TEST_CASE("Without a backward figure the attention backward runs at the forward's rate") {
-  // The A100 file holds FlashAttention-2's combined forward + backward figure: 182 of 312.
+  // The A100 file holds FlashAttention-2's combined forward + backward figures: 182 of 312 at
+  // 8k (Figure 4(d)).
   const ComputeCostModel model(
       h100_like(), load_compute_calibration(std::string(CLUSTERSIM_SOURCE_DIR) +
                                             "/validation/data/compute_efficiency-a100.json"));
-  CHECK(model.attention_efficiency(Dtype::bf16) == Approx(182.0 / 312.0));
-  CHECK(model.attention_backward_efficiency(Dtype::bf16) == Approx(182.0 / 312.0));
+  CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
+  CHECK(model.attention_backward_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
+  CHECK(model.attention_backward_efficiency(Dtype::bf16, 2048) == Approx(155.0 / 312.0));
 }
 
 TEST_CASE("A malformed calibration file is rejected at the offending JSON pointer") {
@@ -115,12 +134,21 @@ TEST_CASE("A malformed calibration file is rejected at the offending JSON pointe
     }
   }
   SECTION("a measured rate above the peak") {
-    const std::string bad = replace(text, "\"tflops\":602", "\"tflops\":1602");
+    const std::string bad = replace(text, "\"tflops\":315", "\"tflops\":1315");
     try {
       load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
       FAIL("expected ConfigError");
     } catch (const ConfigError& e) {
-      CHECK(e.pointer() == "/attention/bf16/tflops");
+      CHECK(e.pointer() == "/attention/bf16/points/0/tflops");
+    }
+  }
+  SECTION("attention points out of order") {
+    const std::string bad = replace(text, "\"seq_len\":2048", "\"seq_len\":1000");
+    try {
+      load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
+      FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(e.pointer() == "/attention/backward/bf16/points/2/seq_len");
     }
   }
   SECTION("an unknown key") {
