@@ -15,6 +15,12 @@ namespace {
 // single byte per element").
 constexpr double kActivationBytes = 2.0;
 constexpr double kMaskBytes = 1.0;
+// Under FP8, Transformer Engine's linear layers save the FP8 cast of their input (1 byte per
+// element) for the weight-gradient GEMM instead of the 16-bit tensor: Linear saves `inputmat`
+// (the FP8 data) "if fp8 and not override_linear_precision.wgrad", LayerNormLinear allocates
+// ln_out as uint8 "if fp8 and not return_layernorm_output" and saves it
+// (transformer_engine/pytorch/module/linear.py and layernorm_linear.py, TE v1.8).
+constexpr double kFp8ActivationBytes = 1.0;
 // Megatron computes the cross-entropy over vocab-parallel logits in FP32 and keeps them for the
 // backward pass (megatron/core/tensor_parallel/cross_entropy.py).
 constexpr double kLogitBytes = 4.0;
@@ -95,7 +101,8 @@ double collective_buffers(const NcclSettings& nccl, int channels) {
 }  // namespace
 
 ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
-                                               AttentionKernel attention, bool dropout) {
+                                               AttentionKernel attention, bool dropout,
+                                               bool fp8_linears) {
   // Korthikanti et al. 2022 §4.1 count, per layer, for a GPT layer (MHA, 4h GeLU MLP, dropout),
   // in bytes per token (their s b factored out):
   //   attention 11h + 5as: QKV input 2h, Q and K 4h, softmax output 2as, softmax dropout mask
@@ -117,6 +124,11 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
   //     attention-dropout mask and output (3as): the backward reads the softmax output.
   //   * FlashAttention stores no score tensor (no softmax output, mask or dropout output): the
   //     5as term becomes the FP32 softmax statistics, 4 bytes per head (sharded like Q).
+  //   * FP8 linear layers (fp8_linears) keep 1-byte inputs: the QKV and first-MLP inputs
+  //     (the normalised layer inputs, replicated) and the second-MLP input (the activation
+  //     output, f wide) shrink from 2 to 1 byte; the output projection keeps an FP8 copy of its
+  //     input next to the 16-bit attention output the attention backward reads (a x head_dim
+  //     wide, sharded).
   const double h = m.hidden;
   const double kv = static_cast<double>(m.num_kv_heads) * m.head_dim();
   const double f = m.ffn_hidden;
@@ -129,6 +141,12 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
                            + (dropout ? kMaskBytes * 2 * h : 0.0);  // attention and MLP masks
   c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
                         + kActivationBytes * mlp_tensors * f;
+  if (fp8_linears) {
+    const double fp8_saving = kActivationBytes - kFp8ActivationBytes;
+    c.replicated_per_token -= fp8_saving * 2 * h;  // QKV and first-MLP inputs
+    c.sharded_per_token -= fp8_saving * f;          // second-MLP input
+    c.sharded_per_token += kFp8ActivationBytes * a * m.head_dim();  // output-projection copy
+  }
   if (attention == AttentionKernel::flash) {
     c.sharded_per_token += kFlashSoftmaxStatsBytes * a;
   } else {
@@ -141,8 +159,10 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
 
 LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::int64_t micro_batch,
                                         int tp, bool sp, Recompute recompute,
-                                        AttentionKernel attention, bool dropout) {
-  const ActivationCoefficients c = activation_coefficients(m, seq_len, attention, dropout);
+                                        AttentionKernel attention, bool dropout,
+                                        bool fp8_linears) {
+  const ActivationCoefficients c =
+      activation_coefficients(m, seq_len, attention, dropout, fp8_linears);
   const double tokens = static_cast<double>(seq_len) * static_cast<double>(micro_batch);
   const double t = tp;
   // Korthikanti et al. Table 2: TP shards the sharded and score parts; SP also splits the
@@ -200,13 +220,14 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
   // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
   const int seq_per_gpu = std::max(1, tr.seq_len / cp);
 
+  const bool fp8_linears = tr.precision == Dtype::fp8;
   const LayerActivations act = layer_activation_bytes(
       m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention,
-      tr.dropout);
+      tr.dropout, fp8_linears);
   // Layers left out of a partial full recomputation (training.recompute_layers) keep theirs.
   const LayerActivations kept = layer_activation_bytes(
       m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, Recompute::none, tr.attention,
-      tr.dropout);
+      tr.dropout, fp8_linears);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;

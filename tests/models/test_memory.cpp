@@ -94,6 +94,24 @@ TEST_CASE("FlashAttention keeps no score tensors, only FP32 softmax statistics p
         Approx(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, flash).stored));
 }
 
+TEST_CASE("FP8 linear layers keep 1-byte inputs for their weight gradients") {
+  // GPT 174.6B with FlashAttention, s b h = 2048 x 12288. BF16: 34 s b h + 4 a s b. FP8: the
+  // QKV and first-MLP inputs drop 2 x 1 byte x h, the second-MLP input 1 byte x 4h, and the
+  // output projection adds an FP8 copy of its h-wide input: 34 - 2 - 4 + 1 = 29 s b h.
+  const ModelSpec m = load_model_preset("gpt-174.6b-sc21");
+  const double s = 2048, h = 12288, a = 96, t = 8;
+  const double sbh = s * h;
+  const auto flash = AttentionKernel::flash;
+  CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none, flash, true, true).stored ==
+        Approx(29 * sbh + 4 * a * s));
+  // With TP and SP everything is split by t.
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, flash, true, true).stored ==
+        Approx(29 * sbh / t + 4 * a * s / t));
+  // Without SP the replicated inputs are whole: 10 - 2 = 8 s b h, and (24 - 4 + 1) / t.
+  CHECK(layer_activation_bytes(m, 2048, 1, 8, false, Recompute::none, flash, true, true).stored ==
+        Approx(8 * sbh + 21 * sbh / t + 4 * a * s / t));
+}
+
 TEST_CASE("the GQA and SwiGLU generalisation counts K, V and the three FFN tensors") {
   // Llama-2-70B: kv = 8 x 128 = 1024, f = 28672. Per token and layer: replicated 10h, sharded
   // Q 2h + K 2kv + V 2kv + O-input 2h + SwiGLU 3 x 2f, scores 5 a s.
