@@ -215,6 +215,40 @@ def cluster_for(run):
     return None
 
 
+# SC'21 Table 2 gives PTD-P runs only their model-parallel size t x p (96 for GPT 174.6B, 280
+# for 529.6B). The paper's Takeaway #1 (section 3.3) is the rule its runs follow: "tensor model
+# parallelism should generally be used up to degree g when using g-GPU servers, and then
+# pipeline model parallelism can be used to scale up to larger models across servers", and its
+# Table 1 uses t = 8 for every model from 18.4B up (529.6B: t = 8, p = 35 = 280 / 8). The schedule
+# is not stated either: Megatron-LM's default without --num-layers-per-virtual-pipeline-stage,
+# the non-interleaved 1F1B, is assumed. Megatron-LM of the paper's time all-reduced the data-
+# parallel gradients after the whole forward-backward pass (megatron/training.py train_step,
+# "model_module.allreduce_gradients()" after forward_backward_func, NVIDIA/Megatron-LM
+# a8d172b3 of 2021-04-28): no overlap with the backward pass.
+SC21_PTDP_PREFIX = "sc21_t2_ptdp_"
+MEGATRON_2021_COMMIT = "a8d172b3"
+
+
+def completed(run):
+    """The run with what its source leaves out filled in by a stated rule, the notes, and
+    training keys the rule sets."""
+    notes, training = [], {}
+    if (run["id"].startswith(SC21_PTDP_PREFIX) and run.get("tp") is None
+            and run.get("pp") is None and run.get("model_parallel_size")):
+        g = run.get("gpus_per_node") or 8
+        mps = run["model_parallel_size"]
+        if mps % g == 0:
+            run = dict(run, tp=g, pp=mps // g)
+            notes.append("layout not published, only the model-parallel size %d: t = %d (the "
+                         "GPUs of a server) and p = %d, by the paper's Takeaway #1 (section 3.3) "
+                         "and as its Table 1 does for every model from 18.4B up; schedule not "
+                         "stated: Megatron-LM's default non-interleaved 1F1B" % (mps, g, mps // g))
+            training["overlap_grad_reduce"] = False
+            notes.append("gradients all-reduced after the backward pass, not overlapped with it "
+                         "(Megatron-LM %s megatron/training.py train_step)" % MEGATRON_2021_COMMIT)
+    return run, notes, training
+
+
 def why_not(run, presets):
     """The reason a run cannot be expressed as a scenario, or None."""
     if not run.get("usable_for_validation"):
@@ -320,8 +354,8 @@ def scenario_for(run, presets):
                            "(Korthikanti et al.) exists because the score tensors are stored")
     else:
         attention = "flash"
-        assumptions.append("attention not stated: fused (FlashAttention-style) attention assumed, "
-                           "Transformer Engine's default in Megatron-Core")
+        assumptions.append("attention not stated: Transformer Engine's fused attention, "
+                           "Megatron-Core's default, which selects cuDNN's kernel on Hopper")
     parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
                    "sequence_parallel": bool(sp), "zero_stage": zs,
                    "schedule": "interleaved" if vpp > 1 else "1f1b"}
@@ -379,11 +413,17 @@ def main():
         os.remove(old)
     cases, skipped = [], []
     for run in runs:
+        run, completion_notes, completion_training = completed(run)
         reason = why_not(run, presets)
         if reason:
             skipped.append({"id": run["id"], "source": run["source"], "reason": reason})
             continue
         scenario, assumptions = scenario_for(run, presets)
+        scenario["training"].update(completion_training)
+        if completion_notes:
+            assumptions[:0] = completion_notes
+            scenario["description"] = scenario["description"].replace(
+                "assumptions: ", "assumptions: " + "; ".join(completion_notes) + "; ", 1)
         conv = convention_for(run)
         metric, reported = metric_for(run, conv)
         name = run["id"] + ".scenario.json"
