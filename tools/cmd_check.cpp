@@ -9,12 +9,14 @@
 #include <sstream>
 
 #include "core/scenario_loader.hpp"
+#include "models/compute_cost.hpp"
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "validation/calibration.hpp"
 
 namespace clustersim::cli {
 
@@ -151,6 +153,10 @@ int cmd_check(const std::vector<std::string>& argv) {
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional()[0];
   const Scenario s = load_scenario(path);
+  // The calibration files the presets name are read when a step is simulated; read them here
+  // too, so that check refuses a malformed one (file and JSON pointer, exit 2) as run would.
+  models::load_compute_calibration(models::compute_calibration_path(s.cluster.gpu));
+  if (!s.cluster.calibration.empty()) validation::load_calibration(s.cluster.calibration);
 
   const models::ParameterCounts params = models::count_parameters(s.model);
   const models::StepFlops meg = models::flops_per_step(s, FlopConvention::megatron);

@@ -109,6 +109,33 @@ TEST_CASE("check on bad input exits 2, names the JSON path and writes no JSON fi
   }
 }
 
+TEST_CASE("check refuses a cluster whose network calibration file is malformed") {
+  // The cluster preset inline, naming a calibration file that is not valid JSON: check must
+  // read it (as run would) and exit 2 naming that file, not the scenario.
+  std::ifstream preset(std::string(CLUSTERSIM_SOURCE_DIR) +
+                       "/topologies/clusters/h800-128x8-rail.json");
+  nlohmann::json cluster = nlohmann::json::parse(preset);
+  const fs::path calibration = write_file("broken-calibration.json", "{\"network\": [");
+  cluster["calibration"] = calibration.string();
+  nlohmann::json s = nlohmann::json::parse(kValid);
+  s["cluster"] = cluster;
+  const fs::path input = write_file("with-calibration.json", s.dump());
+  const fs::path output = scratch() / "with-calibration.out.json";
+  fs::remove(output);
+  const Run r = check(q(input.string()) + " --json " + q(output.string()));
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("broken-calibration.json") != std::string::npos);
+  CHECK_FALSE(fs::exists(output));
+  // The same scenario with a valid calibration file passes.
+  const fs::path good = write_file(
+      "good-calibration.json",
+      slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/calibration-h800-published.json"));
+  cluster["calibration"] = good.string();
+  s["cluster"] = cluster;
+  const fs::path input_good = write_file("with-good-calibration.json", s.dump());
+  CHECK(check(q(input_good.string())).exit_code == 0);
+}
+
 TEST_CASE("check with a missing scenario file or a bad option exits 2") {
   CHECK(check(q((scratch() / "nope.json").string())).exit_code == 2);
   CHECK(check("--frobnicate").exit_code == 2);
