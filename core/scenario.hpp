@@ -63,6 +63,7 @@ struct GpuSpec {
   double nvlink_Bps = 0;               // NVLink per GPU, one direction
   double pcie_Bps = 0;                 // PCIe per GPU, one direction
   double kernel_launch_s = 0;          // launch overhead per kernel
+  int sm_count = 0;                    // streaming multiprocessors; 0 = not given
   // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
   // or one relative to the data root; "" = the default (H100/H800) calibration.
   std::string compute_calibration;
@@ -131,6 +132,12 @@ struct Training {
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.
   bool tp_comm_overlap = false;
+  // SMs the pipelined reduce-scatter of each forward row-parallel GEMM takes from it
+  // (userbuffers num_sm with set_sm_margin: the GEMM runs on the GPU's other SMs): the output
+  // projection (proj_fprop) and the second MLP linear (fc2_fprop). 0 = no margin, Transformer
+  // Engine's default.
+  int tp_overlap_proj_fprop_sms = 0;
+  int tp_overlap_fc2_fprop_sms = 0;
   bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;     // DP bucket size

@@ -114,9 +114,10 @@ std::string resolve_data_path(const std::string& path) {
 
 GpuSpec gpu_from_object(const JsonNode& n) {
   n.only_keys({"name", "description", "peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps",
-               "pcie_GBps", "kernel_launch_us", "tdp_W", "compute_calibration", "sources"});
+               "pcie_GBps", "kernel_launch_us", "sm_count", "tdp_W", "compute_calibration",
+               "sources"});
   require_sources(n, {"peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps", "pcie_GBps",
-                      "kernel_launch_us", "tdp_W"});
+                      "kernel_launch_us", "sm_count", "tdp_W"});
   GpuSpec g;
   g.name = n.string_at("name");
   const JsonNode peaks = n.at("peak_tflops");
@@ -130,6 +131,9 @@ GpuSpec gpu_from_object(const JsonNode& n) {
   g.nvlink_Bps = n.positive_at("nvlink_GBps") * kGB;
   g.pcie_Bps = n.positive_at("pcie_GBps") * kGB;
   g.kernel_launch_s = n.non_negative_at("kernel_launch_us") * kUs;
+  if (n.has("sm_count")) {
+    g.sm_count = static_cast<int>(n.int_at("sm_count", 1, 1 << 16));
+  }
   if (n.has("tdp_W")) n.at("tdp_W").as_positive();
   g.compute_calibration = n.string_or("compute_calibration", "");
   if (!g.compute_calibration.empty()) {
@@ -223,8 +227,9 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "recompute_layers", "dropout", "attention", "tp_comm_overlap", "overlap_grad_reduce",
-               "overlap_param_gather", "grad_bucket_MiB", "grad_reduce"});
+               "recompute_layers", "dropout", "attention", "tp_comm_overlap",
+               "tp_comm_overlap_sms", "overlap_grad_reduce", "overlap_param_gather",
+               "grad_bucket_MiB", "grad_reduce"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -247,6 +252,15 @@ Training parse_training(const JsonNode& n) {
                     ? AttentionKernel::flash
                     : AttentionKernel::unfused;
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  if (const auto sms = n.find("tp_comm_overlap_sms")) {
+    if (!t.tp_comm_overlap) {
+      n.fail_at("tp_comm_overlap_sms", "applies with \"tp_comm_overlap\": true only");
+    }
+    sms->require_object();
+    sms->only_keys({"proj_fprop", "fc2_fprop"});
+    t.tp_overlap_proj_fprop_sms = static_cast<int>(sms->int_or("proj_fprop", 0, 0, 1 << 16));
+    t.tp_overlap_fc2_fprop_sms = static_cast<int>(sms->int_or("fc2_fprop", 0, 0, 1 << 16));
+  }
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
@@ -469,6 +483,15 @@ void validate_scenario(Scenario& s) {
          "TP communication overlap needs tp > 1 and sequence_parallel (it pipelines the "
          "sequence-parallel all-gathers and reduce-scatters with their GEMMs; Megatron-Bridge "
          "CommOverlapConfig refuses it otherwise)");
+  }
+  const int overlap_sms = std::max(t.tp_overlap_proj_fprop_sms, t.tp_overlap_fc2_fprop_sms);
+  if (overlap_sms > 0 && overlap_sms >= c.gpu.sm_count) {
+    fail("/training/tp_comm_overlap_sms",
+         c.gpu.sm_count == 0
+             ? "GPU " + c.gpu.name + " has no sm_count to take SMs from"
+             : std::to_string(overlap_sms) + " SMs leave none of the " +
+                   std::to_string(c.gpu.sm_count) + " of GPU " + c.gpu.name +
+                   " to the GEMM");
   }
   if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
     fail("/training/attention",

@@ -62,6 +62,17 @@ NEMO_2407_CONFIGS = {
 }
 
 
+# SMs that the pipelined reduce-scatter of the forward output projection (proj_fprop) and
+# second MLP linear (fc2_fprop) take from their GEMMs (userbuffers method pipeline, num_sm, with
+# set_sm_margin 1), from the ub_cfg file each NeMo launcher config names
+# (launcher_scripts/conf/training/tp_overlap/, NeMo-Framework-Launcher 24c3d6b).
+NEMO_2407_UB_SMS = {
+    "gpt3/20b.yaml": ("ub_cfg_h100_h6144_tp2_mbs2_seqlen2048", 16, 24),
+    "llama/llama2_70b.yaml": ("ub_cfg_h100_h8192_tp4_mbs1_seqlen4096", 24, 16),
+    "llama/llama3_70b.yaml": ("ub_cfg_h100_h8192_tp4_mbs1_seqlen8192", 24, 16),
+}
+
+
 def nemo_2407_config(run):
     for prefix, cfg in NEMO_2407_CONFIGS.items():
         if run["id"].startswith(prefix):
@@ -87,6 +98,14 @@ BRIDGE_2511_CONFIGS = {
     # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None)
     "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5),
     "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None),
+}
+
+
+# The same for the Megatron-Bridge recipe: userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192 in
+# src/megatron/bridge/training/comm_overlap.py (00b7660b) overlaps both reduce-scatters by ring
+# exchange with num_sm=1, set_sm_margin=True.
+BRIDGE_2511_UB_SMS = {
+    "llama3_70b H100 FP8-CS": ("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", 1, 1),
 }
 
 
@@ -385,6 +404,17 @@ def scenario_for(run, presets):
         scenario["training"]["grad_bucket_MiB"] = bucket_mib
     if tp_overlap:
         scenario["training"]["tp_comm_overlap"] = True
+        ub = (NEMO_2407_UB_SMS.get(nemo[0]) if nemo else
+              BRIDGE_2511_UB_SMS.get(bridge[0]) if bridge else None)
+        if ub:
+            scenario["training"]["tp_comm_overlap_sms"] = {"proj_fprop": ub[1],
+                                                           "fc2_fprop": ub[2]}
+            assumptions.append("the reduce-scatters overlapped with the forward output projection "
+                               "and second MLP linear take %d and %d SMs from those GEMMs "
+                               "(num_sm with set_sm_margin in %s, %s)" % (
+                                   ub[1], ub[2], ub[0],
+                                   "NeMo-Framework-Launcher " + NEMO_LAUNCHER_COMMIT if nemo
+                                   else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
     if (nemo and not nemo[4]) or bridge:

@@ -179,14 +179,18 @@ class Builder {
     }
     c += attention_forward();
     c += linear_forward(out_proj());
-    tp_reduce(out, c, "layer", forward_gemm(out_proj()));
+    const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
+    c += proj_margin;
+    tp_reduce(out, c, "layer", sum(forward_gemm(out_proj()), proj_margin));
     c += mem(kResidualPasses * d.Ts * d.h);
     c += mem(kNormForwardPasses * d.Ts * d.h);
     sequence_all_gather(out, c, forward_gemm(ffn_in()));
     c += linear_forward(ffn_in());
     c += mem((d.swiglu ? kSwigluForwardPasses : kGeluForwardPasses) * d.T * d.f / d.t);
     c += linear_forward(ffn_out());
-    tp_reduce(out, c, "layer", forward_gemm(ffn_out()));
+    const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
+    c += fc2_margin;
+    tp_reduce(out, c, "layer", sum(forward_gemm(ffn_out()), fc2_margin));
     c += mem(kResidualPasses * d.Ts * d.h);
     flush(out, c);
     return out;
@@ -384,6 +388,23 @@ class Builder {
     out.push_back(coll(d_.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp,
                        d_.T * d_.h, what + (d_.sp ? " reduce-scatter" : " all-reduce")));
     if (s_.training.tp_comm_overlap) out.back().overlap_s = prev_gemm.time_s;
+  }
+  static OpCost sum(OpCost a, const OpCost& b) {
+    a += b;
+    return a;
+  }
+  // With TP overlap, a forward row-parallel GEMM whose reduce-scatter takes `sms` SMs with
+  // set_sm_margin runs on the others (Transformer Engine userbuffers): the time it loses,
+  // compute time x sms / (sm_count - sms). The loader keeps sms below sm_count.
+  OpCost sm_margin(const GemmShape& g, int sms) const {
+    if (!s_.training.tp_comm_overlap || sms <= 0 || d_.tp == 1) return {};
+    const OpCost gemm = forward_gemm(g);
+    const double sm = s_.cluster.gpu.sm_count;
+    OpCost extra;
+    extra.compute_s = gemm.compute_s * sms / (sm - sms);
+    extra.time_s = std::max(gemm.compute_s + extra.compute_s, gemm.memory_s) -
+                   std::max(gemm.compute_s, gemm.memory_s);
+    return extra;
   }
   // The GEMM part of a linear layer (the one a pipelined TP collective overlaps).
   OpCost forward_gemm(const GemmShape& g) const { return c_.gemm(g, d_.precision); }

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/errors.hpp"
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
@@ -156,6 +157,42 @@ TEST_CASE("FP8 linears read 1-byte operands after a cast-transpose of each BF16 
                                    (4 * T * f - (T * f + f * h) - (h * T + T * f)) +
                                    (4 * T * h - (T * h + h * f) - (f * T + T * h));
   CHECK(b.backward.bytes - a.backward.bytes == Approx(backward_expected));
+}
+
+TEST_CASE("A TP-overlapped GEMM whose reduce-scatter takes SMs runs on the others") {
+  // dp 1 x tp 2, sequence parallel, TP overlap, T = 8 x 1024 tokens, h = 1024, f = 4096 on an
+  // H800 (132 SMs). With 24 SMs for the output projection's reduce-scatter and 16 for the second
+  // MLP linear's, those two forward GEMMs [T x h/t] x [h/t x h] and [T x f/t] x [f/t x h] run on
+  // 108 and 116 SMs: each takes 132/108 and 132/116 of its time; nothing else changes.
+  nlohmann::json j = small_scenario(2, 1, 2, 1);
+  j["training"]["micro_batch"] = 8;
+  j["training"]["tp_comm_overlap"] = true;
+  const Scenario plain = load(j);
+  j["training"]["tp_comm_overlap_sms"] = {{"proj_fprop", 24}, {"fc2_fprop", 16}};
+  const Scenario margin = load(j);
+  const auto model = test::compute_model(plain);
+  const LayerCosts a = layer_costs(plain, model);
+  const LayerCosts b = layer_costs(margin, model);
+  const double T = 8 * 1024, h = 1024, f = 4096, t = 2;
+  const models::OpCost proj = model.gemm({T, h, h / t}, Dtype::bf16);
+  const models::OpCost fc2 = model.gemm({T, h, f / t}, Dtype::bf16);
+  REQUIRE_FALSE(proj.memory_bound());
+  REQUIRE_FALSE(fc2.memory_bound());
+  CHECK(b.forward.time_s - a.forward.time_s ==
+        Approx(proj.compute_s * 24 / 108 + fc2.compute_s * 16 / 116));
+  CHECK(b.backward.time_s == Approx(a.backward.time_s));
+  CHECK(b.forward.flops == Approx(a.forward.flops));
+}
+
+TEST_CASE("TP-overlap SMs need TP overlap and must leave the GEMM some SMs") {
+  nlohmann::json j = small_scenario(8, 1, 8, 1);
+  j["training"]["tp_comm_overlap_sms"] = {{"proj_fprop", 24}};
+  CHECK_THROWS_AS(load(j), ConfigError);
+  j["training"]["tp_comm_overlap"] = true;
+  j["training"]["tp_comm_overlap_sms"] = {{"fc2_fprop", 132}};
+  CHECK_THROWS_AS(load(j), ConfigError);
+  j["training"]["tp_comm_overlap_sms"] = {{"fc2_fprop", 131}};
+  CHECK_NOTHROW(load(j));
 }
 
 TEST_CASE("Every pipeline send has exactly one matching receive") {
