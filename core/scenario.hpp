@@ -100,6 +100,19 @@ struct ClusterSpec {
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 
+// How ZeRO-3 moves parameters and gradients.
+enum class Zero3Implementation {
+  // One all-gather per layer (or embedding / head), prefetched one unit ahead when
+  // training.overlap_param_gather; gradients reduce-scattered in buckets (PyTorch FSDP,
+  // Megatron-Core FSDP).
+  fsdp,
+  // DeepSpeed stage 3 as released in 2021 (v0.3.13 to v0.5.4): one all-gather per weight tensor
+  // into a list of per-rank views (PyTorch copies each rank's piece out), each after a
+  // device-wide synchronize, so nothing overlaps; weights re-gathered for the recompute
+  // forward; gradients all-reduced in reduce_bucket_size buckets.
+  deepspeed_2021,
+};
+
 struct Parallelism {
   int dp = 1;
   int tp = 1;
@@ -108,6 +121,7 @@ struct Parallelism {
   int vpp = 1;  // virtual pipeline stages per rank (interleaved schedule); 1 = none
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
+  Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<int> layers_per_stage;  // uneven split; empty = even
 };

@@ -202,8 +202,8 @@ ClusterSpec cluster_from_object(const JsonNode& n) {
 }
 
 Parallelism parse_parallelism(const JsonNode& n) {
-  n.only_keys({"dp", "tp", "pp", "cp", "vpp", "sequence_parallel", "zero_stage", "schedule",
-               "layers_per_stage"});
+  n.only_keys({"dp", "tp", "pp", "cp", "vpp", "sequence_parallel", "zero_stage",
+               "zero3_implementation", "schedule", "layers_per_stage"});
   Parallelism p;
   p.dp = static_cast<int>(n.int_or("dp", 1, 1, 1 << 20));
   p.tp = static_cast<int>(n.int_or("tp", 1, 1, 1 << 12));
@@ -212,6 +212,15 @@ Parallelism parse_parallelism(const JsonNode& n) {
   p.vpp = static_cast<int>(n.int_or("vpp", 1, 1, 1 << 10));
   p.sequence_parallel = n.bool_or("sequence_parallel", false);
   p.zero_stage = static_cast<int>(n.int_or("zero_stage", 0, 0, 3));
+  if (n.has("zero3_implementation")) {
+    if (p.zero_stage != 3) {
+      n.fail_at("zero3_implementation", "applies with \"zero_stage\": 3 only");
+    }
+    p.zero3_implementation =
+        n.enum_or("zero3_implementation", {"fsdp", "deepspeed-2021"}, "fsdp") == "fsdp"
+            ? Zero3Implementation::fsdp
+            : Zero3Implementation::deepspeed_2021;
+  }
   const std::string def = p.vpp > 1 ? "interleaved" : "1f1b";
   const std::string schedule = n.enum_or("schedule", {"1f1b", "interleaved", "gpipe"}, def);
   p.schedule = schedule == "1f1b"          ? PipelineSchedule::one_f_one_b

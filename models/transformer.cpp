@@ -87,6 +87,17 @@ double layer_parameters_per_tp_rank(const ModelSpec& m, int tp) {
   return params;
 }
 
+std::vector<double> layer_weight_matrices_per_tp_rank(const ModelSpec& m, int tp) {
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double kv_heads_per_rank =
+      std::max(1.0, static_cast<double>(m.num_kv_heads) / static_cast<double>(tp));
+  const double q_width = h / tp;
+  const double kv_width_rank = kv_heads_per_rank * m.head_dim();
+  return {h * (q_width + 2 * kv_width_rank), q_width * h, (ffn_matrices(m) - 1) * h * f / tp,
+          h * f / tp};
+}
+
 const char* to_string(FlopConvention c) {
   return c == FlopConvention::megatron ? "megatron" : "palm";
 }

@@ -16,6 +16,8 @@
 // forward work and are what HFU divides.
 #pragma once
 
+#include <vector>
+
 #include "core/scenario.hpp"
 
 namespace clustersim::models {
@@ -49,6 +51,12 @@ ParameterCounts count_parameters(const clustersim::ModelSpec& model);
 // Precondition: tp divides heads and ffn_hidden (validated by the loader); GQA with
 // tp > num_kv_heads replicates KV heads so that each rank holds one.
 double layer_parameters_per_tp_rank(const clustersim::ModelSpec& model, int tp);
+
+// The weight matrices of one layer on one tensor-parallel rank, in forward order, as Megatron
+// stores them: the fused Q/K/V projection, the output projection, the FFN input (gate and up
+// fused for SwiGLU) and the FFN output, in elements. Biases and norms are the rest of
+// layer_parameters_per_tp_rank.
+std::vector<double> layer_weight_matrices_per_tp_rank(const clustersim::ModelSpec& model, int tp);
 
 enum class FlopConvention { megatron, palm };
 const char* to_string(FlopConvention c);

@@ -335,9 +335,14 @@ def scenario_for(run, presets):
     if zs == 3 and "deepspeed" in (run.get("zero_or_fsdp") or "").lower():
         bucket_mib = DEEPSPEED_REDUCE_BUCKET_ELEMENTS * DEEPSPEED_GRAD_BYTES / 2**20
         assumptions.append("ZeRO configuration not stated: DeepSpeed's default reduce_bucket_size "
-                           "(5e8 elements, %.0f MiB of 16-bit gradients) assumed; DeepSpeed's "
-                           "per-module parameter prefetch (stage3_prefetch_bucket_size) is not "
-                           "modelled: parameters are gathered one layer at a time" % bucket_mib)
+                           "(5e8 elements, %.0f MiB of 16-bit gradients) assumed" % bucket_mib)
+        assumptions.append("DeepSpeed version not stated: ZeRO-3 as DeepSpeed shipped it from its "
+                           "first release (v0.3.13, 2021-03-16) until v0.5.5, the only ZeRO-3 "
+                           "there was when the paper appeared (arXiv v1 2021-04-09): one "
+                           "all-gather per weight matrix after a device-wide synchronize, "
+                           "PyTorch copying each rank's piece out, weights re-gathered for the "
+                           "recompute forward, gradients all-reduced (zero3_implementation "
+                           "deepspeed-2021)")
     tp_overlap = bool(nemo and nemo[3] and run["tp"] > 1 and sp)
     if tp_overlap:
         assumptions.append("TP communication overlap on (ub_tp_comm_overlap in the NeMo launcher "
@@ -378,6 +383,8 @@ def scenario_for(run, presets):
     parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
                    "sequence_parallel": bool(sp), "zero_stage": zs,
                    "schedule": "interleaved" if vpp > 1 else "1f1b"}
+    if zs == 3 and "deepspeed" in (run.get("zero_or_fsdp") or "").lower():
+        parallelism["zero3_implementation"] = "deepspeed-2021"
     if vpp > 1:
         parallelism["vpp"] = vpp
     scenario = {

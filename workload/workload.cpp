@@ -76,6 +76,18 @@ constexpr double kGradNormBytesPerParam = 4;
 // momentum and its error buffer (FP32), writes the new error and reads the compensated value
 // again for the scale (4 x 4 B); the server repeats this on its 1/n chunk.
 constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
+// DeepSpeed 2021 ZeRO-3 (v0.3.13 .. v0.5.4, deepspeed/runtime/zero/partition_parameters.py
+// _allgather_param): torch.distributed.all_gather into a list of one view per rank, which
+// PyTorch's ProcessGroupNCCL serves by gathering into a flat buffer and then copying each
+// rank's piece into its view (`outputTensors[i][j].copy_(outputFlattened[i][j], true)`): one
+// copy kernel per rank reading and writing its bytes (2 B of traffic per gathered byte).
+// DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
+// each ncclAllgather").
+constexpr double kGatherCopyBytesPerByte = 2;
+// DeepSpeed's stage3_max_live_parameters default, 1e9 elements (deepspeed/runtime/zero/
+// constants.py, v0.3.13 .. v0.4.0): gathered parameters are released beyond it, so a layer
+// larger than this is gathered again for its backward after the recompute forward.
+constexpr double kDeepSpeedMaxLiveParameters = 1e9;
 
 double layer_count(const std::vector<int>& v, int from, int to) {
   double n = 0;
@@ -487,6 +499,8 @@ const char* to_string(ComputeKind k) {
       return "optimizer";
     case ComputeKind::compression:
       return "compression";
+    case ComputeKind::gather_copy:
+      return "gather_copy";
   }
   return "?";
 }
@@ -574,6 +588,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   const int num_vstages = p * v;
   const int zero = par.zero_stage;
   const int dp_ranks = par.dp * par.cp;  // gradients are reduced over dp x cp (Megatron-LM)
+  const bool ds2021 =
+      zero == 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021;
 
   // Layers per virtual stage and the global index of each one's first layer.
   std::vector<int> vstage_layers(static_cast<std::size_t>(num_vstages));
@@ -664,7 +680,11 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         calls.push_back({CollKind::all_to_all, payload, Dtype::bf16});
         calls.push_back({CollKind::all_gather, payload, Dtype::bf16});
       } else {
-        calls.push_back({zero >= 1 ? CollKind::reduce_scatter : CollKind::all_reduce,
+        // DeepSpeed 2021 stage 3 all-reduces each bucket and keeps its own slice
+        // (stage3.py reduce_ipg_grads -> buffered_reduce_fallback -> allreduce_bucket with
+        // contiguous_gradients off, its default).
+        const bool reduce_scatter = zero >= 1 && !ds2021;
+        calls.push_back({reduce_scatter ? CollKind::reduce_scatter : CollKind::all_reduce,
                          params * grad_bytes_per_element(dtype), dtype});
       }
       return calls;
@@ -738,18 +758,31 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     // Parameter gathers. ZeRO-3: one per unit, issued before every forward and backward use.
     // ZeRO-1/2: one per gradient bucket, after the optimizer (or at the start of the step when
     // overlapped with the first forward, Megatron-LM overlap_param_gather).
-    std::map<std::pair<int, std::string>, int> zero3_gather;  // (chunk, unit name) -> gather id
+    // (chunk, unit name) -> gather ids, in the order the unit's forward uses them.
+    std::map<std::pair<int, std::string>, std::vector<int>> zero3_gather;
     if (zero == 3) {
+      const std::vector<double> matrices =
+          models::layer_weight_matrices_per_tp_rank(s.model, par.tp);
       for (int c = 0; c < v; ++c) {
         for (const auto& unit : units[static_cast<std::size_t>(c)]) {
-          ParamGather g;
-          g.id = static_cast<int>(prog.gathers.size());
-          g.params = unit.params;
-          g.call = {CollKind::all_gather, unit.params * bytes_per_element(param_dtype),
-                    param_dtype};
-          g.label = unit.name + " parameters";
-          zero3_gather[{c, unit.name}] = g.id;
-          prog.gathers.push_back(std::move(g));
+          // DeepSpeed 2021 gathers each weight matrix of a layer on its own; biases and norms
+          // stay whole on every rank (below stage3_param_persistence_threshold).
+          std::vector<std::pair<double, std::string>> pieces = {{unit.params, ""}};
+          if (ds2021 && unit.layer >= 0) {
+            pieces.clear();
+            for (std::size_t k = 0; k < matrices.size(); ++k) {
+              pieces.push_back({matrices[k], " matrix " + std::to_string(k + 1)});
+            }
+          }
+          for (const auto& [params, suffix] : pieces) {
+            ParamGather g;
+            g.id = static_cast<int>(prog.gathers.size());
+            g.params = params;
+            g.call = {CollKind::all_gather, params * bytes_per_element(param_dtype), param_dtype};
+            g.label = unit.name + suffix + " parameters";
+            zero3_gather[{c, unit.name}].push_back(g.id);
+            prog.gathers.push_back(std::move(g));
+          }
         }
       }
     } else if (zero >= 1) {
@@ -847,7 +880,32 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
 
     // ZeRO-3 gathers before each unit; prefetched one unit ahead when overlapped (FSDP
     // forward_prefetch / BackwardPrefetch.BACKWARD_PRE).
-    auto zero3_id = [&](int c, const GradUnit& unit) { return zero3_gather.at({c, unit.name}); };
+    auto zero3_ids = [&](int c, const GradUnit& unit) -> const std::vector<int>& {
+      return zero3_gather.at({c, unit.name});
+    };
+    // DeepSpeed 2021: before each gather a device-wide synchronize (every reduction started
+    // must finish), the all-gather itself, then PyTorch's copy of each rank's piece out of the
+    // flat buffer into the list of views DeepSpeed passes (one copy kernel per rank).
+    auto ds2021_gathers = [&](const GradUnit& unit, int c, PassKind pk, int mb, int vs) {
+      for (int id : zero3_ids(c, unit)) {
+        emit(OpKind::grad_wait, pk, -1, mb, c, vs, unit.layer);
+        emit(OpKind::gather_issue, pk, id, mb, c, vs, unit.layer);
+        emit(OpKind::gather_wait, pk, id, mb, c, vs, unit.layer);
+        const double bytes = prog.gathers[static_cast<std::size_t>(id)].call.bytes;
+        const OpCost one = compute.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks);
+        Op op;
+        op.kind = OpKind::compute;
+        op.compute = ComputeKind::gather_copy;
+        op.pass = pk;
+        op.time_s = one.time_s * dp_ranks;
+        op.micro_batch = mb;
+        op.chunk = c;
+        op.virtual_stage = vs;
+        op.layer = unit.layer;
+        prog.compute_s += op.time_s;
+        ops.push_back(op);
+      }
+    };
 
     for (const auto& slot : order) {
       const int c = slot.chunk;
@@ -863,9 +921,14 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
 
       auto zero3_before = [&](std::size_t i) {
         if (zero != 3) return;
+        if (ds2021) {
+          ds2021_gathers(*pass_units[i], c, pk, mb, vs);
+          return;
+        }
         auto issue = [&](std::size_t k) {
-          emit(OpKind::gather_issue, pk, zero3_id(c, *pass_units[k]), mb, c, vs,
-               pass_units[k]->layer);
+          for (int id : zero3_ids(c, *pass_units[k])) {
+            emit(OpKind::gather_issue, pk, id, mb, c, vs, pass_units[k]->layer);
+          }
         };
         if (tr.overlap_param_gather) {
           if (i == 0) issue(0);
@@ -873,7 +936,9 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         } else {
           issue(i);
         }
-        emit(OpKind::gather_wait, pk, zero3_id(c, *pass_units[i]), mb, c, vs, pass_units[i]->layer);
+        for (int id : zero3_ids(c, *pass_units[i])) {
+          emit(OpKind::gather_wait, pk, id, mb, c, vs, pass_units[i]->layer);
+        }
       };
 
       if (pk == PassKind::forward) {
@@ -928,6 +993,12 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
           if (unit.layer >= 0) {
             if (models::layer_recomputed(s, unit.layer - first_layer(vs))) {
               emit_segments(fwd, ComputeKind::recompute, pk, mb, c, vs, unit.layer);
+              // The recompute forward gathered the layer's matrices again (its module hooks
+              // fire); DeepSpeed keeps them for the backward only while they fit under
+              // stage3_max_live_parameters, else it releases and gathers them once more.
+              if (ds2021 && unit.params > kDeepSpeedMaxLiveParameters) {
+                ds2021_gathers(unit, c, pk, mb, vs);
+              }
             }
             emit_segments(bwd, ComputeKind::backward, pk, mb, c, vs, unit.layer);
           } else if (unit.name == "embedding") {

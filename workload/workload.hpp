@@ -54,6 +54,7 @@ enum class ComputeKind : unsigned char {
   lm_head,      // final norm, logits and loss (forward or backward)
   optimizer,    // optimizer update
   compression,  // 1-bit Adam compression with error feedback
+  gather_copy,  // copying an all-gathered parameter out of the flat buffer (DeepSpeed 2021)
 };
 const char* to_string(ComputeKind k);
 

@@ -14,6 +14,7 @@
 using namespace clustersim;
 using namespace clustersim::workload;
 using clustersim::test::load;
+using clustersim::test::scenario_json;
 using clustersim::test::small_scenario;
 
 namespace {
@@ -296,6 +297,84 @@ TEST_CASE("ZeRO-3 gathers each layer's parameters before every forward and backw
   CHECK(count_ops(st, OpKind::gather_issue) == 10 * 8 * 2);
   // Gradients reduce-scattered, not all-reduced.
   for (const auto& b : st.buckets) CHECK(b.calls.at(0).kind == CollKind::reduce_scatter);
+}
+
+TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize, unoverlapped") {
+  // Small GPT, h = 1024, f = 4096, tp = 1, 8 layers, 8 micro-batches, dp 8, full recompute.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 3;
+  j["parallelism"]["zero3_implementation"] = "deepspeed-2021";
+  j["training"]["recompute"] = "full";
+  const Scenario s = load(j);
+  const auto model = test::compute_model(s);
+  const Workload w = build_workload(s, model);
+  const auto& st = w.stages.at(0);
+  // Per layer the four matrices: Q/K/V h x 3h, output h x h, FFN h x f and f x h (2 B each);
+  // plus the embedding and the head: 8 x 4 + 2 gathers.
+  const double h = 1024, f = 4096;
+  REQUIRE(st.gathers.size() == 8 * 4 + 2);
+  std::vector<double> layer_bytes;
+  for (const auto& g : st.gathers) {
+    if (g.label.rfind("layer 7 matrix", 0) == 0) layer_bytes.push_back(g.call.bytes);
+  }
+  REQUIRE(layer_bytes.size() == 4);
+  CHECK(layer_bytes[0] == Approx(2 * h * 3 * h));
+  CHECK(layer_bytes[1] == Approx(2 * h * h));
+  CHECK(layer_bytes[2] == Approx(2 * h * f));
+  CHECK(layer_bytes[3] == Approx(2 * f * h));
+  // Layers of 12.6 M parameters stay gathered from the recompute forward to the backward (under
+  // DeepSpeed's 1e9 live-parameter limit): each gather runs once per pass and micro-batch, and
+  // is issued, waited for and copied out in sequence after waiting for every reduction.
+  const int gathers_per_step = (8 * 4 + 2) * 8 * 2;
+  CHECK(count_ops(st, OpKind::gather_issue) == gathers_per_step);
+  int in_order = 0;
+  for (std::size_t i = 0; i + 3 < st.ops.size(); ++i) {
+    if (st.ops[i].kind != OpKind::grad_wait) continue;
+    const Op& issue = st.ops[i + 1];
+    const Op& wait = st.ops[i + 2];
+    const Op& copy = st.ops[i + 3];
+    if (issue.kind != OpKind::gather_issue) continue;
+    CHECK(wait.kind == OpKind::gather_wait);
+    CHECK(wait.index == issue.index);
+    REQUIRE(copy.kind == OpKind::compute);
+    CHECK(copy.compute == ComputeKind::gather_copy);
+    // One copy kernel per rank: 8 launches and the gathered bytes read and written once.
+    const double bytes = st.gathers.at(static_cast<std::size_t>(issue.index)).call.bytes;
+    CHECK(copy.time_s == Approx(8 * s.cluster.gpu.kernel_launch_s + 2 * bytes / model.hbm_Bps()));
+    ++in_order;
+  }
+  CHECK(in_order == gathers_per_step);
+  // Gradients all-reduced in buckets, not reduce-scattered.
+  for (const auto& b : st.buckets) CHECK(b.calls.at(0).kind == CollKind::all_reduce);
+}
+
+TEST_CASE("A ZeRO-3 implementation is refused without ZeRO-3") {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 2;
+  j["parallelism"]["zero3_implementation"] = "deepspeed-2021";
+  CHECK_THROWS_AS(load(j), ConfigError);
+  j["parallelism"]["zero_stage"] = 3;
+  j["parallelism"]["zero3_implementation"] = "deepspeed";
+  CHECK_THROWS_AS(load(j), ConfigError);
+}
+
+TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers a layer above 1e9 parameters again for its backward") {
+  // GPT 174.6B: 12 h^2 = 1.8e9 parameters per layer > stage3_max_live_parameters (1e9): the
+  // recompute forward gathers the four matrices, the backward gathers them once more. 96
+  // layers, pp 12 -> 8 layers per stage; dp 2, one micro-batch.
+  nlohmann::json j = scenario_json("scenarios/seed-optimized-1024.json");
+  j["model"] = "gpt-174.6b-sc21";
+  j["gpus"] = 24;
+  j["parallelism"] = {{"dp", 2}, {"tp", 1}, {"pp", 12}, {"zero_stage", 3},
+                      {"zero3_implementation", "deepspeed-2021"}};
+  j["training"] = {{"global_batch", 2}, {"micro_batch", 1}, {"seq_len", 2048},
+                   {"recompute", "full"}, {"attention", "unfused"}};
+  j["comm"]["fp32_layer_groups"] = nlohmann::json::array();
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  const auto& middle = w.stages.at(5);  // no embedding or head
+  CHECK(middle.gathers.size() == 8 * 4);
+  CHECK(count_ops(middle, OpKind::gather_issue) == 8 * 4 * 3);
 }
 
 TEST_CASE("ZeRO-1 gathers the updated parameters of every bucket once per step") {
