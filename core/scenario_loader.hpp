@@ -14,7 +14,8 @@
 // GPU preset (topologies/gpus/NAME.json):
 //   {"name", "peak_tflops": {"fp32","tf32","bf16","fp16","fp8"} (dense), "hbm_GB",
 //    "hbm_TBps", "nvlink_GBps" (per GPU, one direction), "pcie_GBps" (one direction),
-//    "kernel_launch_us", "compute_calibration" (optional path of the GPU's kernel-efficiency
+//    "kernel_launch_us", "sm_count" (optional), "compute_calibration" (optional path of the
+//    GPU's kernel-efficiency
 //    file, relative to the data directory; default validation/data/compute_efficiency.json),
 //    "sources": {key: citation}}
 // Cluster preset (topologies/clusters/NAME.json):
@@ -31,6 +32,8 @@
 // Scenario (scenarios/NAME.json):
 //   {"name", "description", "model": NAME|{inline}, "cluster": NAME|{inline}, "gpus",
 //    "parallelism": {"dp","tp","pp","cp","vpp","sequence_parallel","zero_stage",
+//                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with
+//                                            zero_stage 3; core/scenario.hpp),
 //                    "schedule": "1f1b"|"interleaved"|"gpipe", "layers_per_stage": [..]},
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
@@ -39,6 +42,8 @@
 //                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
 //                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
+//                 "tp_comm_overlap_sms": {"proj_fprop", "fc2_fprop"} (SMs each forward
+//                                     reduce-scatter takes from its GEMM; default 0),
 //                 "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
 //                 "grad_reduce": "per_step"|"per_micro_batch"},
 //    "comm": {"grad_dtype": "fp32"|"bf16"|"fp16"|"fp8",

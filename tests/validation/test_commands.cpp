@@ -48,8 +48,8 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
   CHECK(run(kTool + " calibrate --nccl /nonexistent.log -o /tmp/x.json 2> /dev/null") == 2);
 }
 
-// The full published-runs suite simulates 26 runs, six of them on 384 to 2240 ranks (ZeRO-3 with
-// ~600k flows each); it takes minutes and is run by `clustersim validate` and
+// The full published-runs suite simulates 32 runs, twelve of them on 384 to 2240 ranks (DeepSpeed
+// ZeRO-3 with 1.3 M to 8 M flows each); it takes minutes and is run by `clustersim validate` and
 // validation/REPORT.md, not here. CI runs a fixed subset that touches every mechanism the suite
 // exercises, each case in seconds:
 //   korthikanti_t5_22B_present          A100, TP 8 + sequence parallelism in one node, selective
