@@ -289,7 +289,16 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                           other_params * grad_bytes) /
                          grad_shard;
     st.optimizer_bytes = st.parameters * kAdamStateBytesPerParam / opt_shard;
-    if (par.zero_stage >= 3) {
+    if (par.zero_stage >= 3 &&
+        par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
+      // DeepSpeed 2021 gathers one weight matrix at a time and waits for it (no prefetch in
+      // flight; workload/workload.cpp), and each gradient lives until it is copied into the
+      // reduction bucket (counted with the DP buckets).
+      const std::vector<double> matrices = layer_weight_matrices_per_tp_rank(m, tp);
+      const double unit = std::max({*std::max_element(matrices.begin(), matrices.end()),
+                                    first ? embedding_params : 0.0, last ? head_params : 0.0});
+      st.zero3_gathered_bytes = unit * (weight_bytes + grad_bytes);
+    } else if (par.zero_stage >= 3) {
       const double unit =
           std::max({layer_params, first ? embedding_params : 0.0, last ? head_params : 0.0});
       st.zero3_gathered_bytes =

@@ -270,7 +270,10 @@ int cmd_check(const std::vector<std::string>& argv) {
           ")");
   if (worst.zero3_gathered_bytes > 0) {
     row(os, "ZeRO-3 gathered",
-        gib(worst.zero3_gathered_bytes) + "  (2 units prefetched + 1 unsharded gradient)");
+        gib(worst.zero3_gathered_bytes) +
+            (s.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021
+                 ? "  (1 weight matrix at a time + its gradient, DeepSpeed 2021)"
+                 : "  (2 units prefetched + 1 unsharded gradient)"));
   }
   row(os, "gradients", gib(worst.gradients_bytes));
   row(os, "optimizer states", gib(worst.optimizer_bytes));

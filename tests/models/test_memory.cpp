@@ -166,6 +166,29 @@ TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks to
   CHECK(m.optimizer_bytes / m.parameters == Approx(12.0 / 16));
 }
 
+TEST_CASE("DeepSpeed 2021 ZeRO-3 holds one gathered weight matrix and its gradient") {
+  // GPT 174.6B, pp 12: a middle stage's largest matrix is the FFN's h x 4h = 12288 x 49152,
+  // gathered in 2 bytes with its 2-byte gradient. The first stage's is the token embedding,
+  // 51200 x 12288 (the learned positions are a matrix of their own). FSDP-style ZeRO-3 holds two whole layers and a
+  // layer's gradient instead.
+  nlohmann::json patch = {
+      {"model", "gpt-174.6b-sc21"},
+      {"gpus", 24},
+      {"parallelism",
+       {{"dp", 2}, {"tp", 1}, {"pp", 12}, {"sequence_parallel", false}, {"zero_stage", 3},
+        {"zero3_implementation", "deepspeed-2021"}}},
+      {"training",
+       {{"global_batch", 2}, {"seq_len", 2048}, {"recompute", "full"}, {"attention", "unfused"}}},
+      {"comm", {{"grad_dtype", "fp16"}}}};
+  const MemoryEstimate ds = estimate_memory(patched(patch));
+  CHECK(ds.stages.at(5).zero3_gathered_bytes == Approx(12288.0 * 49152 * 4));
+  CHECK(ds.stages.at(0).zero3_gathered_bytes == Approx(51200.0 * 12288 * 4));
+  patch["parallelism"]["zero3_implementation"] = "fsdp";
+  const MemoryEstimate fsdp = estimate_memory(patched(patch));
+  const double layer = 12.0 * 12288 * 12288 + 13.0 * 12288;  // weights, biases, norms
+  CHECK(fsdp.stages.at(5).zero3_gathered_bytes == Approx(layer * (2 * 2 + 2)));
+}
+
 TEST_CASE("FP32 layer groups keep the embedding and LM-head gradients in 4 bytes") {
   const Scenario with = patched(
       {{"comm", {{"grad_dtype", "fp16"}, {"fp32_layer_groups", {"embedding", "lm_head"}}}}});
