@@ -139,6 +139,43 @@ TEST_CASE("GEMM timings from a known curve come back as that curve through compu
         std::string::npos);
 }
 
+TEST_CASE("attention rows at several sequence lengths become the attention curve") {
+  // Causal attention, head dim 128, 32 heads, timed at a made-up efficiency per sequence length;
+  // two rows at 4096 (batch 1 and 2, same efficiency). The curve read back must hold those
+  // efficiencies at the measured lengths and interpolate in log2 between them.
+  const std::map<double, double> curve = {{1024, 0.30}, {4096, 0.45}, {16384, 0.55}};
+  GemmLog log;
+  log.file = "attention.json";
+  log.device = "NVIDIA H100 80GB HBM3";
+  for (const auto& [seq, eff] : curve) {
+    for (double batch : seq == 4096 ? std::vector<double>{1, 2} : std::vector<double>{1}) {
+      GemmMeasurement g;
+      g.name = "attention";
+      g.kind = "attention";
+      g.m = g.n = seq;
+      g.k = 128;
+      g.batch = 32 * batch;
+      g.flops = 4.0 * seq * seq * 128 * 32 * batch / 2;
+      g.time_us = g.flops / (kBf16PeakTflops * 1e12 * eff) * 1e6;
+      log.results.push_back(g);
+    }
+  }
+  ComputeEfficiencyInputs in;
+  in.logs = {log};
+  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
+  in.base = shipped_defaults();
+  in.base_file = "validation/data/compute_efficiency.json";
+  const auto result = compute_efficiency_from_gemm(in);
+  const models::ComputeCalibration cal =
+      models::load_compute_calibration(JsonDocument::parse(result.document.dump(), "out.json"));
+  const auto& loaded = cal.attention_efficiency.at(Dtype::bf16);
+  REQUIRE(loaded.points.size() == 3);
+  for (const auto& [seq, eff] : curve) CHECK(loaded.at(seq) == Approx(eff));
+  CHECK(loaded.at(2048) == Approx(curve_at(curve, 2048)));
+  CHECK(loaded.at(512) == Approx(0.30));
+  CHECK(loaded.at(65536) == Approx(0.55));
+}
+
 TEST_CASE("a GEMM faster than the peak or without a known peak is refused with its location") {
   ComputeEfficiencyInputs in;
   in.logs = {synthetic_log()};
