@@ -107,6 +107,9 @@ std::string describe_layout(const Scenario& s) {
   if (p.cp > 1) os << " x CP " << p.cp;
   if (p.sequence_parallel) os << ", sequence parallel";
   os << ", ZeRO-" << p.zero_stage;
+  if (p.zero_stage == 3 && p.zero3_implementation == Zero3Implementation::deepspeed_2021) {
+    os << " (DeepSpeed 2021: per-matrix gathers, nothing overlapped)";
+  }
   if (p.pp > 1) {
     os << ", " << to_string(p.schedule) << " schedule";
     if (p.vpp > 1) os << " (" << p.vpp << " chunks per rank)";
@@ -194,6 +197,11 @@ int cmd_check(const std::vector<std::string>& argv) {
     t << ", " << to_string(s.training.attention) << " attention"
       << (s.training.dropout ? "" : ", no dropout")
       << (s.training.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
+      << (s.training.tp_overlap_proj_fprop_sms + s.training.tp_overlap_fc2_fprop_sms > 0
+              ? " (taking " + std::to_string(s.training.tp_overlap_proj_fprop_sms) + " and " +
+                    std::to_string(s.training.tp_overlap_fc2_fprop_sms) +
+                    " SMs from the forward output-projection and FFN-out GEMMs)"
+              : std::string())
       << ", DP reduction "
       << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
       << (s.training.overlap_grad_reduce ? " (overlapped with backward)" : "");
@@ -265,7 +273,8 @@ int cmd_check(const std::vector<std::string>& argv) {
       gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
           " parameters in this GPU's model slice" +
           (s.parallelism.zero_stage >= 3
-               ? ", 1/" + std::to_string(s.parallelism.dp) + " of them resident (ZeRO-3)"
+               ? ", 1/" + std::to_string(s.parallelism.dp * s.parallelism.cp) +
+                     " of them resident (ZeRO-3)"
                : "") +
           ")");
   if (worst.zero3_gathered_bytes > 0) {
