@@ -94,28 +94,36 @@ double measured_efficiency(const JsonNode& node, std::vector<std::string> extra_
   return tflops / peak;
 }
 
+// A non-empty array of measured points, each {x_key, "tflops", "peak_tflops", "source"}, in
+// strictly increasing x_key; `x` is the member that holds it.
+template <typename Point>
+std::vector<Point> load_points(const JsonNode& points, const std::string& x_key,
+                               double Point::*x) {
+  if (!points.is_array() || points.items().empty()) {
+    points.fail("expected a non-empty array of calibration points");
+  }
+  std::vector<Point> out;
+  for (const JsonNode& p : points.items()) {
+    Point point;
+    point.*x = p.positive_at(x_key);
+    point.efficiency = measured_efficiency(p, {x_key});
+    point.source = p.string_at("source");
+    if (!out.empty() && point.*x <= out.back().*x) {
+      p.fail_at(x_key, "points must have strictly increasing " + x_key + ", got " +
+                           std::to_string(point.*x) + " after " + std::to_string(out.back().*x));
+    }
+    out.push_back(point);
+  }
+  return out;
+}
+
 GemmEfficiencyCurve load_curve(const JsonNode& node) {
   node.require_object();
   node.only_keys({"series", "best_shape", "points", "not_used"});
   GemmEfficiencyCurve curve;
   curve.series = node.string_at("series");
   curve.best_shape_efficiency = measured_efficiency(node.at("best_shape"));
-  const JsonNode points = node.at("points");
-  if (!points.is_array() || points.items().empty()) {
-    points.fail("expected a non-empty array of calibration points");
-  }
-  for (const JsonNode& p : points.items()) {
-    EfficiencyPoint point;
-    point.min_dim = p.positive_at("min_dim");
-    point.efficiency = measured_efficiency(p, {"min_dim"});
-    point.source = p.string_at("source");
-    if (!curve.points.empty() && point.min_dim <= curve.points.back().min_dim) {
-      p.fail_at("min_dim", "points must have strictly increasing min_dim, got " +
-                               std::to_string(point.min_dim) + " after " +
-                               std::to_string(curve.points.back().min_dim));
-    }
-    curve.points.push_back(point);
-  }
+  curve.points = load_points(node.at("points"), "min_dim", &EfficiencyPoint::min_dim);
   return curve;
 }
 
@@ -130,22 +138,7 @@ AttentionEfficiencyCurve load_attention_curve(const JsonNode& node) {
   }
   node.only_keys({"series", "points"});
   if (node.string_at("series").empty()) node.fail_at("series", "say what was measured");
-  const JsonNode points = node.at("points");
-  if (!points.is_array() || points.items().empty()) {
-    points.fail("expected a non-empty array of calibration points");
-  }
-  for (const JsonNode& p : points.items()) {
-    AttentionEfficiencyPoint point;
-    point.seq_len = p.positive_at("seq_len");
-    point.efficiency = measured_efficiency(p, {"seq_len"});
-    point.source = p.string_at("source");
-    if (!curve.points.empty() && point.seq_len <= curve.points.back().seq_len) {
-      p.fail_at("seq_len", "points must have strictly increasing seq_len, got " +
-                               std::to_string(point.seq_len) + " after " +
-                               std::to_string(curve.points.back().seq_len));
-    }
-    curve.points.push_back(point);
-  }
+  curve.points = load_points(node.at("points"), "seq_len", &AttentionEfficiencyPoint::seq_len);
   return curve;
 }
 
