@@ -58,9 +58,14 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
 //   nemo2407_gpt3-5b_64gpu              pure data parallelism over 8 nodes, FP8, ZeRO-2 buckets
 //   nemo2407_llama3-70b_64gpu           TP 4, PP 4 interleaved, CP 2, DP 2, FP8; tokens/s/GPU
 //   megatron_bridge_2511_llama3_8b_8gpu ZeRO-3 (Megatron FSDP) inside one node
+//   sc21_t2_ptdp_174.6B_384gpu          TP 8 x PP 12 x DP 4 on 48 nodes, 1F1B, all-reduce after
+//                                       the backward pass
+//   sc21_t2_zero3_174.6B_384gpu         DeepSpeed 2021 ZeRO-3 over 384 ranks (about 10 s)
 const std::vector<std::string> kCiCases = {
-    "korthikanti_t5_22B_present", "korthikanti_t5_175B_fullrecompute", "nemo2407_gpt3-5b_64gpu",
-    "nemo2407_llama3-70b_64gpu", "megatron_bridge_2511_llama3_8b_8gpu"};
+    "korthikanti_t5_22B_present",          "korthikanti_t5_175B_fullrecompute",
+    "nemo2407_gpt3-5b_64gpu",              "nemo2407_llama3-70b_64gpu",
+    "megatron_bridge_2511_llama3_8b_8gpu", "sc21_t2_ptdp_174.6B_384gpu",
+    "sc21_t2_zero3_174.6B_384gpu"};
 
 TEST_CASE("validate simulates the CI subset of published runs and the nccl-tests table", "[slow]") {
   const auto out = std::filesystem::temp_directory_path() / "clustersim-test-validate.json";
