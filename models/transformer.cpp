@@ -66,21 +66,33 @@ ParameterCounts count_parameters(const ModelSpec& m) {
   return p;
 }
 
+namespace {
+
+// Widths of one tensor-parallel rank's attention projections: Q (and O) h / tp; K and V one
+// head's width per local KV head, at least one (GQA with tp > kv_heads replicates KV heads).
+struct TpWidths {
+  double q = 0;
+  double kv = 0;
+};
+TpWidths tp_widths(const ModelSpec& m, int tp) {
+  const double kv_heads_per_rank =
+      std::max(1.0, static_cast<double>(m.num_kv_heads) / static_cast<double>(tp));
+  return {static_cast<double>(m.hidden) / tp, kv_heads_per_rank * m.head_dim()};
+}
+
+}  // namespace
+
 double layer_parameters_per_tp_rank(const ModelSpec& m, int tp) {
   const double h = m.hidden;
   const double f = m.ffn_hidden;
-  const double d = m.head_dim();
   // Megatron-LM (Shoeybi et al. 2019 §3): Q/K/V and the FFN input are column-parallel (split
   // by output), O and the FFN output row-parallel (split by input, bias added after the
-  // all-reduce so it is replicated). With GQA and tp > kv_heads each rank keeps one KV head.
-  const double kv_heads_per_rank =
-      std::max(1.0, static_cast<double>(m.num_kv_heads) / static_cast<double>(tp));
-  const double q_width = h / tp;
-  const double kv_width_rank = kv_heads_per_rank * d;
-  double params = h * q_width + 2 * h * kv_width_rank + q_width * h;  // Q, K, V, O
-  params += ffn_matrices(m) * h * f / tp;
+  // all-reduce so it is replicated).
+  const TpWidths w = tp_widths(m, tp);
+  double params = 0;
+  for (double matrix : layer_weight_matrices_per_tp_rank(m, tp)) params += matrix;
   if (m.linear_biases) {
-    params += q_width + 2 * kv_width_rank + h;     // column-parallel biases split, O bias whole
+    params += w.q + 2 * w.kv + h;                  // column-parallel biases split, O bias whole
     params += (ffn_matrices(m) - 1) * f / tp + h;  // FFN-in biases split, FFN-out whole
   }
   params += 2 * norm_params(m);  // replicated on every tensor-parallel rank
@@ -90,12 +102,8 @@ double layer_parameters_per_tp_rank(const ModelSpec& m, int tp) {
 std::vector<double> layer_weight_matrices_per_tp_rank(const ModelSpec& m, int tp) {
   const double h = m.hidden;
   const double f = m.ffn_hidden;
-  const double kv_heads_per_rank =
-      std::max(1.0, static_cast<double>(m.num_kv_heads) / static_cast<double>(tp));
-  const double q_width = h / tp;
-  const double kv_width_rank = kv_heads_per_rank * m.head_dim();
-  return {h * (q_width + 2 * kv_width_rank), q_width * h, (ffn_matrices(m) - 1) * h * f / tp,
-          h * f / tp};
+  const TpWidths w = tp_widths(m, tp);
+  return {h * (w.q + 2 * w.kv), w.q * h, (ffn_matrices(m) - 1) * h * f / tp, h * f / tp};
 }
 
 const char* to_string(FlopConvention c) {

@@ -835,15 +835,18 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
       op.layer = layer;
       ops.push_back(op);
     };
-    auto emit_compute = [&](ComputeKind kind, const OpCost& cost, int mb, int c) {
+    auto emit_compute = [&](ComputeKind kind, const OpCost& cost, int mb, int c,
+                            PassKind pass = PassKind::backward, int vs = -1, int layer = -1) {
       Op op;
       op.kind = OpKind::compute;
       op.compute = kind;
-      op.pass = PassKind::backward;
+      op.pass = pass;
       op.time_s = cost.time_s;
       op.flops = cost.flops;
       op.micro_batch = mb;
       op.chunk = c;
+      op.virtual_stage = vs;
+      op.layer = layer;
       prog.compute_s += op.time_s;
       prog.executed_flops += op.flops;
       ops.push_back(op);
@@ -892,18 +895,9 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         emit(OpKind::gather_issue, pk, id, mb, c, vs, unit.layer);
         emit(OpKind::gather_wait, pk, id, mb, c, vs, unit.layer);
         const double bytes = prog.gathers[static_cast<std::size_t>(id)].call.bytes;
-        const OpCost one = compute.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks);
-        Op op;
-        op.kind = OpKind::compute;
-        op.compute = ComputeKind::gather_copy;
-        op.pass = pk;
-        op.time_s = one.time_s * dp_ranks;
-        op.micro_batch = mb;
-        op.chunk = c;
-        op.virtual_stage = vs;
-        op.layer = unit.layer;
-        prog.compute_s += op.time_s;
-        ops.push_back(op);
+        OpCost copies = compute.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks);
+        copies.time_s *= dp_ranks;
+        emit_compute(ComputeKind::gather_copy, copies, mb, c, pk, vs, unit.layer);
       }
     };
 

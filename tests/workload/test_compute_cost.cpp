@@ -123,33 +123,28 @@ TEST_CASE("Without a backward figure the attention backward runs at the forward'
 TEST_CASE("A malformed calibration file is rejected at the offending JSON pointer") {
   const auto doc = JsonDocument::load(kCalibration);
   const std::string text = doc.root().raw().dump();
-  SECTION("points out of order") {
-    const std::string bad = replace(text, "\"min_dim\":1024,", "\"min_dim\":128,");
+  // The JSON pointer the loader's ConfigError names for `bad` (read as bad.json).
+  auto error_pointer = [](const std::string& bad) {
     try {
       load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
-      FAIL("expected ConfigError");
     } catch (const ConfigError& e) {
       CHECK(e.file() == "bad.json");
-      CHECK(e.pointer() == "/gemm/bf16/points/1/min_dim");
+      return e.pointer();
     }
+    FAIL("expected ConfigError");
+    return std::string();
+  };
+  SECTION("points out of order") {
+    CHECK(error_pointer(replace(text, "\"min_dim\":1024,", "\"min_dim\":128,")) ==
+          "/gemm/bf16/points/1/min_dim");
   }
   SECTION("a measured rate above the peak") {
-    const std::string bad = replace(text, "\"tflops\":315", "\"tflops\":1315");
-    try {
-      load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
-      FAIL("expected ConfigError");
-    } catch (const ConfigError& e) {
-      CHECK(e.pointer() == "/attention/bf16/points/0/tflops");
-    }
+    CHECK(error_pointer(replace(text, "\"tflops\":315", "\"tflops\":1315")) ==
+          "/attention/bf16/points/0/tflops");
   }
   SECTION("attention points out of order") {
-    const std::string bad = replace(text, "\"seq_len\":2048", "\"seq_len\":1000");
-    try {
-      load_compute_calibration(JsonDocument::parse(bad, "bad.json"));
-      FAIL("expected ConfigError");
-    } catch (const ConfigError& e) {
-      CHECK(e.pointer() == "/attention/backward/bf16/points/2/seq_len");
-    }
+    CHECK(error_pointer(replace(text, "\"seq_len\":2048", "\"seq_len\":1000")) ==
+          "/attention/backward/bf16/points/2/seq_len");
   }
   SECTION("an unknown key") {
     const std::string bad = replace(text, "\"hbm_efficiency\"", "\"hbm_eficiency\"");
