@@ -122,6 +122,7 @@ struct Instance {
   Group group = Group::dp;
   std::string label;
   double bytes = 0;
+  double stream_work_s = 0;  // device work on the stream besides the calls
   Event done;
 };
 
@@ -595,7 +596,7 @@ class StepRun {
   // ---- Streams -----------------------------------------------------------------------------
   Instance& instance(Stream& st, int id, int mb, int pass,
                      const std::vector<workload::CommCall>& calls, Group group,
-                     const std::string& label) {
+                     const std::string& label, double stream_work_s = 0) {
     auto& slot = st.instances[{id, mb, pass}];
     if (!slot) {
       slot = std::make_unique<Instance>();
@@ -605,6 +606,7 @@ class StepRun {
       slot->calls = calls;
       slot->group = group;
       slot->label = label;
+      slot->stream_work_s = stream_work_s;
       for (const auto& c : calls) slot->bytes += c.bytes;
     }
     return *slot;
@@ -694,6 +696,9 @@ class StepRun {
           if (merged_latency > 0) sim_.sleep_for(merged_latency);
         }
       }
+      double stream_work_s = 0;
+      for (const Instance* in : batch) stream_work_s += in->stream_work_s;
+      if (stream_work_s > 0) sim_.sleep_for(stream_work_s);
       for (Instance* in : batch) in->done.fire(sim_.now());
       if (opt_.record_trace && sim_.now() > started) {
         trace_.push_back({-1, st.stage, 1, started, sim_.now(), label, "dp-stream"});
@@ -936,7 +941,8 @@ class StepRun {
           Stream& stream =
               bkt.group == Group::embedding ? embedding_ : reduce_[static_cast<std::size_t>(st)];
           const int id = bkt.group == Group::embedding ? 0 : op.index;
-          Instance& inst = instance(stream, id, op.micro_batch, 0, bkt.calls, bkt.group, bkt.label);
+          Instance& inst = instance(stream, id, op.micro_batch, 0, bkt.calls, bkt.group, bkt.label,
+                                    bkt.stream_work_s);
           me.outstanding.push_back(&inst);
           launch(stream, inst);
           break;

@@ -108,7 +108,8 @@ std::string describe_layout(const Scenario& s) {
   if (p.sequence_parallel) os << ", sequence parallel";
   os << ", ZeRO-" << p.zero_stage;
   if (p.zero_stage == 3 && p.zero3_implementation == Zero3Implementation::deepspeed_2021) {
-    os << " (DeepSpeed 2021: per-matrix gathers, nothing overlapped)";
+    os << " (DeepSpeed 2021: per-matrix gathers after a synchronize, per-rank copies, nothing "
+          "overlapped)";
   }
   if (p.pp > 1) {
     os << ", " << to_string(p.schedule) << " schedule";

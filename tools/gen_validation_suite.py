@@ -339,10 +339,10 @@ def scenario_for(run, presets):
         assumptions.append("DeepSpeed version not stated: ZeRO-3 as DeepSpeed shipped it from its "
                            "first release (v0.3.13, 2021-03-16) until v0.5.5, the only ZeRO-3 "
                            "there was when the paper appeared (arXiv v1 2021-04-09): one "
-                           "all-gather per weight matrix after a device-wide synchronize, "
-                           "PyTorch copying each rank's piece out, weights re-gathered for the "
-                           "recompute forward, gradients all-reduced (zero3_implementation "
-                           "deepspeed-2021)")
+                           "all-gather per weight matrix into a zero-filled buffer after a "
+                           "device-wide synchronize, PyTorch copying each rank's piece out, "
+                           "weights re-gathered for the recompute forward, gradients flattened "
+                           "and all-reduced (zero3_implementation deepspeed-2021)")
     tp_overlap = bool(nemo and nemo[3] and run["tp"] > 1 and sp)
     if tp_overlap:
         assumptions.append("TP communication overlap on (ub_tp_comm_overlap in the NeMo launcher "

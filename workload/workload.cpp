@@ -84,10 +84,26 @@ constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
 // DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
 // each ncclAllgather").
 constexpr double kGatherCopyBytesPerByte = 2;
+// The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.x; PR
+// #1188 switched the coalesced path to torch.empty): a fill kernel writing each gathered byte.
+constexpr double kGatherZeroFillBytesPerByte = 1;
+// Host time of one torch.distributed.all_gather call from _allgather_param, measured on 8 A100s
+// with NVLink, PyTorch 1.8 and DeepSpeed 0.3.16 (DeepSpeed issue #1069, comment of 2021-06-21:
+// "the launch takes 250us about", for a parameter of 320 elements per rank). It runs after
+// DeepSpeed's torch.cuda.synchronize(), so the GPU waits for it. Its one copy launch per rank
+// is modelled on its own (the GPU preset's kernel launch per rank), so the measured ranks'
+// share is taken out of it.
+constexpr double kDeepSpeed2021AllGatherCallS = 250e-6;
+constexpr int kDeepSpeed2021AllGatherCallRanks = 8;
 // DeepSpeed's stage3_max_live_parameters default, 1e9 elements (deepspeed/runtime/zero/
 // constants.py, v0.3.13 .. v0.4.0): gathered parameters are released beyond it, so a layer
 // larger than this is gathered again for its backward after the recompute forward.
 constexpr double kDeepSpeedMaxLiveParameters = 1e9;
+// DeepSpeed 2021 stage 3 reduces a bucket on its reduction stream as allreduce_and_copy does
+// (stage3.py v0.3.13): flatten the bucket's gradients into one tensor (read and write),
+// divide it by the data-parallel size in place (read and write), all-reduce, copy each
+// gradient's slice back (read and write): 6 B of HBM traffic per gradient byte.
+constexpr double kDeepSpeed2021BucketBytesPerByte = 6;
 
 double layer_count(const std::vector<int>& v, int from, int to) {
   double n = 0;
@@ -705,6 +721,12 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
         bkt.chunk = c;
         bkt.params = open_params;
         bkt.calls = make_calls(open_params, open_dtype);
+        if (ds2021) {
+          bkt.stream_work_s = compute
+                                  .memory_op(kDeepSpeed2021BucketBytesPerByte * open_params *
+                                             grad_bytes_per_element(open_dtype))
+                                  .time_s;
+        }
         bkt.label = open_first == last ? open_first : open_first + " .. " + last;
         at.buckets.push_back(bkt.id);
         prog.buckets.push_back(std::move(bkt));
@@ -886,15 +908,25 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     auto zero3_ids = [&](int c, const GradUnit& unit) -> const std::vector<int>& {
       return zero3_gather.at({c, unit.name});
     };
-    // DeepSpeed 2021: before each gather a device-wide synchronize (every reduction started
-    // must finish), the all-gather itself, then PyTorch's copy of each rank's piece out of the
-    // flat buffer into the list of views DeepSpeed passes (one copy kernel per rank).
+    // DeepSpeed 2021: the flat buffer zero-filled, a device-wide synchronize (every reduction
+    // started must finish), the host's all_gather call with the GPU idle, the all-gather itself,
+    // then PyTorch's copy of each rank's piece out of the flat buffer into the list of views
+    // DeepSpeed passes (one copy kernel per rank).
+    OpCost ds2021_call;
+    ds2021_call.launch_s = std::max(
+        0.0, kDeepSpeed2021AllGatherCallS -
+                 kDeepSpeed2021AllGatherCallRanks * s.cluster.gpu.kernel_launch_s);
+    ds2021_call.time_s = ds2021_call.launch_s;
     auto ds2021_gathers = [&](const GradUnit& unit, int c, PassKind pk, int mb, int vs) {
       for (int id : zero3_ids(c, unit)) {
+        const double bytes = prog.gathers[static_cast<std::size_t>(id)].call.bytes;
+        emit_compute(ComputeKind::gather_copy,
+                     compute.memory_op(kGatherZeroFillBytesPerByte * bytes), mb, c, pk, vs,
+                     unit.layer);
         emit(OpKind::grad_wait, pk, -1, mb, c, vs, unit.layer);
+        emit_compute(ComputeKind::gather_copy, ds2021_call, mb, c, pk, vs, unit.layer);
         emit(OpKind::gather_issue, pk, id, mb, c, vs, unit.layer);
         emit(OpKind::gather_wait, pk, id, mb, c, vs, unit.layer);
-        const double bytes = prog.gathers[static_cast<std::size_t>(id)].call.bytes;
         OpCost copies = compute.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks);
         copies.time_s *= dp_ranks;
         emit_compute(ComputeKind::gather_copy, copies, mb, c, pk, vs, unit.layer);

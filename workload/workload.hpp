@@ -54,7 +54,7 @@ enum class ComputeKind : unsigned char {
   lm_head,      // final norm, logits and loss (forward or backward)
   optimizer,    // optimizer update
   compression,  // 1-bit Adam compression with error feedback
-  gather_copy,  // copying an all-gathered parameter out of the flat buffer (DeepSpeed 2021)
+  gather_copy,  // DeepSpeed 2021 gather's own work: zero-fill, all_gather call, per-rank copy-out
 };
 const char* to_string(ComputeKind k);
 
@@ -111,6 +111,9 @@ struct GradBucket {
   std::vector<CommCall> calls;
   Group group = Group::dp;
   std::string label;  // e.g. "layers 79-77"
+  // Device work the reduction stream runs for this bucket besides its calls (DeepSpeed 2021:
+  // flattening the gradients, dividing them, copying the result back).
+  double stream_work_s = 0;
   double bytes() const;
 };
 

@@ -295,8 +295,11 @@ TEST_CASE("ZeRO-3 gathers each layer's parameters before every forward and backw
   CHECK(st.gathers.size() == 10);
   CHECK(count_ops(st, OpKind::gather_wait) == 10 * 8 * 2);
   CHECK(count_ops(st, OpKind::gather_issue) == 10 * 8 * 2);
-  // Gradients reduce-scattered, not all-reduced.
-  for (const auto& b : st.buckets) CHECK(b.calls.at(0).kind == CollKind::reduce_scatter);
+  // Gradients reduce-scattered, not all-reduced, with no device work besides the collective.
+  for (const auto& b : st.buckets) {
+    CHECK(b.calls.at(0).kind == CollKind::reduce_scatter);
+    CHECK(b.stream_work_s == 0);
+  }
 }
 
 TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize, unoverlapped") {
@@ -323,29 +326,44 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
   CHECK(layer_bytes[2] == Approx(2 * h * f));
   CHECK(layer_bytes[3] == Approx(2 * f * h));
   // Layers of 12.6 M parameters stay gathered from the recompute forward to the backward (under
-  // DeepSpeed's 1e9 live-parameter limit): each gather runs once per pass and micro-batch, and
-  // is issued, waited for and copied out in sequence after waiting for every reduction.
+  // DeepSpeed's 1e9 live-parameter limit): each gather runs once per pass and micro-batch. Each
+  // is: the flat buffer zero-filled, a wait for every reduction, the host's all_gather call,
+  // the gather issued and waited for, the per-rank copies.
   const int gathers_per_step = (8 * 4 + 2) * 8 * 2;
   CHECK(count_ops(st, OpKind::gather_issue) == gathers_per_step);
+  const double launch = s.cluster.gpu.kernel_launch_s;
   int in_order = 0;
-  for (std::size_t i = 0; i + 3 < st.ops.size(); ++i) {
-    if (st.ops[i].kind != OpKind::grad_wait) continue;
-    const Op& issue = st.ops[i + 1];
-    const Op& wait = st.ops[i + 2];
-    const Op& copy = st.ops[i + 3];
-    if (issue.kind != OpKind::gather_issue) continue;
+  for (std::size_t i = 0; i + 5 < st.ops.size(); ++i) {
+    const Op& fill = st.ops[i];
+    const Op& sync = st.ops[i + 1];
+    const Op& call = st.ops[i + 2];
+    const Op& issue = st.ops[i + 3];
+    const Op& wait = st.ops[i + 4];
+    const Op& copy = st.ops[i + 5];
+    if (sync.kind != OpKind::grad_wait || issue.kind != OpKind::gather_issue) continue;
+    const double bytes = st.gathers.at(static_cast<std::size_t>(issue.index)).call.bytes;
+    REQUIRE(fill.kind == OpKind::compute);
+    CHECK(fill.compute == ComputeKind::gather_copy);
+    CHECK(fill.time_s == Approx(launch + bytes / model.hbm_Bps()));
+    REQUIRE(call.kind == OpKind::compute);
+    CHECK(call.compute == ComputeKind::gather_copy);
+    // 250 us measured for the call on 8 ranks, less the 8 copy launches counted below.
+    CHECK(call.time_s == Approx(250e-6 - 8 * launch));
     CHECK(wait.kind == OpKind::gather_wait);
     CHECK(wait.index == issue.index);
     REQUIRE(copy.kind == OpKind::compute);
     CHECK(copy.compute == ComputeKind::gather_copy);
     // One copy kernel per rank: 8 launches and the gathered bytes read and written once.
-    const double bytes = st.gathers.at(static_cast<std::size_t>(issue.index)).call.bytes;
-    CHECK(copy.time_s == Approx(8 * s.cluster.gpu.kernel_launch_s + 2 * bytes / model.hbm_Bps()));
+    CHECK(copy.time_s == Approx(8 * launch + 2 * bytes / model.hbm_Bps()));
     ++in_order;
   }
   CHECK(in_order == gathers_per_step);
-  // Gradients all-reduced in buckets, not reduce-scattered.
-  for (const auto& b : st.buckets) CHECK(b.calls.at(0).kind == CollKind::all_reduce);
+  // Gradients all-reduced in buckets, not reduce-scattered; the reduction stream flattens,
+  // divides and copies back each bucket: 6 B of HBM traffic per gradient byte, one kernel.
+  for (const auto& b : st.buckets) {
+    CHECK(b.calls.at(0).kind == CollKind::all_reduce);
+    CHECK(b.stream_work_s == Approx(launch + 6 * b.bytes() / model.hbm_Bps()));
+  }
 }
 
 TEST_CASE("A ZeRO-3 implementation is refused without ZeRO-3") {
