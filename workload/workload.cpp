@@ -84,8 +84,8 @@ constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
 // DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
 // each ncclAllgather").
 constexpr double kGatherCopyBytesPerByte = 2;
-// The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.x; PR
-// #1188 switched the coalesced path to torch.empty): a fill kernel writing each gathered byte.
+// The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.5): a
+// fill kernel writing each gathered byte.
 constexpr double kGatherZeroFillBytesPerByte = 1;
 // Host time of one torch.distributed.all_gather call from _allgather_param, measured on 8 A100s
 // with NVLink, PyTorch 1.8 and DeepSpeed 0.3.16 (DeepSpeed issue #1069, comment of 2021-06-21:
