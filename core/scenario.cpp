@@ -26,7 +26,17 @@ double bytes_per_element(Dtype d) {
   return 0;
 }
 
-const char* to_string(FfnKind k) { return k == FfnKind::gelu ? "gelu" : "swiglu"; }
+const char* to_string(FfnKind k) {
+  switch (k) {
+    case FfnKind::gelu:
+      return "gelu";
+    case FfnKind::swiglu:
+      return "swiglu";
+    case FfnKind::squared_relu:
+      return "squared_relu";
+  }
+  return "?";
+}
 
 const char* to_string(Recompute r) {
   switch (r) {

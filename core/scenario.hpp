@@ -20,7 +20,9 @@ enum class Dtype { fp32, tf32, bf16, fp16, fp8 };
 const char* to_string(Dtype d);
 double bytes_per_element(Dtype d);
 
-enum class FfnKind { gelu, swiglu };
+// The MLP's activation: GeLU (GPT), SwiGLU (Shazeer 2020; Llama) with a third weight matrix,
+// or squared ReLU (So et al. 2021, "Primer"; Nemotron), relu(x)^2 in two unfused PyTorch kernels.
+enum class FfnKind { gelu, swiglu, squared_relu };
 enum class Recompute { none, selective, full };
 enum class PipelineSchedule { one_f_one_b, interleaved, gpipe };
 enum class Compression { none, onebit_adam };
@@ -152,6 +154,11 @@ struct Training {
   // Engine's default.
   int tp_overlap_proj_fprop_sms = 0;
   int tp_overlap_fc2_fprop_sms = 0;
+  // Dtype of the Adam state: master copy of the weights, momentum and variance. FP32 in
+  // Megatron-LM's and DeepSpeed's mixed-precision Adam; BF16 where a recipe sets Apex
+  // DistributedFusedAdam's `dtype` to it (NeMo optim.dtype: bf16), which then keeps its
+  // parameter copy (store_params, default True), m and v in BF16.
+  Dtype optimizer_state_dtype = Dtype::fp32;
   bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;     // DP bucket size

@@ -89,7 +89,8 @@ ModelSpec model_from_object(const JsonNode& n) {
   m.ffn_hidden = static_cast<int>(n.int_at("ffn_hidden_size", 1, 1 << 26));
   m.vocab = static_cast<int>(n.int_at("vocab_size", 1, 1 << 26));
   m.max_seq_len = static_cast<int>(n.int_at("max_seq_len", 1, 1 << 26));
-  m.ffn = n.enum_or("ffn", {"gelu", "swiglu"}, "gelu") == "gelu" ? FfnKind::gelu : FfnKind::swiglu;
+  const std::string ffn = n.enum_or("ffn", {"gelu", "swiglu", "squared_relu"}, "gelu");
+  m.ffn = ffn == "gelu" ? FfnKind::gelu : ffn == "swiglu" ? FfnKind::swiglu : FfnKind::squared_relu;
   m.tied_embeddings = n.bool_or("tied_embeddings", false);
   m.learned_position_embeddings =
       n.enum_or("position_embeddings", {"learned", "rope"}, "rope") == "learned";
@@ -238,7 +239,7 @@ Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
                "recompute_layers", "dropout", "attention", "tp_comm_overlap",
                "tp_comm_overlap_sms", "overlap_grad_reduce", "overlap_param_gather",
-               "grad_bucket_MiB", "grad_reduce"});
+               "grad_bucket_MiB", "grad_reduce", "optimizer_state_dtype"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -270,6 +271,7 @@ Training parse_training(const JsonNode& n) {
     t.tp_overlap_proj_fprop_sms = static_cast<int>(sms->int_or("proj_fprop", 0, 0, 1 << 16));
     t.tp_overlap_fc2_fprop_sms = static_cast<int>(sms->int_or("fc2_fprop", 0, 0, 1 << 16));
   }
+  t.optimizer_state_dtype = parse_dtype(n.enum_or("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;

@@ -100,6 +100,10 @@ double collective_buffers(const NcclSettings& nccl, int channels) {
 
 }  // namespace
 
+double adam_state_bytes_per_param(Dtype state_dtype) {
+  return kAdamStateTensors * bytes_per_element(state_dtype);
+}
+
 ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
                                                AttentionKernel attention, bool dropout,
                                                bool fp8_linears) {
@@ -288,7 +292,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     st.gradients_bytes = (embedding_params * embedding_grad_bytes + head_params * head_grad_bytes +
                           other_params * grad_bytes) /
                          grad_shard;
-    st.optimizer_bytes = st.parameters * kAdamStateBytesPerParam / opt_shard;
+    st.optimizer_bytes =
+        st.parameters * adam_state_bytes_per_param(tr.optimizer_state_dtype) / opt_shard;
     if (par.zero_stage >= 3 &&
         par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
       // DeepSpeed 2021 gathers one weight matrix at a time and waits for it (no prefetch in
@@ -356,7 +361,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) + ")" +
       (s.comm.fp32_layer_groups.empty() ? std::string()
                                         : ", FP32 (4 B) for the FP32 layer groups") +
-      ", Adam states 12 B/param (ZeRO paper K = 12)");
+      ", Adam states " + fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype), 0) +
+      " B/param (master copy, momentum, variance in " + to_string(tr.optimizer_state_dtype) +
+      "; ZeRO paper K = 12 for FP32)");
   est.assumptions.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +

@@ -96,9 +96,11 @@ struct MemoryEstimate {
   double headroom_bytes() const { return usable_bytes() - peak_bytes(); }
 };
 
-// Bytes of mixed-precision Adam state per parameter: FP32 master copy, momentum and variance
-// (Rajbhandari et al. 2020, "ZeRO", §3.1: K = 12).
-constexpr double kAdamStateBytesPerParam = 12.0;
+// Adam's state per parameter: a master copy of the weight, momentum and variance, each in the
+// optimizer's state dtype: 3 x 4 B = 12 B in FP32 (Rajbhandari et al. 2020, "ZeRO", §3.1:
+// K = 12), 3 x 2 B in BF16 (Apex DistributedFusedAdam with dtype bf16 and store_params).
+constexpr double kAdamStateTensors = 3;
+double adam_state_bytes_per_param(Dtype state_dtype);
 
 // Estimates memory per GPU for every pipeline stage of the scenario.
 MemoryEstimate estimate_memory(const clustersim::Scenario& scenario,

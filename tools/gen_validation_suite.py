@@ -59,6 +59,27 @@ NEMO_2407_CONFIGS = {
     "nemo2407_llama2-70b_": ("llama/llama2_70b.yaml", True, 125, True, False),
     "nemo2407_llama3-8b_": ("llama/llama3_8b.yaml", False, 125, False, False),
     "nemo2407_llama3-70b_": ("llama/llama3_70b.yaml", True, 125, True, False),
+    "nemo2407_nemotron-8b_": ("nemotron/nemotron_8b.yaml", True, 100, True, False),
+    "nemo2407_nemotron-22b_": ("nemotron/nemotron_22b.yaml", True, 100, True, False),
+    "nemo2407_nemotron-340b_": ("nemotron/nemotron_340b.yaml", True, 50, False, False),
+}
+# Launcher configs with ub_tp_comm_overlap on that name no ub_cfg take Transformer Engine's
+# defaults (initialize_ub, TE v1.8 transformer_engine/pytorch/module/base.py): set_sm_margin 0,
+# so the overlapped GEMMs keep every SM.
+NEMO_2407_UB_DEFAULT = ("nemotron/nemotron_8b.yaml", "nemotron/nemotron_22b.yaml")
+# activations_checkpoint_granularity where a launcher config sets one (every other config above
+# has null: no recomputation).
+NEMO_2407_RECOMPUTE = {"nemotron/nemotron_340b.yaml": "selective"}
+# optim.dtype where a launcher config sets the optimizer state's dtype (the others leave Apex
+# DistributedFusedAdam's default, FP32).
+NEMO_2407_OPTIM_DTYPE = {"nemotron/nemotron_340b.yaml": "bf16"}
+# Architecture the table's source leaves out, from the launcher config the benchmark ran
+# (published_runs.json: "Nemotron-8B arch left null (ambiguous which 8B config)"; the launcher
+# has one, nemotron/nemotron_8b.yaml at NeMo-Framework-Launcher 24c3d6b).
+NEMO_2407_ARCH = {
+    "nemo2407_nemotron-8b_": ("nemotron/nemotron_8b.yaml",
+                              {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                               "num_kv_heads": 32, "ffn_hidden_size": 16384}),
 }
 
 
@@ -265,6 +286,13 @@ def completed(run):
             training["overlap_grad_reduce"] = False
             notes.append("gradients all-reduced after the backward pass, not overlapped with it "
                          "(Megatron-LM %s megatron/training.py train_step)" % MEGATRON_2021_COMMIT)
+    for prefix, (config, arch) in NEMO_2407_ARCH.items():
+        if run["id"].startswith(prefix) and all(run.get(k) is None for k in arch):
+            run = dict(run, **arch)
+            notes.append("architecture not in the table: %s from the NeMo launcher config %s "
+                         "(NeMo-Framework-Launcher %s)" % (
+                             ", ".join("%s %d" % (k, v) for k, v in arch.items()), config,
+                             NEMO_LAUNCHER_COMMIT))
     return run, notes, training
 
 
@@ -363,8 +391,14 @@ def scenario_for(run, presets):
             note = ("no activation recomputation (none set in the %s recipe, Megatron-Bridge %s)"
                     % (bridge[0], BRIDGE_COMMIT))
     if note and nemo and run.get("activation_recomputation") is None:
-        note = ("no activation recomputation (activations_checkpoint_granularity: null in the NeMo "
-                "launcher config %s)" % nemo[0])
+        granularity = NEMO_2407_RECOMPUTE.get(nemo[0])
+        if granularity:
+            rc = granularity
+            note = ("%s recomputation (activations_checkpoint_granularity: %s in the NeMo launcher "
+                    "config %s)" % (granularity, granularity, nemo[0]))
+        else:
+            note = ("no activation recomputation (activations_checkpoint_granularity: null in the "
+                    "NeMo launcher config %s)" % nemo[0])
     if note:
         assumptions.append(note)
     prec, note = precision(run)
@@ -413,6 +447,10 @@ def scenario_for(run, presets):
         scenario["training"]["tp_comm_overlap"] = True
         ub = (NEMO_2407_UB_SMS.get(nemo[0]) if nemo else
               BRIDGE_2511_UB_SMS.get(bridge[0]) if bridge else None)
+        if nemo and nemo[0] in NEMO_2407_UB_DEFAULT:
+            assumptions.append("no ub_cfg named in %s: Transformer Engine's userbuffers defaults "
+                               "(set_sm_margin 0, the overlapped GEMMs keep every SM; TE v1.8 "
+                               "initialize_ub)" % nemo[0])
         if ub:
             scenario["training"]["tp_comm_overlap_sms"] = {"proj_fprop": ub[1],
                                                            "fc2_fprop": ub[2]}
@@ -424,6 +462,11 @@ def scenario_for(run, presets):
                                    else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
+        scenario["training"]["optimizer_state_dtype"] = NEMO_2407_OPTIM_DTYPE[nemo[0]]
+        assumptions.append("Adam state in %s (optim.dtype in the NeMo launcher config %s: Apex "
+                           "DistributedFusedAdam keeps its parameter copy, m and v in it)" % (
+                               NEMO_2407_OPTIM_DTYPE[nemo[0]], nemo[0]))
     if (nemo and not nemo[4]) or bridge:
         scenario["training"]["dropout"] = False
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (

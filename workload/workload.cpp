@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 
@@ -56,6 +57,14 @@ constexpr double kSwigluForwardPasses = 3;      // read gate and up, write their
 constexpr double kSwigluBackwardPasses = 5;     // read gate, up, dy; write dgate, dup
 constexpr double kGeluForwardPasses = 2;        // read x, write y
 constexpr double kGeluBackwardPasses = 3;       // read x and dy, write dx
+// Squared ReLU as NeMo writes it, torch.pow(torch.nn.functional.relu(x), 2) (nemo/collections/
+// nlp/modules/common/megatron/utils.py and llm/fn/activation.py, NeMo 24.07): no fused kernel.
+// Forward: relu (read x, write r) and the square (read r, write y). Backward by PyTorch's
+// autograd formulas (tools/autograd/derivatives.yaml): pow_backward is
+// grad * (2 * r.pow(1)), three kernels (copy r, scale it, multiply by dy: 2 + 2 + 3 passes);
+// relu's is threshold_backward (read dr and r, write dx: 3 passes).
+constexpr double kSquaredReluForwardPasses = 2 + 2;
+constexpr double kSquaredReluBackwardPasses = 2 + 2 + 3 + 3;
 constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
 constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
 // Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and
@@ -66,9 +75,10 @@ constexpr double kCrossEntropyBackwardBytesPerLogit = kLogitBytes + kActivationB
 // maximum, the target logit and the sum of exponentials (Megatron-LM cross_entropy.py).
 constexpr int kCrossEntropyAllReduces = 3;
 // Mixed-precision Adam update per parameter (Rajbhandari et al. 2020 section 3.1 state sizes):
-// read FP32 master weight, momentum, variance and FP32 main gradient (16 B), write the three
-// states back (12 B) and the 16-bit model weight (2 B).
-constexpr double kAdamBytesPerParam = 16 + 12 + 2;
+// read the master weight, momentum and variance (3 x 4 B in FP32) and the FP32 main gradient,
+// write the three states back and the 16-bit model weight: 30 B with FP32 states.
+constexpr double kAdamGradientReadBytes = 4;
+constexpr double kAdamWeightWriteBytes = 2;
 // Global gradient-norm clipping reads each FP32 main gradient once more (Megatron-LM
 // clip_grads.py, multi-tensor L2 norm).
 constexpr double kGradNormBytesPerParam = 4;
@@ -105,6 +115,11 @@ constexpr double kDeepSpeedMaxLiveParameters = 1e9;
 // gradient's slice back (read and write): 6 B of HBM traffic per gradient byte.
 constexpr double kDeepSpeed2021BucketBytesPerByte = 6;
 
+double adam_bytes_per_param(Dtype state_dtype) {
+  return 2 * models::adam_state_bytes_per_param(state_dtype) + kAdamGradientReadBytes +
+         kAdamWeightWriteBytes;
+}
+
 double layer_count(const std::vector<int>& v, int from, int to) {
   double n = 0;
   for (int i = from; i < to; ++i) n += v[static_cast<std::size_t>(i)];
@@ -117,9 +132,24 @@ struct Dims {
   double h = 1, hl = 1, gl = 1, d = 1, f = 1, V = 1;
   double t = 1;
   int tp = 1, cp = 1;
-  bool sp = false, swiglu = false, rope = true, learned_pos = false;
+  bool sp = false, rope = true, learned_pos = false;
+  FfnKind ffn = FfnKind::gelu;
   Dtype precision = Dtype::bf16;
 };
+
+// Passes over the MLP's intermediate tensor (f wide) that its activation makes.
+double activation_passes(FfnKind ffn, PassKind pass) {
+  const bool fwd = pass == PassKind::forward;
+  switch (ffn) {
+    case FfnKind::gelu:
+      return fwd ? kGeluForwardPasses : kGeluBackwardPasses;
+    case FfnKind::swiglu:
+      return fwd ? kSwigluForwardPasses : kSwigluBackwardPasses;
+    case FfnKind::squared_relu:
+      return fwd ? kSquaredReluForwardPasses : kSquaredReluBackwardPasses;
+  }
+  return 0;
+}
 
 Dims dims_of(const Scenario& s) {
   const ModelSpec& m = s.model;
@@ -139,7 +169,7 @@ Dims dims_of(const Scenario& s) {
   d.d = m.head_dim();
   d.f = m.ffn_hidden;
   d.V = m.vocab;
-  d.swiglu = m.ffn == FfnKind::swiglu;
+  d.ffn = m.ffn;
   d.rope = !m.learned_position_embeddings;
   d.learned_pos = m.learned_position_embeddings;
   d.precision = s.training.precision;
@@ -214,7 +244,7 @@ class Builder {
     c += mem(kNormForwardPasses * d.Ts * d.h);
     sequence_all_gather(out, c, forward_gemm(ffn_in()));
     c += linear_forward(ffn_in());
-    c += mem((d.swiglu ? kSwigluForwardPasses : kGeluForwardPasses) * d.T * d.f / d.t);
+    c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.f / d.t);
     c += linear_forward(ffn_out());
     const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
     c += fc2_margin;
@@ -234,7 +264,7 @@ class Builder {
     c += mem(kResidualPasses * d.Ts * d.h);
     sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
     c += gemm_backward(ffn_out());
-    c += mem((d.swiglu ? kSwigluBackwardPasses : kGeluBackwardPasses) * d.T * d.f / d.t);
+    c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.f / d.t);
     c += gemm_backward(ffn_in());
     tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
     c += mem(kNormBackwardPasses * d.Ts * d.h);
@@ -371,7 +401,7 @@ class Builder {
 
   GemmShape qkv() const { return {d_.T, (d_.hl + 2 * d_.gl) * d_.d, d_.h}; }
   GemmShape out_proj() const { return {d_.T, d_.h, d_.hl * d_.d}; }
-  GemmShape ffn_in() const { return {d_.T, (d_.swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h}; }
+  GemmShape ffn_in() const { return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h}; }
   GemmShape ffn_out() const { return {d_.T, d_.h, d_.f / d_.t}; }
   GemmShape logits() const { return {d_.T, d_.V / d_.t, d_.h}; }
 
@@ -1080,7 +1110,9 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     // Optimizer: Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
     const double shard = zero >= 1 ? prog.params / dp_ranks : prog.params;
     emit_compute(ComputeKind::optimizer,
-                 compute.memory_op((kAdamBytesPerParam + kGradNormBytesPerParam) * shard), -1, -1);
+                 compute.memory_op(
+                     (adam_bytes_per_param(tr.optimizer_state_dtype) + kGradNormBytesPerParam) *
+                     shard), -1, -1);
 
     // ZeRO-1/2 without overlap: gather the updated parameters now and wait.
     if (zero >= 1 && zero < 3 && !tr.overlap_param_gather) {

@@ -166,6 +166,25 @@ TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks to
   CHECK(m.optimizer_bytes / m.parameters == Approx(12.0 / 16));
 }
 
+TEST_CASE("BF16 Adam state keeps its three tensors in 2 bytes each") {
+  // Master copy, momentum and variance: 3 x 4 B = 12 B per parameter in FP32, 3 x 2 B = 6 B in
+  // BF16 (Apex DistributedFusedAdam dtype bf16 with store_params); ZeRO-1 over dp 4 quarters it.
+  nlohmann::json patch = {
+      {"model", "gpt-7.5b-sc21"},
+      {"gpus", 4},
+      {"parallelism",
+       {{"dp", 4}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false}, {"zero_stage", 1}}},
+      {"training", {{"global_batch", 4}, {"seq_len", 2048}}}};
+  const StageMemory fp32 = estimate_memory(patched(patch)).worst();
+  patch["training"]["optimizer_state_dtype"] = "bf16";
+  const StageMemory bf16 = estimate_memory(patched(patch)).worst();
+  CHECK(fp32.optimizer_bytes == Approx(12.0 * fp32.parameters / 4));
+  CHECK(bf16.optimizer_bytes == Approx(6.0 * bf16.parameters / 4));
+  CHECK(bf16.weights_bytes == Approx(fp32.weights_bytes));
+  patch["training"]["optimizer_state_dtype"] = "fp16";
+  CHECK_THROWS_AS(patched(patch), ConfigError);
+}
+
 TEST_CASE("DeepSpeed 2021 ZeRO-3 holds one gathered weight matrix and its gradient") {
   // GPT 174.6B, pp 12: a middle stage's largest matrix is the FFN's h x 4h = 12288 x 49152,
   // gathered in 2 bytes with its 2-byte gradient. The first stage's is the token embedding,

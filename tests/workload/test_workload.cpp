@@ -160,6 +160,25 @@ TEST_CASE("FP8 linears read 1-byte operands after a cast-transpose of each BF16 
   CHECK(b.backward.bytes - a.backward.bytes == Approx(backward_expected));
 }
 
+TEST_CASE("Squared ReLU runs relu and the square unfused, and autograd's kernels backward") {
+  // tp = 1, T = 1024 tokens, f = 4096: over the f-wide tensor in 2-byte elements, GeLU makes 2
+  // forward passes (read x, write y) and 3 backward (read x, dy; write dx). relu(x)^2 makes 4
+  // forward (relu 2, square 2) and 10 backward (pow_backward: copy r 2, scale 2, multiply by
+  // dy 3; threshold_backward 3). Same kernels otherwise, so the difference is only these bytes.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  const double T = 1024, f = 4096, bytes = 2;
+  const Scenario gelu = load(j);
+  j["model"]["ffn"] = "squared_relu";
+  const Scenario sq = load(j);
+  CHECK(sq.model.ffn == FfnKind::squared_relu);
+  const LayerCosts a = layer_costs(gelu, test::compute_model(gelu));
+  const LayerCosts b = layer_costs(sq, test::compute_model(sq));
+  CHECK(b.forward.bytes - a.forward.bytes == Approx((4 - 2) * T * f * bytes));
+  CHECK(b.backward.bytes - a.backward.bytes == Approx((10 - 3) * T * f * bytes));
+  // Two weight matrices like GeLU: the same GEMM FLOPs.
+  CHECK(b.forward_gemm_flops == Approx(a.forward_gemm_flops));
+}
+
 TEST_CASE("A TP-overlapped GEMM whose reduce-scatter takes SMs runs on the others") {
   // dp 1 x tp 2, sequence parallel, TP overlap, T = 8 x 1024 tokens, h = 1024, f = 4096 on an
   // H800 (132 SMs). With 24 SMs for the output projection's reduce-scatter and 16 for the second
