@@ -237,9 +237,9 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "recompute_layers", "dropout", "attention", "tp_comm_overlap",
-               "tp_comm_overlap_sms", "overlap_grad_reduce", "overlap_param_gather",
-               "grad_bucket_MiB", "grad_reduce", "optimizer_state_dtype"});
+               "recompute_layers", "dropout", "attention", "tp_comm_overlap", "tp_comm_overlap_sms",
+               "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB", "grad_reduce",
+               "optimizer_state_dtype"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -271,7 +271,8 @@ Training parse_training(const JsonNode& n) {
     t.tp_overlap_proj_fprop_sms = static_cast<int>(sms->int_or("proj_fprop", 0, 0, 1 << 16));
     t.tp_overlap_fc2_fprop_sms = static_cast<int>(sms->int_or("fc2_fprop", 0, 0, 1 << 16));
   }
-  t.optimizer_state_dtype = parse_dtype(n.enum_or("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
+  t.optimizer_state_dtype =
+      parse_dtype(n.enum_or("optimizer_state_dtype", {"fp32", "bf16"}, "fp32"));
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
@@ -501,8 +502,7 @@ void validate_scenario(Scenario& s) {
          c.gpu.sm_count == 0
              ? "GPU " + c.gpu.name + " has no sm_count to take SMs from"
              : std::to_string(overlap_sms) + " SMs leave none of the " +
-                   std::to_string(c.gpu.sm_count) + " of GPU " + c.gpu.name +
-                   " to the GEMM");
+                   std::to_string(c.gpu.sm_count) + " of GPU " + c.gpu.name + " to the GEMM");
   }
   if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
     fail("/training/attention",

@@ -66,8 +66,12 @@ std::string describe_model(const ModelSpec& m) {
   os << m.name << ": " << m.num_layers << " layers, hidden " << m.hidden << ", " << m.num_heads
      << " heads";
   if (m.num_kv_heads != m.num_heads) os << " (" << m.num_kv_heads << " KV, GQA)";
-  os << ", " << (m.ffn == FfnKind::swiglu ? "SwiGLU" : m.ffn == FfnKind::squared_relu ? "squared-ReLU" : "GeLU") << " FFN " << m.ffn_hidden
-     << ", vocab " << m.vocab << ", " << (m.norm == "rmsnorm" ? "RMSNorm" : "LayerNorm") << ", "
+  os << ", "
+     << (m.ffn == FfnKind::swiglu         ? "SwiGLU"
+         : m.ffn == FfnKind::squared_relu ? "squared-ReLU"
+                                          : "GeLU")
+     << " FFN " << m.ffn_hidden << ", vocab " << m.vocab << ", "
+     << (m.norm == "rmsnorm" ? "RMSNorm" : "LayerNorm") << ", "
      << (m.learned_position_embeddings ? "learned positions" : "RoPE") << ", "
      << (m.linear_biases ? "biases" : "no biases") << ", "
      << (m.tied_embeddings ? "tied" : "untied") << " embeddings";

@@ -49,14 +49,14 @@ constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and m
 constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
-constexpr double kNormForwardPasses = 2;        // read x, write y
-constexpr double kNormBackwardPasses = 3;       // read x and dy, write dx
-constexpr double kResidualPasses = 3;           // read two operands, write the sum
-constexpr double kRopePasses = 2;               // read q/k, write them rotated (same for backward)
-constexpr double kSwigluForwardPasses = 3;      // read gate and up, write their product
-constexpr double kSwigluBackwardPasses = 5;     // read gate, up, dy; write dgate, dup
-constexpr double kGeluForwardPasses = 2;        // read x, write y
-constexpr double kGeluBackwardPasses = 3;       // read x and dy, write dx
+constexpr double kNormForwardPasses = 2;     // read x, write y
+constexpr double kNormBackwardPasses = 3;    // read x and dy, write dx
+constexpr double kResidualPasses = 3;        // read two operands, write the sum
+constexpr double kRopePasses = 2;            // read q/k, write them rotated (same for backward)
+constexpr double kSwigluForwardPasses = 3;   // read gate and up, write their product
+constexpr double kSwigluBackwardPasses = 5;  // read gate, up, dy; write dgate, dup
+constexpr double kGeluForwardPasses = 2;     // read x, write y
+constexpr double kGeluBackwardPasses = 3;    // read x and dy, write dx
 // Squared ReLU as NeMo writes it, torch.pow(torch.nn.functional.relu(x), 2) (nemo/collections/
 // nlp/modules/common/megatron/utils.py and llm/fn/activation.py, NeMo 24.07): no fused kernel.
 // Forward: relu (read x, write r) and the square (read r, write y). Backward by PyTorch's
@@ -352,8 +352,8 @@ class Builder {
   OpCost attention_backward() const {
     if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_backward();
     const OpCost f = attention_forward();
-    return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes,
-                                 d_.precision, attention_kernel_seq_len());
+    return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes, d_.precision,
+                                 attention_kernel_seq_len());
   }
   // The sequence length one attention call sees, the axis of the kernel's calibration: the
   // local queries, S / cp (Transformer Engine's context parallelism runs the attention in
@@ -401,7 +401,9 @@ class Builder {
 
   GemmShape qkv() const { return {d_.T, (d_.hl + 2 * d_.gl) * d_.d, d_.h}; }
   GemmShape out_proj() const { return {d_.T, d_.h, d_.hl * d_.d}; }
-  GemmShape ffn_in() const { return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h}; }
+  GemmShape ffn_in() const {
+    return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h};
+  }
   GemmShape ffn_out() const { return {d_.T, d_.h, d_.f / d_.t}; }
   GemmShape logits() const { return {d_.T, d_.V / d_.t, d_.h}; }
 
@@ -634,8 +636,7 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   const int num_vstages = p * v;
   const int zero = par.zero_stage;
   const int dp_ranks = par.dp * par.cp;  // gradients are reduced over dp x cp (Megatron-LM)
-  const bool ds2021 =
-      zero == 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021;
+  const bool ds2021 = zero == 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021;
 
   // Layers per virtual stage and the global index of each one's first layer.
   std::vector<int> vstage_layers(static_cast<std::size_t>(num_vstages));
@@ -943,9 +944,9 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
     // then PyTorch's copy of each rank's piece out of the flat buffer into the list of views
     // DeepSpeed passes (one copy kernel per rank).
     OpCost ds2021_call;
-    ds2021_call.launch_s = std::max(
-        0.0, kDeepSpeed2021AllGatherCallS -
-                 kDeepSpeed2021AllGatherCallRanks * s.cluster.gpu.kernel_launch_s);
+    ds2021_call.launch_s =
+        std::max(0.0, kDeepSpeed2021AllGatherCallS -
+                          kDeepSpeed2021AllGatherCallRanks * s.cluster.gpu.kernel_launch_s);
     ds2021_call.time_s = ds2021_call.launch_s;
     auto ds2021_gathers = [&](const GradUnit& unit, int c, PassKind pk, int mb, int vs) {
       for (int id : zero3_ids(c, unit)) {
@@ -1109,10 +1110,11 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
 
     // Optimizer: Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
     const double shard = zero >= 1 ? prog.params / dp_ranks : prog.params;
-    emit_compute(ComputeKind::optimizer,
-                 compute.memory_op(
-                     (adam_bytes_per_param(tr.optimizer_state_dtype) + kGradNormBytesPerParam) *
-                     shard), -1, -1);
+    emit_compute(
+        ComputeKind::optimizer,
+        compute.memory_op(
+            (adam_bytes_per_param(tr.optimizer_state_dtype) + kGradNormBytesPerParam) * shard),
+        -1, -1);
 
     // ZeRO-1/2 without overlap: gather the updated parameters now and wait.
     if (zero >= 1 && zero < 3 && !tr.overlap_param_gather) {
