@@ -126,6 +126,12 @@ struct Parallelism {
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<int> layers_per_stage;  // uneven split; empty = even
+  // Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
+  // the input embedding (the loss) counts as one layer when the layers are split over the
+  // pp x vpp virtual stages, so the first (last) virtual stage builds one Transformer layer less
+  // (megatron/core/transformer/transformer_block.py get_num_layers_to_build).
+  bool embedding_in_pipeline_split = false;
+  bool loss_in_pipeline_split = false;
 };
 
 struct Training {

@@ -204,7 +204,8 @@ ClusterSpec cluster_from_object(const JsonNode& n) {
 
 Parallelism parse_parallelism(const JsonNode& n) {
   n.only_keys({"dp", "tp", "pp", "cp", "vpp", "sequence_parallel", "zero_stage",
-               "zero3_implementation", "schedule", "layers_per_stage"});
+               "zero3_implementation", "schedule", "layers_per_stage",
+               "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
   Parallelism p;
   p.dp = static_cast<int>(n.int_or("dp", 1, 1, 1 << 20));
   p.tp = static_cast<int>(n.int_or("tp", 1, 1, 1 << 12));
@@ -232,6 +233,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
       p.layers_per_stage.push_back(static_cast<int>(item.as_int_in(1, 1 << 20)));
     }
   }
+  p.embedding_in_pipeline_split = n.bool_or("account_for_embedding_in_pipeline_split", false);
+  p.loss_in_pipeline_split = n.bool_or("account_for_loss_in_pipeline_split", false);
   return p;
 }
 
@@ -468,7 +471,31 @@ void validate_scenario(Scenario& s) {
   if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
     fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
   }
-  if (!p.layers_per_stage.empty()) {
+  const int split_extra =
+      (p.embedding_in_pipeline_split ? 1 : 0) + (p.loss_in_pipeline_split ? 1 : 0);
+  const char* split_key = p.embedding_in_pipeline_split
+                              ? "/parallelism/account_for_embedding_in_pipeline_split"
+                              : "/parallelism/account_for_loss_in_pipeline_split";
+  if (split_extra > 0) {
+    const int chunks = p.pp * p.vpp;
+    const int split_layers = m.num_layers + split_extra;
+    if (!p.layers_per_stage.empty()) {
+      fail(split_key,
+           "cannot be combined with parallelism.layers_per_stage (Megatron-Core refuses "
+           "it with an uneven split too)");
+    }
+    if (split_layers % chunks != 0) {
+      fail(split_key, "the model's " + std::to_string(m.num_layers) + " layers + " +
+                          std::to_string(split_extra) + " = " + std::to_string(split_layers) +
+                          " do not split evenly over pp x vpp = " + std::to_string(chunks) +
+                          " virtual stages");
+    }
+    if (split_layers / chunks <= (split_extra == 2 && chunks == 1 ? 2 : 1)) {
+      fail(split_key, "leaves a virtual stage without a Transformer layer (" +
+                          std::to_string(split_layers / chunks) +
+                          " per virtual stage); the simulator needs at least one in each");
+    }
+  } else if (!p.layers_per_stage.empty()) {
     if (static_cast<int>(p.layers_per_stage.size()) != p.pp) {
       fail("/parallelism/layers_per_stage",
            "gives " + plural(static_cast<std::int64_t>(p.layers_per_stage.size()), "stage") +

@@ -4,9 +4,36 @@
 
 namespace clustersim::models {
 
+std::vector<int> layers_per_virtual_stage(const Scenario& s) {
+  const Parallelism& par = s.parallelism;
+  const int pp = par.pp;
+  const int v = std::max(1, par.vpp);
+  std::vector<int> out(static_cast<std::size_t>(pp * v));
+  const int extra =
+      (par.embedding_in_pipeline_split ? 1 : 0) + (par.loss_in_pipeline_split ? 1 : 0);
+  if (extra > 0) {
+    std::fill(out.begin(), out.end(), (s.model.num_layers + extra) / (pp * v));
+    if (par.embedding_in_pipeline_split) --out.front();
+    if (par.loss_in_pipeline_split) --out.back();
+    return out;
+  }
+  const std::vector<int> per_rank = layers_per_stage(s);
+  for (int vs = 0; vs < pp * v; ++vs) {
+    out[static_cast<std::size_t>(vs)] = per_rank[static_cast<std::size_t>(vs % pp)] / v;
+  }
+  return out;
+}
+
 std::vector<int> layers_per_stage(const Scenario& s) {
   const int pp = s.parallelism.pp;
   if (!s.parallelism.layers_per_stage.empty()) return s.parallelism.layers_per_stage;
+  if (s.parallelism.embedding_in_pipeline_split || s.parallelism.loss_in_pipeline_split) {
+    const std::vector<int> chunks = layers_per_virtual_stage(s);
+    std::vector<int> out(static_cast<std::size_t>(pp), 0);
+    for (std::size_t vs = 0; vs < chunks.size(); ++vs)
+      out[vs % static_cast<std::size_t>(pp)] += chunks[vs];
+    return out;
+  }
   // Even split; the loader requires pp x vpp to divide the layers when no split is given, but
   // spread any remainder over the first stages so that the function is total.
   std::vector<int> out(static_cast<std::size_t>(pp), s.model.num_layers / pp);
@@ -21,10 +48,14 @@ bool layer_recomputed(const Scenario& s, int index_in_chunk) {
 
 int recomputed_layers_on_stage(const Scenario& s, int stage) {
   const int v = std::max(1, s.parallelism.vpp);
-  const int per_chunk = layers_per_stage(s).at(static_cast<std::size_t>(stage)) / v;
+  const int pp = s.parallelism.pp;
+  const std::vector<int> chunks = layers_per_virtual_stage(s);
   int n = 0;
-  for (int i = 0; i < per_chunk; ++i) n += layer_recomputed(s, i);
-  return v * n;
+  for (int c = 0; c < v; ++c) {
+    const int layers = chunks.at(static_cast<std::size_t>(c * pp + stage));
+    for (int i = 0; i < layers; ++i) n += layer_recomputed(s, i);
+  }
+  return n;
 }
 
 int recomputed_layers(const Scenario& s) {

@@ -12,6 +12,11 @@ namespace clustersim::models {
 
 // Transformer layers on each pipeline stage (parallelism.layers_per_stage, or an even split).
 std::vector<int> layers_per_stage(const clustersim::Scenario& scenario);
+// Transformer layers of each virtual stage vs = chunk x pp + stage (Megatron-LM's interleaved
+// assignment), pp x vpp of them: the stage's layers split evenly over its chunks, or, with the
+// embedding and/or loss counted in the split, (layers + 1 or 2) / (pp x vpp) each and one less
+// on the first and/or last virtual stage.
+std::vector<int> layers_per_virtual_stage(const clustersim::Scenario& scenario);
 
 // Whether the layer at `index_in_chunk` (0 = the first layer of its pipeline chunk) has its
 // forward pass recomputed: never without full recomputation; with it, when the index is below

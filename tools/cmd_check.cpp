@@ -118,6 +118,13 @@ std::string describe_layout(const Scenario& s) {
   if (p.pp > 1) {
     os << ", " << to_string(p.schedule) << " schedule";
     if (p.vpp > 1) os << " (" << p.vpp << " chunks per rank)";
+    if (p.embedding_in_pipeline_split || p.loss_in_pipeline_split) {
+      os << ", "
+         << (p.embedding_in_pipeline_split && p.loss_in_pipeline_split ? "embedding and loss"
+             : p.embedding_in_pipeline_split                             ? "embedding"
+                                                                         : "loss")
+         << " counted as layers in the split";
+    }
   }
   return os.str();
 }

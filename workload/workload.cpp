@@ -639,13 +639,7 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   const bool ds2021 = zero == 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021;
 
   // Layers per virtual stage and the global index of each one's first layer.
-  std::vector<int> vstage_layers(static_cast<std::size_t>(num_vstages));
-  {
-    const std::vector<int> per_rank = models::layers_per_stage(s);
-    for (int vs = 0; vs < num_vstages; ++vs) {
-      vstage_layers[static_cast<std::size_t>(vs)] = per_rank[static_cast<std::size_t>(vs % p)] / v;
-    }
-  }
+  const std::vector<int> vstage_layers = models::layers_per_virtual_stage(s);
   auto first_layer = [&](int vs) { return static_cast<int>(layer_count(vstage_layers, 0, vs)); };
 
   // Costs of the repeated pieces, computed once.

@@ -39,3 +39,30 @@ TEST_CASE("the interleaved first stage holds p (1 + (p - 1)/(p v)) micro-batches
   CHECK(micro_batches_in_flight(7, 8, 3, 64, PipelineSchedule::interleaved) ==
         Approx(((v - 1) * p + 1) / v));
 }
+
+TEST_CASE("counting the embedding and the loss in the split takes a layer from each end") {
+  // Megatron-Core get_num_layers_to_build: Llama 3.1 405B's 126 layers + embedding + loss = 128
+  // over pp 8 x vpp 8 = 64 virtual stages, 2 each; the first virtual stage (rank 0, chunk 0)
+  // and the last (rank 7, chunk 7) build one Transformer layer fewer.
+  Scenario s;
+  s.model.num_layers = 126;
+  s.parallelism.pp = 8;
+  s.parallelism.vpp = 8;
+  s.parallelism.embedding_in_pipeline_split = true;
+  s.parallelism.loss_in_pipeline_split = true;
+  const std::vector<int> chunks = layers_per_virtual_stage(s);
+  REQUIRE(chunks.size() == 64);
+  CHECK(chunks.front() == 1);
+  CHECK(chunks.back() == 1);
+  for (std::size_t vs = 1; vs + 1 < chunks.size(); ++vs) CHECK(chunks[vs] == 2);
+  // Rank r holds virtual stages r, r + 8, ..., r + 56.
+  CHECK(layers_per_stage(s) == std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15});
+  // Full recomputation of the first layer of each chunk: one per chunk, 8 per rank.
+  s.training.recompute = Recompute::full;
+  s.training.recompute_layers = 1;
+  for (int st = 0; st < 8; ++st) CHECK(recomputed_layers_on_stage(s, st) == 8);
+  // Only the embedding counted: 127 layers over 127 + 1 = 128 -> the first loses one.
+  s.model.num_layers = 127;
+  s.parallelism.loss_in_pipeline_split = false;
+  CHECK(layers_per_stage(s) == std::vector<int>{15, 16, 16, 16, 16, 16, 16, 16});
+}
