@@ -215,6 +215,23 @@ TEST_CASE("TP-overlap SMs need TP overlap and must leave the GEMM some SMs") {
   CHECK_NOTHROW(load(j));
 }
 
+TEST_CASE("Counting the embedding in the pipeline split takes a layer off the first stage") {
+  // 8 layers + the embedding = 9 over pp 3: 3 each, so the first stage builds 2 Transformer
+  // layers and the others 3 (without the option pp 3 does not divide 8 and is refused).
+  nlohmann::json j = small_scenario(3, 1, 1, 3);
+  CHECK_THROWS_AS(load(j), ConfigError);
+  j["parallelism"]["account_for_embedding_in_pipeline_split"] = true;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  REQUIRE(w.stages.size() == 3);
+  CHECK(w.stages[0].layers == 2);
+  CHECK(w.stages[1].layers == 3);
+  CHECK(w.stages[2].layers == 3);
+  // With the loss counted too, 10 over 3: refused.
+  j["parallelism"]["account_for_loss_in_pipeline_split"] = true;
+  CHECK_THROWS_AS(load(j), ConfigError);
+}
+
 TEST_CASE("Every pipeline send has exactly one matching receive") {
   const auto [pp, vpp, schedule] =
       GENERATE(std::make_tuple(4, 1, "1f1b"), std::make_tuple(2, 2, "interleaved"),
