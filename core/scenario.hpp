@@ -132,6 +132,10 @@ struct Parallelism {
   // (megatron/core/transformer/transformer_block.py get_num_layers_to_build).
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
+  // Non-Transformer layers counted in the pipeline split (0, 1 or 2).
+  int layers_added_to_split() const {
+    return (embedding_in_pipeline_split ? 1 : 0) + (loss_in_pipeline_split ? 1 : 0);
+  }
 };
 
 struct Training {

@@ -471,8 +471,7 @@ void validate_scenario(Scenario& s) {
   if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
     fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
   }
-  const int split_extra =
-      (p.embedding_in_pipeline_split ? 1 : 0) + (p.loss_in_pipeline_split ? 1 : 0);
+  const int split_extra = p.layers_added_to_split();
   const char* split_key = p.embedding_in_pipeline_split
                               ? "/parallelism/account_for_embedding_in_pipeline_split"
                               : "/parallelism/account_for_loss_in_pipeline_split";

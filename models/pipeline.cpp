@@ -9,8 +9,7 @@ std::vector<int> layers_per_virtual_stage(const Scenario& s) {
   const int pp = par.pp;
   const int v = std::max(1, par.vpp);
   std::vector<int> out(static_cast<std::size_t>(pp * v));
-  const int extra =
-      (par.embedding_in_pipeline_split ? 1 : 0) + (par.loss_in_pipeline_split ? 1 : 0);
+  const int extra = par.layers_added_to_split();
   if (extra > 0) {
     std::fill(out.begin(), out.end(), (s.model.num_layers + extra) / (pp * v));
     if (par.embedding_in_pipeline_split) --out.front();
@@ -27,7 +26,7 @@ std::vector<int> layers_per_virtual_stage(const Scenario& s) {
 std::vector<int> layers_per_stage(const Scenario& s) {
   const int pp = s.parallelism.pp;
   if (!s.parallelism.layers_per_stage.empty()) return s.parallelism.layers_per_stage;
-  if (s.parallelism.embedding_in_pipeline_split || s.parallelism.loss_in_pipeline_split) {
+  if (s.parallelism.layers_added_to_split() > 0) {
     const std::vector<int> chunks = layers_per_virtual_stage(s);
     std::vector<int> out(static_cast<std::size_t>(pp), 0);
     for (std::size_t vs = 0; vs < chunks.size(); ++vs)
