@@ -48,7 +48,7 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
   CHECK(run(kTool + " calibrate --nccl /nonexistent.log -o /tmp/x.json 2> /dev/null") == 2);
 }
 
-// The full published-runs suite simulates 32 runs, twelve of them on 384 to 2240 ranks (DeepSpeed
+// The full published-runs suite simulates 36 runs, twelve of them on 384 to 2240 ranks (DeepSpeed
 // ZeRO-3 with 1.3 M to 8 M flows each); it takes minutes and is run by `clustersim validate` and
 // validation/REPORT.md, not here. CI runs a fixed subset that touches every mechanism the suite
 // exercises, each case in seconds:
@@ -61,11 +61,20 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
 //   sc21_t2_ptdp_174.6B_384gpu          TP 8 x PP 12 x DP 4 on 48 nodes, 1F1B, all-reduce after
 //                                       the backward pass
 //   sc21_t2_zero3_174.6B_384gpu         DeepSpeed 2021 ZeRO-3 over 384 ranks (about 10 s)
-const std::vector<std::string> kCiCases = {
-    "korthikanti_t5_22B_present",          "korthikanti_t5_175B_fullrecompute",
-    "nemo2407_gpt3-5b_64gpu",              "nemo2407_llama3-70b_64gpu",
-    "megatron_bridge_2511_llama3_8b_8gpu", "sc21_t2_ptdp_174.6B_384gpu",
-    "sc21_t2_zero3_174.6B_384gpu"};
+//   nemo2407_nemotron-340b_128gpu       squared-ReLU MLP, GQA, BF16 Adam state, selective
+//                                       recomputation, PP 8 x 12 chunks
+//   megatron_bridge_2511_llama31_405b_1024gpu
+//                                       embedding and loss counted in the pipeline split over
+//                                       64 virtual stages, CP 2, 1024 GPUs
+const std::vector<std::string> kCiCases = {"korthikanti_t5_22B_present",
+                                           "korthikanti_t5_175B_fullrecompute",
+                                           "nemo2407_gpt3-5b_64gpu",
+                                           "nemo2407_llama3-70b_64gpu",
+                                           "megatron_bridge_2511_llama3_8b_8gpu",
+                                           "sc21_t2_ptdp_174.6B_384gpu",
+                                           "sc21_t2_zero3_174.6B_384gpu",
+                                           "nemo2407_nemotron-340b_128gpu",
+                                           "megatron_bridge_2511_llama31_405b_1024gpu"};
 
 TEST_CASE("validate simulates the CI subset of published runs and the nccl-tests table", "[slow]") {
   const auto out = std::filesystem::temp_directory_path() / "clustersim-test-validate.json";
