@@ -341,28 +341,20 @@ void parse_drift(const JsonNode& n, FaultsConfig& f) {
 
 const char* to_string(FaultKind k) {
   switch (k) {
-    case FaultKind::gpu_slowdown:
-      return "gpu_slowdown";
-    case FaultKind::link_degraded:
-      return "link_degraded";
-    case FaultKind::link_down:
-      return "link_down";
-    case FaultKind::node_lost:
-      return "node_lost";
+    case FaultKind::gpu_slowdown: return "gpu_slowdown";
+    case FaultKind::link_degraded: return "link_degraded";
+    case FaultKind::link_down: return "link_down";
+    case FaultKind::node_lost: return "node_lost";
   }
   return "?";
 }
 
 const char* to_string(IntervalPolicy p) {
   switch (p) {
-    case IntervalPolicy::fixed:
-      return "fixed";
-    case IntervalPolicy::young:
-      return "young";
-    case IntervalPolicy::daly:
-      return "daly";
-    case IntervalPolicy::none:
-      return "none";
+    case IntervalPolicy::fixed: return "fixed";
+    case IntervalPolicy::young: return "young";
+    case IntervalPolicy::daly: return "daly";
+    case IntervalPolicy::none: return "none";
   }
   return "?";
 }
@@ -373,13 +365,10 @@ const char* to_string(SaveMode m) {
 
 std::string ScriptedFault::target() const {
   switch (kind) {
-    case FaultKind::gpu_slowdown:
-      return "rank " + std::to_string(rank);
+    case FaultKind::gpu_slowdown: return "rank " + std::to_string(rank);
     case FaultKind::link_degraded:
-    case FaultKind::link_down:
-      return "link " + link;
-    case FaultKind::node_lost:
-      return "node " + std::to_string(node);
+    case FaultKind::link_down: return "link " + link;
+    case FaultKind::node_lost: return "node " + std::to_string(node);
   }
   return "?";
 }
@@ -543,9 +532,7 @@ StepFaults parse_step_faults(const Scenario& scenario, const FaultContext& conte
         out.links.push_back({e.link, e.factor, e.kind == FaultKind::link_down, e.from_s,
                              std::isfinite(e.until_s) ? e.until_s : 0.0});
         break;
-      case FaultKind::node_lost:
-        out.lost_nodes.push_back({e.node, e.from_s});
-        break;
+      case FaultKind::node_lost: out.lost_nodes.push_back({e.node, e.from_s}); break;
     }
   }
   return out;
@@ -563,9 +550,7 @@ StepFaults step_faults_at(const std::vector<ScriptedFault>& events, double t_s) 
       case FaultKind::link_down:
         out.links.push_back({e.link, e.factor, e.kind == FaultKind::link_down, 0.0, 0.0});
         break;
-      case FaultKind::node_lost:
-        out.lost_nodes.push_back({e.node, 0.0});
-        break;
+      case FaultKind::node_lost: out.lost_nodes.push_back({e.node, 0.0}); break;
     }
   }
   return out;

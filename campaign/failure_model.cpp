@@ -100,26 +100,19 @@ std::vector<FailureCause> rsc_causes(double per_1000_node_days, const char* clus
 
 const char* to_string(FailureUnit u) {
   switch (u) {
-    case FailureUnit::gpu:
-      return "gpu";
-    case FailureUnit::node:
-      return "node";
-    case FailureUnit::nic:
-      return "nic";
-    case FailureUnit::job:
-      return "job";
+    case FailureUnit::gpu: return "gpu";
+    case FailureUnit::node: return "node";
+    case FailureUnit::nic: return "nic";
+    case FailureUnit::job: return "job";
   }
   return "?";
 }
 
 const char* to_string(Detection d) {
   switch (d) {
-    case Detection::crash:
-      return "crash";
-    case Detection::network:
-      return "network";
-    case Detection::hang:
-      return "hang";
+    case Detection::crash: return "crash";
+    case Detection::network: return "network";
+    case Detection::hang: return "hang";
   }
   return "?";
 }

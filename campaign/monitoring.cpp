@@ -140,8 +140,7 @@ Monitoring monitor_trial(const CampaignModel& model, const TrialTrace& trace, do
         power_fraction = kCommKernelPowerFraction;
         break;
       case Phase::checkpoint:
-      case Phase::restarting:
-        break;
+      case Phase::restarting: break;
     }
     row.gpu_util = std::clamp(row.gpu_util, 0.0, 1.0);
     const double power_W = kIdle_W + (kTdp_W - kIdle_W) * std::clamp(power_fraction, 0.0, 1.0);

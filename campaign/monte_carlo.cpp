@@ -287,11 +287,8 @@ TrialResult Trial::run() {
     }
 
     switch (best) {
-      case EventKind::limit:
-        break;
-      case EventKind::done:
-        p_ = m_.productive_s;
-        break;
+      case EventKind::limit: break;
+      case EventKind::done: p_ = m_.productive_s; break;
       case EventKind::failure: {
         const auto i = rng_.pick(m_.causes, m_.failure_rate_per_s, cause_weight);
         const auto& c = m_.causes[i];
@@ -405,12 +402,9 @@ TrialResult Trial::run() {
 
 double detection_for(Detection d, const CampaignModel& m) {
   switch (d) {
-    case Detection::crash:
-      return m.crash_detection_s;
-    case Detection::network:
-      return m.network_detection_s;
-    case Detection::hang:
-      return m.watchdog_s;
+    case Detection::crash: return m.crash_detection_s;
+    case Detection::network: return m.network_detection_s;
+    case Detection::hang: return m.watchdog_s;
   }
   return 0;
 }
@@ -435,14 +429,10 @@ double wall_for(double age, double dp, double k, double g) {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::running:
-      return "running";
-    case Phase::checkpoint:
-      return "checkpoint";
-    case Phase::hung:
-      return "hung";
-    case Phase::restarting:
-      return "restarting";
+    case Phase::running: return "running";
+    case Phase::checkpoint: return "checkpoint";
+    case Phase::hung: return "hung";
+    case Phase::restarting: return "restarting";
   }
   return "?";
 }
@@ -492,18 +482,10 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
     ResolvedCause r;
     r.name = c.name;
     switch (c.unit) {
-      case FailureUnit::gpu:
-        r.units = m.gpus;
-        break;
-      case FailureUnit::node:
-        r.units = m.nodes;
-        break;
-      case FailureUnit::nic:
-        r.units = m.nics;
-        break;
-      case FailureUnit::job:
-        r.units = 1;
-        break;
+      case FailureUnit::gpu: r.units = m.gpus; break;
+      case FailureUnit::node: r.units = m.nodes; break;
+      case FailureUnit::nic: r.units = m.nics; break;
+      case FailureUnit::job: r.units = 1; break;
     }
     r.rate_per_s = c.rate_per_unit_hour * r.units / kSecondsPerHour;
     r.detection = c.detection;
@@ -529,12 +511,8 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
   const double rollback_rate = m.failure_rate_per_s + m.spike_rate_per_progress_s;
   m.rollback_mtbf_s = rollback_rate > 0 ? 1.0 / rollback_rate : kInfinity;
   switch (checkpoint.policy) {
-    case IntervalPolicy::none:
-      m.interval_s = kInfinity;
-      break;
-    case IntervalPolicy::fixed:
-      m.interval_s = checkpoint.fixed_interval_s;
-      break;
+    case IntervalPolicy::none: m.interval_s = kInfinity; break;
+    case IntervalPolicy::fixed: m.interval_s = checkpoint.fixed_interval_s; break;
     case IntervalPolicy::young:
     case IntervalPolicy::daly:
       if (std::isfinite(m.rollback_mtbf_s)) {

@@ -80,12 +80,9 @@ std::string JsonNode::child_pointer(std::string_view key) const {
 
 std::string JsonNode::describe() const {
   switch (value_->type()) {
-    case nlohmann::json::value_t::object:
-      return "an object";
-    case nlohmann::json::value_t::array:
-      return "an array";
-    case nlohmann::json::value_t::null:
-      return "null";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "an array";
+    case nlohmann::json::value_t::null: return "null";
     default: {
       std::string text = value_->dump();
       if (text.size() > 60) text = text.substr(0, 57) + "...";
@@ -225,7 +222,9 @@ std::int64_t JsonNode::int_or(std::string_view key, std::int64_t fallback, std::
   return node ? node->as_int_in(min, max) : fallback;
 }
 
-double JsonNode::positive_at(std::string_view key) const { return at(key).as_positive(); }
+double JsonNode::positive_at(std::string_view key) const {
+  return at(key).as_positive();
+}
 
 double JsonNode::positive_or(std::string_view key, double fallback) const {
   const auto node = find(key);
@@ -251,7 +250,9 @@ bool JsonNode::bool_or(std::string_view key, bool fallback) const {
   return node ? node->as_bool() : fallback;
 }
 
-std::string JsonNode::string_at(std::string_view key) const { return at(key).as_string(); }
+std::string JsonNode::string_at(std::string_view key) const {
+  return at(key).as_string();
+}
 
 std::string JsonNode::string_or(std::string_view key, std::string fallback) const {
   const auto node = find(key);
@@ -274,8 +275,8 @@ JsonDocument::JsonDocument(std::unique_ptr<nlohmann::json> value,
 
 JsonDocument JsonDocument::parse(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
-  bool blank = std::all_of(text.begin(), text.end(),
-                           [](unsigned char c) { return std::isspace(c) != 0; });
+  bool blank =
+      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
   if (blank) throw ConfigError(name, "", "the file is empty; expected a JSON object");
   try {
     auto value = std::make_unique<nlohmann::json>(nlohmann::json::parse(text));
@@ -310,6 +311,8 @@ JsonDocument JsonDocument::load(const std::string& path) {
   return parse(buffer.str(), path);
 }
 
-JsonNode JsonDocument::root() const { return JsonNode(*value_, file_, ""); }
+JsonNode JsonDocument::root() const {
+  return JsonNode(*value_, file_, "");
+}
 
 }  // namespace clustersim

@@ -57,17 +57,35 @@ double NcclSettings::ib_hang_detection_s() const {
 }
 
 const std::vector<std::string>& known_nccl_variables() {
-  static const std::vector<std::string> names = {
-      "NCCL_ALGO",          "NCCL_PROTO",           "NCCL_MIN_NCHANNELS",
-      "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",        "NCCL_MAX_CTAS",
-      "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ",    "NCCL_P2P_LEVEL",
-      "NCCL_P2P_DISABLE",   "NCCL_SHM_DISABLE",     "NCCL_BUFFSIZE",
-      "NCCL_NVLS_ENABLE",   "NCCL_IB_TIMEOUT",      "NCCL_IB_RETRY_CNT",
-      "NCCL_IB_SL",         "NCCL_IB_TC",           "NCCL_IB_HCA",
-      "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_DISABLE", "NCCL_NSOCKS_PERTHREAD",
-      "NCCL_SOCKET_NTHREADS", "NCCL_SOCKET_IFNAME", "NCCL_CROSS_NIC",
-      "NCCL_DEBUG",         "NCCL_DEBUG_SUBSYS",    "NCCL_NTHREADS",
-      "NCCL_CHECKS_DISABLE", "NCCL_LAUNCH_MODE"};
+  static const std::vector<std::string> names = {"NCCL_ALGO",
+                                                 "NCCL_PROTO",
+                                                 "NCCL_MIN_NCHANNELS",
+                                                 "NCCL_MAX_NCHANNELS",
+                                                 "NCCL_MIN_CTAS",
+                                                 "NCCL_MAX_CTAS",
+                                                 "NCCL_NET_GDR_LEVEL",
+                                                 "NCCL_NET_GDR_READ",
+                                                 "NCCL_P2P_LEVEL",
+                                                 "NCCL_P2P_DISABLE",
+                                                 "NCCL_SHM_DISABLE",
+                                                 "NCCL_BUFFSIZE",
+                                                 "NCCL_NVLS_ENABLE",
+                                                 "NCCL_IB_TIMEOUT",
+                                                 "NCCL_IB_RETRY_CNT",
+                                                 "NCCL_IB_SL",
+                                                 "NCCL_IB_TC",
+                                                 "NCCL_IB_HCA",
+                                                 "NCCL_IB_QPS_PER_CONNECTION",
+                                                 "NCCL_IB_DISABLE",
+                                                 "NCCL_NSOCKS_PERTHREAD",
+                                                 "NCCL_SOCKET_NTHREADS",
+                                                 "NCCL_SOCKET_IFNAME",
+                                                 "NCCL_CROSS_NIC",
+                                                 "NCCL_DEBUG",
+                                                 "NCCL_DEBUG_SUBSYS",
+                                                 "NCCL_NTHREADS",
+                                                 "NCCL_CHECKS_DISABLE",
+                                                 "NCCL_LAUNCH_MODE"};
   return names;
 }
 
@@ -211,16 +229,20 @@ NcclSettings parse_nccl_settings(const JsonNode& node) {
     const std::string text = value_text(value);
     s.given[name] = text;
     if (name == "NCCL_ALGO") {
-      s.algos = parse_name_list<NcclAlgo>(
-          value,
-          {{"Ring", NcclAlgo::ring}, {"Tree", NcclAlgo::tree}, {"NVLS", NcclAlgo::nvls},
-           {"NVLSTree", NcclAlgo::nvls_tree}, {"CollnetDirect", NcclAlgo::collnet_direct},
-           {"CollnetChain", NcclAlgo::collnet_chain}, {"PAT", NcclAlgo::pat}},
-          "NCCL algorithm");
+      s.algos = parse_name_list<NcclAlgo>(value,
+                                          {{"Ring", NcclAlgo::ring},
+                                           {"Tree", NcclAlgo::tree},
+                                           {"NVLS", NcclAlgo::nvls},
+                                           {"NVLSTree", NcclAlgo::nvls_tree},
+                                           {"CollnetDirect", NcclAlgo::collnet_direct},
+                                           {"CollnetChain", NcclAlgo::collnet_chain},
+                                           {"PAT", NcclAlgo::pat}},
+                                          "NCCL algorithm");
       note(name, text, true, "restricts the algorithms the cost model may choose");
     } else if (name == "NCCL_PROTO") {
       s.protos = parse_name_list<NcclProto>(
-          value, {{"LL", NcclProto::ll}, {"LL128", NcclProto::ll128}, {"Simple", NcclProto::simple}},
+          value,
+          {{"LL", NcclProto::ll}, {"LL128", NcclProto::ll128}, {"Simple", NcclProto::simple}},
           "NCCL protocol");
       note(name, text, true, "restricts the protocols the cost model may choose");
     } else if (name == "NCCL_MIN_NCHANNELS" || name == "NCCL_MIN_CTAS" ||
@@ -249,7 +271,7 @@ NcclSettings parse_nccl_settings(const JsonNode& node) {
       s.buffsize_bytes = static_cast<double>(parse_integer(value, 1024, 1L << 31));
       note(name, text, true, "sets the chunk size of pipelined collective steps");
     } else if (name == "NCCL_NVLS_ENABLE") {
-      s.nvls_enable = parse_integer(value, 0, 2) == 1 ? std::optional<bool>(true)
+      s.nvls_enable = parse_integer(value, 0, 2) == 1   ? std::optional<bool>(true)
                       : parse_integer(value, 0, 2) == 0 ? std::optional<bool>(false)
                                                         : std::nullopt;
       note(name, text, true, "enables or disables NVLink SHARP algorithms");
@@ -280,8 +302,9 @@ NcclSettings parse_nccl_settings(const JsonNode& node) {
            "has QoS lanes separating competing traffic, which the cluster model does not have");
     } else if (name == "NCCL_IB_QPS_PER_CONNECTION") {
       parse_integer(value, 1, 128);
-      note(name, text, false, "queue pairs per connection; flow-level sharing is not modelled "
-                              "per queue pair");
+      note(name, text, false,
+           "queue pairs per connection; flow-level sharing is not modelled "
+           "per queue pair");
     } else {
       note(name, text, false, "has no effect on simulated time");
     }

@@ -38,12 +38,12 @@ struct NcclSettings {
   // NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS after capping at NCCL's MAXCHANNELS (0 = automatic).
   int min_channels = 0;
   int max_channels = 0;
-  std::optional<PathLevel> net_gdr_level;  // NCCL_NET_GDR_LEVEL (unset = NCCL's default PXB)
-  std::optional<PathLevel> p2p_level;      // NCCL_P2P_LEVEL (unset = NCCL's default)
+  std::optional<PathLevel> net_gdr_level;     // NCCL_NET_GDR_LEVEL (unset = NCCL's default PXB)
+  std::optional<PathLevel> p2p_level;         // NCCL_P2P_LEVEL (unset = NCCL's default)
   double buffsize_bytes = 4.0 * 1024 * 1024;  // NCCL_BUFFSIZE, default 4 MiB (env.rst)
   std::optional<bool> nvls_enable;            // NCCL_NVLS_ENABLE (unset = automatic)
-  int ib_timeout = 20;    // NCCL_IB_TIMEOUT exponent; default 20 since NCCL 2.23 (env.rst)
-  int ib_retry_cnt = 7;   // NCCL_IB_RETRY_CNT after capping at the hardware's 7 (env.rst)
+  int ib_timeout = 20;   // NCCL_IB_TIMEOUT exponent; default 20 since NCCL 2.23 (env.rst)
+  int ib_retry_cnt = 7;  // NCCL_IB_RETRY_CNT after capping at the hardware's 7 (env.rst)
   int ib_retry_cnt_given = 7;
   // Per-setting notes (modelled or not, and why) and warnings such as values that were capped.
   std::vector<NcclSettingNote> notes;

@@ -28,12 +28,9 @@ double bytes_per_element(Dtype d) {
 
 const char* to_string(FfnKind k) {
   switch (k) {
-    case FfnKind::gelu:
-      return "gelu";
-    case FfnKind::swiglu:
-      return "swiglu";
-    case FfnKind::squared_relu:
-      return "squared_relu";
+    case FfnKind::gelu: return "gelu";
+    case FfnKind::swiglu: return "swiglu";
+    case FfnKind::squared_relu: return "squared_relu";
   }
   return "?";
 }
@@ -56,7 +53,9 @@ const char* to_string(PipelineSchedule s) {
   return "?";
 }
 
-const char* to_string(Compression c) { return c == Compression::none ? "none" : "onebit_adam"; }
+const char* to_string(Compression c) {
+  return c == Compression::none ? "none" : "onebit_adam";
+}
 
 const char* to_string(AttentionKernel k) {
   return k == AttentionKernel::flash ? "flash" : "unfused";

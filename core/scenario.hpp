@@ -49,10 +49,10 @@ struct ModelSpec {
   int vocab = 0;
   int max_seq_len = 0;
   FfnKind ffn = FfnKind::gelu;
-  bool tied_embeddings = false;        // LM head shares the input embedding matrix
+  bool tied_embeddings = false;              // LM head shares the input embedding matrix
   bool learned_position_embeddings = false;  // GPT-style absolute positions (RoPE otherwise)
-  bool linear_biases = false;          // biases on the linear layers (GPT) or not (Llama)
-  std::string norm = "layernorm";      // "layernorm" (weight+bias) or "rmsnorm" (weight only)
+  bool linear_biases = false;                // biases on the linear layers (GPT) or not (Llama)
+  std::string norm = "layernorm";            // "layernorm" (weight+bias) or "rmsnorm" (weight only)
   int head_dim() const { return hidden / num_heads; }
 };
 
@@ -69,7 +69,7 @@ struct GpuSpec {
   // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
   // or one relative to the data root; "" = the default (H100/H800) calibration.
   std::string compute_calibration;
-  double peak(Dtype d) const;          // throws std::out_of_range with the dtype name if absent
+  double peak(Dtype d) const;  // throws std::out_of_range with the dtype name if absent
 };
 
 enum class FabricKind { fat_tree };
@@ -77,10 +77,10 @@ enum class FabricKind { fat_tree };
 // The network between nodes.
 struct FabricSpec {
   FabricKind kind = FabricKind::fat_tree;
-  int nodes_per_leaf = 0;        // nodes whose NICs (of one rail, if rail-optimized) share a leaf
-  double oversubscription = 1;   // leaf downlink : uplink bandwidth ratio (1 = non-blocking)
-  double nic_latency_s = 0;      // NIC + cable, one hop
-  double switch_latency_s = 0;   // per switch traversal
+  int nodes_per_leaf = 0;       // nodes whose NICs (of one rail, if rail-optimized) share a leaf
+  double oversubscription = 1;  // leaf downlink : uplink bandwidth ratio (1 = non-blocking)
+  double nic_latency_s = 0;     // NIC + cable, one hop
+  double switch_latency_s = 0;  // per switch traversal
 };
 
 struct ClusterSpec {
@@ -89,12 +89,12 @@ struct ClusterSpec {
   GpuSpec gpu;
   int nodes = 0;
   int gpus_per_node = 0;
-  int nics_per_node = 0;         // 8 on a rail-optimized HGX node, 1 in the seed as written
-  double nic_Bps = 0;            // per NIC, one direction
-  bool rail_optimized = false;   // NIC i of every node on leaf/plane i
-  double nvlink_Bps = 0;         // per GPU, one direction, into the NVSwitch
+  int nics_per_node = 0;        // 8 on a rail-optimized HGX node, 1 in the seed as written
+  double nic_Bps = 0;           // per NIC, one direction
+  bool rail_optimized = false;  // NIC i of every node on leaf/plane i
+  double nvlink_Bps = 0;        // per GPU, one direction, into the NVSwitch
   double nvlink_latency_s = 0;
-  bool gpudirect_rdma = true;    // whether NICs can read GPU memory directly
+  bool gpudirect_rdma = true;  // whether NICs can read GPU memory directly
   FabricSpec fabric;
   // `clustersim calibrate -o` file whose network fits replace NCCL's cost model for the
   // collectives it measured (path as resolved by the loader; "" = none).
@@ -169,9 +169,9 @@ struct Training {
   // DistributedFusedAdam's `dtype` to it (NeMo optim.dtype: bf16), which then keeps its
   // parameter copy (store_params, default True), m and v in BF16.
   Dtype optimizer_state_dtype = Dtype::fp32;
-  bool overlap_grad_reduce = true;  // DP reduction overlapped with the backward pass
-  bool overlap_param_gather = true; // ZeRO parameter all-gather overlapped (prefetched)
-  double grad_bucket_bytes = 0;     // DP bucket size
+  bool overlap_grad_reduce = true;      // DP reduction overlapped with the backward pass
+  bool overlap_param_gather = true;     // ZeRO parameter all-gather overlapped (prefetched)
+  double grad_bucket_bytes = 0;         // DP bucket size
   bool reduce_per_micro_batch = false;  // DP reduction after every micro-batch (no accumulation)
 };
 
@@ -202,17 +202,17 @@ struct RawSection {
 // Faults injected into one simulated step (parsed from the scenario's "faults" section by
 // campaign/, consumed by the step simulator in sim/).
 struct GpuSlowdown {
-  int rank = 0;               // global rank whose GPU runs slower
-  double speed_factor = 1;    // (0, 1]: 0.5 = half speed
-  double from_s = 0;          // simulated time the slowdown starts
-  std::string cause;          // e.g. "ECC down-clocking"
+  int rank = 0;             // global rank whose GPU runs slower
+  double speed_factor = 1;  // (0, 1]: 0.5 = half speed
+  double from_s = 0;        // simulated time the slowdown starts
+  std::string cause;        // e.g. "ECC down-clocking"
 };
 struct LinkFault {
-  std::string link;           // link name as the cluster graph names it (topologies/)
+  std::string link;             // link name as the cluster graph names it (topologies/)
   double bandwidth_factor = 1;  // remaining fraction of bandwidth (0 with down = true)
-  bool down = false;          // link unusable: collectives crossing it hang
+  bool down = false;            // link unusable: collectives crossing it hang
   double from_s = 0;
-  double until_s = 0;         // 0 = until the end
+  double until_s = 0;  // 0 = until the end
 };
 struct NodeLoss {
   int node = 0;
@@ -226,7 +226,7 @@ struct StepFaults {
 };
 
 struct Scenario {
-  std::string file;         // where it was loaded from
+  std::string file;  // where it was loaded from
   std::string name;
   std::string description;
   ModelSpec model;

@@ -114,8 +114,8 @@ void legend_entry(std::ostringstream& os, const Axes& a, int row, const char* co
                   const std::string& name) {
   const double x = a.width - kMarginRight + 12, y = kMarginTop + 10 + row * 18;
   os << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 9) << "\" width=\"12\" height=\"10\" fill=\""
-     << colour << "\"/>\n<text x=\"" << num(x + 18) << "\" y=\"" << num(y) << "\">"
-     << escape(name) << "</text>\n";
+     << colour << "\"/>\n<text x=\"" << num(x + 18) << "\" y=\"" << num(y) << "\">" << escape(name)
+     << "</text>\n";
 }
 
 }  // namespace
@@ -215,7 +215,7 @@ std::string stacked_bars(const Axes& a, const std::vector<std::string>& segment_
     top_value = std::max(top_value, sum);
   }
   if (!(top_value > 0)) top_value = 1;
-  const Frame f{0, 1, a.y_min.value_or(0), a.y_max.value_or(top_value * 1.05), a.width,
+  const Frame f{0,        1,    a.y_min.value_or(0), a.y_max.value_or(top_value * 1.05), a.width,
                 a.height, false};
   std::ostringstream os;
   header(os, a);
@@ -229,9 +229,8 @@ std::string stacked_bars(const Axes& a, const std::vector<std::string>& segment_
     for (std::size_t k = 0; k < bars[i].values.size(); ++k) {
       const double v = std::max(bars[i].values[k], 0.0);
       os << "<rect x=\"" << num(x) << "\" y=\"" << num(f.py(base + v)) << "\" width=\""
-         << num(bar_width) << "\" height=\"" << num(f.py(base) - f.py(base + v))
-         << "\" fill=\"" << kPalette[k % kPaletteSize] << "\"><title>"
-         << escape(bars[i].label) << ": "
+         << num(bar_width) << "\" height=\"" << num(f.py(base) - f.py(base + v)) << "\" fill=\""
+         << kPalette[k % kPaletteSize] << "\"><title>" << escape(bars[i].label) << ": "
          << escape(k < segment_names.size() ? segment_names[k] : "") << " " << tick_label(v)
          << "</title></rect>\n";
       base += v;

@@ -17,8 +17,8 @@ struct Point {
 struct Series {
   std::string name;
   std::vector<Point> points;
-  bool line = true;     // connect the points
-  bool markers = false; // draw a dot at each point
+  bool line = true;      // connect the points
+  bool markers = false;  // draw a dot at each point
 };
 
 // A vertical line across the plot at x, e.g. a failure or a checkpoint.
@@ -31,8 +31,8 @@ struct Axes {
   std::string title;
   std::string x_label;
   std::string y_label;
-  bool x_log2 = false;           // logarithmic x axis, base 2 (GPU counts)
-  std::optional<double> y_min;   // fixed y range (otherwise from the data, including 0)
+  bool x_log2 = false;          // logarithmic x axis, base 2 (GPU counts)
+  std::optional<double> y_min;  // fixed y range (otherwise from the data, including 0)
   std::optional<double> y_max;
   double width = 800;
   double height = 480;
@@ -44,8 +44,8 @@ std::string line_chart(const Axes& axes, const std::vector<Series>& series,
                        const std::vector<Marker>& markers = {}, bool identity_line = false);
 
 struct BarGroup {
-  std::string label;            // one bar
-  std::vector<double> values;   // stacked segments, in the order of `segment_names`
+  std::string label;           // one bar
+  std::vector<double> values;  // stacked segments, in the order of `segment_names`
 };
 
 // Stacked bar chart: one bar per group, segments stacked bottom-up.

@@ -35,8 +35,8 @@ double interpolate_log2(const std::vector<Point>& points, X x_of, double x) {
 }  // namespace
 
 double GemmEfficiencyCurve::at(double min_dim) const {
-  const double e =
-      interpolate_log2(points, [](const EfficiencyPoint& p) { return p.min_dim; }, min_dim);
+  const double e = interpolate_log2(
+      points, [](const EfficiencyPoint& p) { return p.min_dim; }, min_dim);
   return std::min(e, best_shape_efficiency);
 }
 
@@ -97,8 +97,7 @@ double measured_efficiency(const JsonNode& node, std::vector<std::string> extra_
 // A non-empty array of measured points, each {x_key, "tflops", "peak_tflops", "source"}, in
 // strictly increasing x_key; `x` is the member that holds it.
 template <typename Point>
-std::vector<Point> load_points(const JsonNode& points, const std::string& x_key,
-                               double Point::*x) {
+std::vector<Point> load_points(const JsonNode& points, const std::string& x_key, double Point::*x) {
   if (!points.is_array() || points.items().empty()) {
     points.fail("expected a non-empty array of calibration points");
   }
@@ -287,8 +286,7 @@ OpCost ComputeCostModel::batched_gemm(const GemmShape& shape, Dtype dtype, doubl
   return roofline(batch * shape.flops(), gpu_.peak(dtype) * gemm_efficiency(shape, dtype), bytes);
 }
 
-OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype,
-                                   double seq_len) const {
+OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
   return roofline(flops, gpu_.peak(d) * attention_efficiency(d, seq_len), bytes);
 }

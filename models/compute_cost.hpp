@@ -58,7 +58,7 @@ struct AttentionEfficiencyCurve {
 struct ComputeCalibration {
   std::string file;                           // where it was loaded from
   std::map<Dtype, GemmEfficiencyCurve> gemm;  // bf16, fp16, fp8
-  std::string attention_kernel;  // e.g. "cuDNN fused attention, head dimension 128"
+  std::string attention_kernel;               // e.g. "cuDNN fused attention, head dimension 128"
   std::map<Dtype, AttentionEfficiencyCurve> attention_efficiency;  // bf16, fp16 (fp8 runs bf16)
   // Backward kernel, when measured separately (FLOPs counted as 2.5x the forward's); absent:
   // the forward efficiency (e.g. a combined forward + backward benchmark).

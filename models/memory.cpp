@@ -140,31 +140,29 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
   const double s = seq_len;
   const double mlp_tensors = m.ffn == FfnKind::swiglu ? 3.0 : 2.0;
   ActivationCoefficients c;
-  c.replicated_per_token = kActivationBytes * 2 * h          // the two norm inputs
-                           + kActivationBytes * 2 * h        // QKV input and first-MLP input
+  c.replicated_per_token = kActivationBytes * 2 * h                 // the two norm inputs
+                           + kActivationBytes * 2 * h               // QKV input and first-MLP input
                            + (dropout ? kMaskBytes * 2 * h : 0.0);  // attention and MLP masks
   c.sharded_per_token = kActivationBytes * (2 * h + 2 * kv)  // Q, K, V, output-projection input
                         + kActivationBytes * mlp_tensors * f;
   if (fp8_linears) {
     const double fp8_saving = kActivationBytes - kFp8ActivationBytes;
-    c.replicated_per_token -= fp8_saving * 2 * h;  // QKV and first-MLP inputs
-    c.sharded_per_token -= fp8_saving * f;          // second-MLP input
+    c.replicated_per_token -= fp8_saving * 2 * h;                   // QKV and first-MLP inputs
+    c.sharded_per_token -= fp8_saving * f;                          // second-MLP input
     c.sharded_per_token += kFp8ActivationBytes * a * m.head_dim();  // output-projection copy
   }
   if (attention == AttentionKernel::flash) {
     c.sharded_per_token += kFlashSoftmaxStatsBytes * a;
   } else {
     // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
-    c.scores_per_token =
-        (dropout ? 2 * kActivationBytes + kMaskBytes : kActivationBytes) * a * s;
+    c.scores_per_token = (dropout ? 2 * kActivationBytes + kMaskBytes : kActivationBytes) * a * s;
   }
   return c;
 }
 
 LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::int64_t micro_batch,
                                         int tp, bool sp, Recompute recompute,
-                                        AttentionKernel attention, bool dropout,
-                                        bool fp8_linears) {
+                                        AttentionKernel attention, bool dropout, bool fp8_linears) {
   const ActivationCoefficients c =
       activation_coefficients(m, seq_len, attention, dropout, fp8_linears);
   const double tokens = static_cast<double>(seq_len) * static_cast<double>(micro_batch);
@@ -177,9 +175,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::in
   const double scores = tokens * c.scores_per_token / t;
   LayerActivations out;
   switch (recompute) {
-    case Recompute::none:
-      out.stored = no_recompute;
-      break;
+    case Recompute::none: out.stored = no_recompute; break;
     case Recompute::selective:
       // Table 2: sbh(10 + 24/t) with TP, sbh 34/t with TP+SP: the score tensors are recomputed.
       out.stored = no_recompute - scores;
@@ -225,13 +221,13 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
   const int seq_per_gpu = std::max(1, tr.seq_len / cp);
 
   const bool fp8_linears = tr.precision == Dtype::fp8;
-  const LayerActivations act = layer_activation_bytes(
-      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, tr.recompute, tr.attention,
-      tr.dropout, fp8_linears);
+  const LayerActivations act =
+      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel,
+                             tr.recompute, tr.attention, tr.dropout, fp8_linears);
   // Layers left out of a partial full recomputation (training.recompute_layers) keep theirs.
-  const LayerActivations kept = layer_activation_bytes(
-      m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel, Recompute::none, tr.attention,
-      tr.dropout, fp8_linears);
+  const LayerActivations kept =
+      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel,
+                             Recompute::none, tr.attention, tr.dropout, fp8_linears);
 
   // NCCL channels for collectives.
   const NcclSettings& nccl = s.comm.nccl;
@@ -294,8 +290,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
                          grad_shard;
     st.optimizer_bytes =
         st.parameters * adam_state_bytes_per_param(tr.optimizer_state_dtype) / opt_shard;
-    if (par.zero_stage >= 3 &&
-        par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
+    if (par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
       // DeepSpeed 2021 gathers one weight matrix at a time and waits for it (no prefetch in
       // flight; workload/workload.cpp), and each gradient lives until it is copied into the
       // reduction bucket (counted with the DP buckets).
@@ -374,8 +369,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
       (tr.recompute == Recompute::full && tr.recompute_layers > 0
            ? " of the first " + std::to_string(tr.recompute_layers) + " layer(s) of each chunk"
            : std::string()) +
-      ", " +
-      fmt(est.stages.front().micro_batches_in_flight, 2) + " micro-batch(es) in flight on stage 0");
+      ", " + fmt(est.stages.front().micro_batches_in_flight, 2) +
+      " micro-batch(es) in flight on stage 0");
   est.assumptions.push_back("NCCL buffers: " + std::to_string(collective_comms) +
                             " collective communicator(s) x " + std::to_string(channels) +
                             " channels" + (pp > 1 ? " + pipeline p2p" : ""));

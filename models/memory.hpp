@@ -27,8 +27,8 @@ struct ActivationCoefficients {
 // `fp8_linears`: FP8 linear layers (Transformer Engine) keep their inputs in FP8 for the
 // weight-gradient GEMM.
 ActivationCoefficients activation_coefficients(const clustersim::ModelSpec& model, int seq_len,
-                                              clustersim::AttentionKernel attention,
-                                              bool dropout = true, bool fp8_linears = false);
+                                               clustersim::AttentionKernel attention,
+                                               bool dropout = true, bool fp8_linears = false);
 
 // Activation bytes of one Transformer layer for one micro-batch of `micro_batch` sequences on
 // one GPU: `stored` lives from the layer's forward to its backward; `transient` is the working
@@ -40,8 +40,8 @@ struct LayerActivations {
 LayerActivations layer_activation_bytes(const clustersim::ModelSpec& model, int seq_len,
                                         std::int64_t micro_batch, int tp, bool sequence_parallel,
                                         clustersim::Recompute recompute,
-                                        clustersim::AttentionKernel attention,
-                                        bool dropout = true, bool fp8_linears = false);
+                                        clustersim::AttentionKernel attention, bool dropout = true,
+                                        bool fp8_linears = false);
 
 // Assumptions about what part of the HBM a training job can use.
 struct HbmReserve {

@@ -80,10 +80,8 @@ double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_ba
   const double m = static_cast<double>(std::max<std::int64_t>(1, micro_batches));
   if (pp <= 1) return 1;
   switch (schedule) {
-    case PipelineSchedule::gpipe:
-      return m;
-    case PipelineSchedule::one_f_one_b:
-      return std::min<double>(pp - stage, m);
+    case PipelineSchedule::gpipe: return m;
+    case PipelineSchedule::one_f_one_b: return std::min<double>(pp - stage, m);
     case PipelineSchedule::interleaved: {
       const double v = std::max(1, vpp);
       const double chunks = (pp - stage - 1) * 2.0 + (v - 1) * pp + 1;

@@ -148,22 +148,16 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
   }
   out.backward = kBackwardOverForward * out.forward;
   switch (recompute) {
-    case Recompute::none:
-      out.recompute = 0;
-      break;
+    case Recompute::none: out.recompute = 0; break;
     // Korthikanti et al. 2022 §4.1/§5: full recomputation re-runs each layer's forward pass
     // (SC'21 eq. 3 counts it: 4x instead of 3x the forward GEMMs; the logit layer is not
     // recomputed, hence V/(16lh) instead of V/(12lh)).
-    case Recompute::full:
-      out.recompute = layer_forward;
-      break;
+    case Recompute::full: out.recompute = layer_forward; break;
     // Selective recomputation re-runs only the attention core (Q K^T, softmax, dropout,
     // attention over V; Korthikanti et al. §4.2): 4 s h per token and layer. Korthikanti et al.
     // write HFU with 72 B L s h^2 (1 + s/(3h) + ...), which counts 12 B s^2 h L more than model
     // FLOPs (three times this forward work); we count the forward work that actually runs.
-    case Recompute::selective:
-      out.recompute = fwd.attention_core_per_layer * l;
-      break;
+    case Recompute::selective: out.recompute = fwd.attention_core_per_layer * l; break;
   }
   return out;
 }

@@ -61,20 +61,13 @@ int ceil_div(double a, double b) {
 
 const char* cli_name(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::all_reduce:
-      return "allreduce";
-    case CollectiveOp::reduce_scatter:
-      return "reducescatter";
-    case CollectiveOp::all_gather:
-      return "allgather";
-    case CollectiveOp::broadcast:
-      return "broadcast";
-    case CollectiveOp::reduce:
-      return "reduce";
-    case CollectiveOp::all_to_all:
-      return "alltoall";
-    case CollectiveOp::send_recv:
-      return "sendrecv";
+    case CollectiveOp::all_reduce: return "allreduce";
+    case CollectiveOp::reduce_scatter: return "reducescatter";
+    case CollectiveOp::all_gather: return "allgather";
+    case CollectiveOp::broadcast: return "broadcast";
+    case CollectiveOp::reduce: return "reduce";
+    case CollectiveOp::all_to_all: return "alltoall";
+    case CollectiveOp::send_recv: return "sendrecv";
   }
   return "?";
 }
@@ -97,36 +90,26 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
 double bus_bandwidth_factor(CollectiveOp op, int n_ranks) {
   const double n = std::max(1, n_ranks);
   switch (op) {
-    case CollectiveOp::all_reduce:
-      return 2 * (n - 1) / n;
+    case CollectiveOp::all_reduce: return 2 * (n - 1) / n;
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::all_gather:
-    case CollectiveOp::all_to_all:
-      return (n - 1) / n;
+    case CollectiveOp::all_to_all: return (n - 1) / n;
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
-    case CollectiveOp::send_recv:
-      return 1;
+    case CollectiveOp::send_recv: return 1;
   }
   return 1;
 }
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::ring:
-      return "ring";
-    case Algorithm::tree:
-      return "tree";
-    case Algorithm::nvls:
-      return "nvls";
-    case Algorithm::nvls_tree:
-      return "nvls_tree";
-    case Algorithm::pat:
-      return "pat";
-    case Algorithm::hierarchical:
-      return "hierarchical";
-    case Algorithm::direct:
-      return "direct";
+    case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
+    case Algorithm::nvls: return "nvls";
+    case Algorithm::nvls_tree: return "nvls_tree";
+    case Algorithm::pat: return "pat";
+    case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::direct: return "direct";
   }
   return "?";
 }
@@ -162,12 +145,9 @@ namespace detail {
 
 double wire_efficiency(NcclProto proto) {
   switch (proto) {
-    case NcclProto::ll:
-      return kLLWireEfficiency;
-    case NcclProto::ll128:
-      return kLL128WireEfficiency;
-    case NcclProto::simple:
-      return kSimpleWireEfficiency;
+    case NcclProto::ll: return kLLWireEfficiency;
+    case NcclProto::ll128: return kLL128WireEfficiency;
+    case NcclProto::simple: return kSimpleWireEfficiency;
   }
   return 1;
 }
@@ -283,8 +263,7 @@ std::optional<Planner::Calibrated> Planner::calibrated(CollectiveOp op, int n_ra
   if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv) return std::nullopt;
   // The nccl-tests operation of the same name (nccl_tests_log's table of spellings).
   const validation::NcclTestsOp tests_op = validation::nccl_tests_op_from_name(to_string(op));
-  const auto* entry =
-      calibration_->find(validation::link_class_for(n_nodes), tests_op, n_ranks);
+  const auto* entry = calibration_->find(validation::link_class_for(n_nodes), tests_op, n_ranks);
   if (!entry || entry->regimes.empty()) return std::nullopt;
   const validation::AlphaBetaFit* regime = &entry->regimes.back();
   for (const auto& r : entry->regimes) {
@@ -298,8 +277,8 @@ std::optional<Planner::Calibrated> Planner::calibrated(CollectiveOp op, int n_ra
   Calibrated c;
   c.latency_s = regime->latency_us * kSecondsPerUs;
   c.bw_time_s = (regime->time_us(bytes, factor) - regime->latency_us) * kSecondsPerUs;
-  c.source = entry->source + " (" + entry->link_class + ", " + std::to_string(entry->nranks) +
-             " ranks)";
+  c.source =
+      entry->source + " (" + entry->link_class + ", " + std::to_string(entry->nranks) + " ranks)";
   return c;
 }
 
@@ -388,35 +367,23 @@ namespace {
 
 std::optional<NcclAlgo> nccl_algo_of(Algorithm a) {
   switch (a) {
-    case Algorithm::ring:
-      return NcclAlgo::ring;
-    case Algorithm::tree:
-      return NcclAlgo::tree;
-    case Algorithm::nvls:
-      return NcclAlgo::nvls;
-    case Algorithm::nvls_tree:
-      return NcclAlgo::nvls_tree;
-    case Algorithm::pat:
-      return NcclAlgo::pat;
-    default:
-      return std::nullopt;
+    case Algorithm::ring: return NcclAlgo::ring;
+    case Algorithm::tree: return NcclAlgo::tree;
+    case Algorithm::nvls: return NcclAlgo::nvls;
+    case Algorithm::nvls_tree: return NcclAlgo::nvls_tree;
+    case Algorithm::pat: return NcclAlgo::pat;
+    default: return std::nullopt;
   }
 }
 
 Algorithm algorithm_of(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::ring:
-      return Algorithm::ring;
-    case NcclAlgo::tree:
-      return Algorithm::tree;
-    case NcclAlgo::nvls:
-      return Algorithm::nvls;
-    case NcclAlgo::nvls_tree:
-      return Algorithm::nvls_tree;
-    case NcclAlgo::pat:
-      return Algorithm::pat;
-    default:
-      return Algorithm::ring;
+    case NcclAlgo::ring: return Algorithm::ring;
+    case NcclAlgo::tree: return Algorithm::tree;
+    case NcclAlgo::nvls: return Algorithm::nvls;
+    case NcclAlgo::nvls_tree: return Algorithm::nvls_tree;
+    case NcclAlgo::pat: return Algorithm::pat;
+    default: return Algorithm::ring;
   }
 }
 

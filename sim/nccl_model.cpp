@@ -170,34 +170,23 @@ int log2i(std::int64_t n) {  // NCCL log2Down: floor(log2(n)), -1 for n <= 0
 
 int compcap_index(GpuArch a) {
   switch (a) {
-    case GpuArch::volta:
-      return kVolta;
-    case GpuArch::ampere:
-      return kAmpere;
-    case GpuArch::hopper:
-      return kHopper;
-    case GpuArch::blackwell:
-      return kBlackwell;
+    case GpuArch::volta: return kVolta;
+    case GpuArch::ampere: return kAmpere;
+    case GpuArch::hopper: return kHopper;
+    case GpuArch::blackwell: return kBlackwell;
   }
   return kHopper;
 }
 
 int nccl_algo(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::tree:
-      return kTree;
-    case NcclAlgo::ring:
-      return kRing;
-    case NcclAlgo::collnet_direct:
-      return kCollNetDirect;
-    case NcclAlgo::collnet_chain:
-      return kCollNetChain;
-    case NcclAlgo::nvls:
-      return kNvls;
-    case NcclAlgo::nvls_tree:
-      return kNvlsTree;
-    case NcclAlgo::pat:
-      return kPat;
+    case NcclAlgo::tree: return kTree;
+    case NcclAlgo::ring: return kRing;
+    case NcclAlgo::collnet_direct: return kCollNetDirect;
+    case NcclAlgo::collnet_chain: return kCollNetChain;
+    case NcclAlgo::nvls: return kNvls;
+    case NcclAlgo::nvls_tree: return kNvlsTree;
+    case NcclAlgo::pat: return kPat;
   }
   return kRing;
 }
@@ -215,12 +204,9 @@ NcclAlgo algo_of(int a) {
 
 int nccl_proto(NcclProto p) {
   switch (p) {
-    case NcclProto::ll:
-      return kLL;
-    case NcclProto::ll128:
-      return kLL128;
-    case NcclProto::simple:
-      return kSimple;
+    case NcclProto::ll: return kLL;
+    case NcclProto::ll128: return kLL128;
+    case NcclProto::simple: return kSimple;
   }
   return kSimple;
 }
@@ -231,19 +217,13 @@ NcclProto proto_of(int p) {
 
 int nccl_func(NcclCollective c) {
   switch (c) {
-    case NcclCollective::broadcast:
-      return kBroadcast;
-    case NcclCollective::reduce:
-      return kReduce;
-    case NcclCollective::all_gather:
-      return kAllGather;
-    case NcclCollective::reduce_scatter:
-      return kReduceScatter;
-    case NcclCollective::all_reduce:
-      return kAllReduce;
+    case NcclCollective::broadcast: return kBroadcast;
+    case NcclCollective::reduce: return kReduce;
+    case NcclCollective::all_gather: return kAllGather;
+    case NcclCollective::reduce_scatter: return kReduceScatter;
+    case NcclCollective::all_reduce: return kAllReduce;
     case NcclCollective::all_to_all:
-    case NcclCollective::send_recv:
-      break;
+    case NcclCollective::send_recv: break;
   }
   throw std::invalid_argument(std::string("NCCL has no tuning table for ") + to_string(c));
 }
@@ -265,34 +245,23 @@ std::string cost_table_skip(const NcclCommInfo& c, int func, int a) {
 
 const char* to_string(NcclCollective c) {
   switch (c) {
-    case NcclCollective::all_reduce:
-      return "all_reduce";
-    case NcclCollective::reduce_scatter:
-      return "reduce_scatter";
-    case NcclCollective::all_gather:
-      return "all_gather";
-    case NcclCollective::broadcast:
-      return "broadcast";
-    case NcclCollective::reduce:
-      return "reduce";
-    case NcclCollective::all_to_all:
-      return "all_to_all";
-    case NcclCollective::send_recv:
-      return "send_recv";
+    case NcclCollective::all_reduce: return "all_reduce";
+    case NcclCollective::reduce_scatter: return "reduce_scatter";
+    case NcclCollective::all_gather: return "all_gather";
+    case NcclCollective::broadcast: return "broadcast";
+    case NcclCollective::reduce: return "reduce";
+    case NcclCollective::all_to_all: return "all_to_all";
+    case NcclCollective::send_recv: return "send_recv";
   }
   return "?";
 }
 
 const char* to_string(GpuArch a) {
   switch (a) {
-    case GpuArch::volta:
-      return "volta";
-    case GpuArch::ampere:
-      return "ampere";
-    case GpuArch::hopper:
-      return "hopper";
-    case GpuArch::blackwell:
-      return "blackwell";
+    case GpuArch::volta: return "volta";
+    case GpuArch::ampere: return "ampere";
+    case GpuArch::hopper: return "hopper";
+    case GpuArch::blackwell: return "blackwell";
   }
   return "?";
 }

@@ -69,14 +69,10 @@ class Event {
 
 NcclCollective nccl_op(CollKind k) {
   switch (k) {
-    case CollKind::all_reduce:
-      return NcclCollective::all_reduce;
-    case CollKind::reduce_scatter:
-      return NcclCollective::reduce_scatter;
-    case CollKind::all_gather:
-      return NcclCollective::all_gather;
-    case CollKind::all_to_all:
-      return NcclCollective::all_to_all;
+    case CollKind::all_reduce: return NcclCollective::all_reduce;
+    case CollKind::reduce_scatter: return NcclCollective::reduce_scatter;
+    case CollKind::all_gather: return NcclCollective::all_gather;
+    case CollKind::all_to_all: return NcclCollective::all_to_all;
   }
   return NcclCollective::all_reduce;
 }
@@ -974,8 +970,7 @@ class StepRun {
           note_wait(me, t0, sim_.now(), &TimeBreakdown::dp_s, "wait " + g.label, "dp");
           break;
         }
-        case OpKind::compute:
-          break;
+        case OpKind::compute: break;
       }
     }
     if (!flush(me, blk)) return;

@@ -58,7 +58,9 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<OptionSpec>& 
   }
 }
 
-bool Args::flag(const std::string& name) const { return values_.count(name) != 0; }
+bool Args::flag(const std::string& name) const {
+  return values_.count(name) != 0;
+}
 
 std::optional<std::string> Args::value(const std::string& name) const {
   const auto it = values_.find(name);
@@ -110,10 +112,22 @@ double parse_size(const std::string& text) {
   double scale = 1;
   std::string digits = text;
   switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-    case 'K': scale = 1024.0; digits.pop_back(); break;
-    case 'M': scale = 1024.0 * 1024; digits.pop_back(); break;
-    case 'G': scale = 1024.0 * 1024 * 1024; digits.pop_back(); break;
-    case 'T': scale = 1024.0 * 1024 * 1024 * 1024; digits.pop_back(); break;
+    case 'K':
+      scale = 1024.0;
+      digits.pop_back();
+      break;
+    case 'M':
+      scale = 1024.0 * 1024;
+      digits.pop_back();
+      break;
+    case 'G':
+      scale = 1024.0 * 1024 * 1024;
+      digits.pop_back();
+      break;
+    case 'T':
+      scale = 1024.0 * 1024 * 1024 * 1024;
+      digits.pop_back();
+      break;
     default: break;
   }
   std::size_t used = 0;

@@ -121,8 +121,8 @@ std::string describe_layout(const Scenario& s) {
     if (p.embedding_in_pipeline_split || p.loss_in_pipeline_split) {
       os << ", "
          << (p.embedding_in_pipeline_split && p.loss_in_pipeline_split ? "embedding and loss"
-             : p.embedding_in_pipeline_split                             ? "embedding"
-                                                                         : "loss")
+             : p.embedding_in_pipeline_split                           ? "embedding"
+                                                                       : "loss")
          << " counted as layers in the split";
     }
   }

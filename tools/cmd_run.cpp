@@ -63,9 +63,7 @@ double parse_time_s(const std::string& text) {
   double scale = 1;
   std::string number = text;
   switch (text.back()) {
-    case 's':
-      number.pop_back();
-      break;
+    case 's': number.pop_back(); break;
     case 'h':
       scale = 3600;
       number.pop_back();
@@ -74,8 +72,7 @@ double parse_time_s(const std::string& text) {
       scale = 86400;
       number.pop_back();
       break;
-    default:
-      break;
+    default: break;
   }
   std::size_t used = 0;
   double v = 0;

@@ -10,8 +10,8 @@ const std::vector<Command>& commands() {
        usage_run},
       {"check", "validate a scenario; parameters, FLOPs and the memory verdict", cmd_check,
        usage_check},
-      {"collective", "simulate a collective like nccl-tests and print its table",
-       cmd_collective, usage_collective},
+      {"collective", "simulate a collective like nccl-tests and print its table", cmd_collective,
+       usage_collective},
       {"topo", "build the cluster graph; check it and draw it (--dot)", cmd_topo, usage_topo},
       {"campaign", "the whole training run with faults: days, failures, goodput, cost",
        cmd_campaign, usage_campaign},
@@ -19,14 +19,16 @@ const std::vector<Command>& commands() {
        usage_sweep},
       {"regress", "compare predicted MFU and step time with a stored baseline", cmd_regress,
        usage_regress},
-      {"calibrate", "fit network and compute parameters to nccl-tests and GEMM logs",
-       cmd_calibrate, usage_calibrate},
+      {"calibrate", "fit network and compute parameters to nccl-tests and GEMM logs", cmd_calibrate,
+       usage_calibrate},
       {"validate", "compare predictions with published training runs and microbenchmarks",
        cmd_validate, usage_validate},
   };
   return table;
 }
 
-std::string default_scenario_path() { return data_path("scenarios/seed-optimized-1024.json"); }
+std::string default_scenario_path() {
+  return data_path("scenarios/seed-optimized-1024.json");
+}
 
 }  // namespace clustersim::cli

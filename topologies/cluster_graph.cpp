@@ -12,32 +12,22 @@ namespace clustersim::topologies {
 
 const char* to_string(VertexKind k) {
   switch (k) {
-    case VertexKind::gpu:
-      return "gpu";
-    case VertexKind::nvswitch:
-      return "nvswitch";
-    case VertexKind::host:
-      return "host";
-    case VertexKind::nic:
-      return "nic";
-    case VertexKind::leaf:
-      return "leaf";
-    case VertexKind::spine:
-      return "spine";
+    case VertexKind::gpu: return "gpu";
+    case VertexKind::nvswitch: return "nvswitch";
+    case VertexKind::host: return "host";
+    case VertexKind::nic: return "nic";
+    case VertexKind::leaf: return "leaf";
+    case VertexKind::spine: return "spine";
   }
   return "?";
 }
 
 const char* to_string(LinkClass c) {
   switch (c) {
-    case LinkClass::nvlink:
-      return "nvlink";
-    case LinkClass::pcie:
-      return "pcie";
-    case LinkClass::nic:
-      return "nic";
-    case LinkClass::leaf_uplink:
-      return "leaf_uplink";
+    case LinkClass::nvlink: return "nvlink";
+    case LinkClass::pcie: return "pcie";
+    case LinkClass::nic: return "nic";
+    case LinkClass::leaf_uplink: return "leaf_uplink";
   }
   return "?";
 }

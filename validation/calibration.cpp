@@ -26,7 +26,8 @@ constexpr double kBytesPerGBpsToUs = 1e-3;
 // divided by the measured value, so the residuals are relative.
 Eigen::VectorXd solve_relative(const Eigen::MatrixXd& a, const std::vector<int>& use) {
   Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(use.size()));
-  for (std::size_t j = 0; j < use.size(); ++j) sub.col(static_cast<Eigen::Index>(j)) = a.col(use[j]);
+  for (std::size_t j = 0; j < use.size(); ++j)
+    sub.col(static_cast<Eigen::Index>(j)) = a.col(use[j]);
   const Eigen::VectorXd ones = Eigen::VectorXd::Ones(a.rows());
   const Eigen::VectorXd x = sub.colPivHouseholderQr().solve(ones);
   Eigen::VectorXd p = Eigen::VectorXd::Zero(a.cols());
@@ -194,8 +195,9 @@ AlphaBetaFit fit_alpha_beta(const std::vector<SizeTime>& points, double factor) 
 
 RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regimes,
                       int min_points) {
-  std::stable_sort(points.begin(), points.end(),
-                   [](const SizeTime& a, const SizeTime& b) { return a.size_bytes < b.size_bytes; });
+  std::stable_sort(points.begin(), points.end(), [](const SizeTime& a, const SizeTime& b) {
+    return a.size_bytes < b.size_bytes;
+  });
   const std::size_t n = points.size();
   RegimeFit best;
   double best_bic = kInf;
@@ -248,7 +250,9 @@ RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regim
   return best;
 }
 
-std::string link_class_for(int nodes) { return nodes > 1 ? "inter_node" : "intra_node"; }
+std::string link_class_for(int nodes) {
+  return nodes > 1 ? "inter_node" : "intra_node";
+}
 
 double NetworkCalibration::time_us(double size_bytes) const {
   RegimeFit rf;
@@ -274,7 +278,8 @@ NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::str
   if (cal.points.size() < 2)
     throw ConfigError(source, "",
                       "table at line " + std::to_string(table.header_line) + " (" +
-                          to_string(table.op) + "): fewer than 2 rows with a positive size and "
+                          to_string(table.op) +
+                          "): fewer than 2 rows with a positive size and "
                           "time; nothing to fit");
   if (cal.nranks < 1) cal.nranks = 1;
   const double factor = busbw_factor(cal.op, cal.nranks);
@@ -285,10 +290,12 @@ NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::str
   cal.max_abs_rel_residual = fit.max_abs_rel_residual;
   cal.worst = fit.worst;
   for (const auto& r : cal.regimes)
-    if (std::isfinite(r.busbw_GBps)) cal.peak_busbw_GBps = std::max(cal.peak_busbw_GBps, r.busbw_GBps);
+    if (std::isfinite(r.busbw_GBps))
+      cal.peak_busbw_GBps = std::max(cal.peak_busbw_GBps, r.busbw_GBps);
   std::vector<SizeTime> sorted = cal.points;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const SizeTime& a, const SizeTime& b) { return a.size_bytes < b.size_bytes; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](const SizeTime& a, const SizeTime& b) {
+    return a.size_bytes < b.size_bytes;
+  });
   cal.points = sorted;
   if (cal.peak_busbw_GBps > 0)
     for (const auto& pt : sorted) {
@@ -302,7 +309,8 @@ NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::str
 
 double ComputeModelFit::time_us(double flops, double bytes) const {
   double t = launch_us * 1e-6;
-  if (std::isfinite(effective_tflops) && effective_tflops > 0) t += flops / (effective_tflops * 1e12);
+  if (std::isfinite(effective_tflops) && effective_tflops > 0)
+    t += flops / (effective_tflops * 1e12);
   if (std::isfinite(effective_memory_GBps) && effective_memory_GBps > 0)
     t += bytes / (effective_memory_GBps * 1e9);
   return t * 1e6;
@@ -337,8 +345,9 @@ ComputeCalibration fit_compute(const std::vector<GemmLog>& logs,
     Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 3);
     for (std::size_t i = 0; i < pts.size(); ++i) {
       const double t = pts[i].time_us * 1e-6;
-      const double bytes = pts[i].batch * (pts[i].m * pts[i].k + pts[i].k * pts[i].n +
-                                           pts[i].m * pts[i].n) * element_bytes;
+      const double bytes = pts[i].batch *
+                           (pts[i].m * pts[i].k + pts[i].k * pts[i].n + pts[i].m * pts[i].n) *
+                           element_bytes;
       const auto r = static_cast<Eigen::Index>(i);
       a(r, 0) = 1.0 / t;
       a(r, 1) = pts[i].flops / t;
@@ -353,18 +362,21 @@ ComputeCalibration fit_compute(const std::vector<GemmLog>& logs,
     fit.effective_memory_GBps = p(2) > 0 ? 1.0 / p(2) / 1e9 : kInf;
     if (const auto it = peaks_tflops.find(dtype); it != peaks_tflops.end()) {
       fit.peak_tflops = it->second;
-      if (std::isfinite(fit.effective_tflops)) fit.max_efficiency = fit.effective_tflops / it->second;
+      if (std::isfinite(fit.effective_tflops))
+        fit.max_efficiency = fit.effective_tflops / it->second;
     }
     std::vector<double> lm, lf;
     std::vector<Residual> residuals;
     for (std::size_t i = 0; i < pts.size(); ++i) {
-      const double bytes = pts[i].batch * (pts[i].m * pts[i].k + pts[i].k * pts[i].n +
-                                           pts[i].m * pts[i].n) * element_bytes;
+      const double bytes = pts[i].batch *
+                           (pts[i].m * pts[i].k + pts[i].k * pts[i].n + pts[i].m * pts[i].n) *
+                           element_bytes;
       const double f = fit.time_us(pts[i].flops, bytes);
       lm.push_back(std::log(pts[i].time_us));
       lf.push_back(std::log(std::max(f, 1e-12)));
       residuals.push_back({pts[i].flops, pts[i].time_us, f});
-      fit.max_abs_rel_residual = std::max(fit.max_abs_rel_residual, std::fabs(f / pts[i].time_us - 1));
+      fit.max_abs_rel_residual =
+          std::max(fit.max_abs_rel_residual, std::fabs(f / pts[i].time_us - 1));
     }
     fit.r2 = r_squared(lm, lf);
     fit.worst = worst_of(residuals, 5);
@@ -409,9 +421,11 @@ nlohmann::json to_json(const Calibration& c) {
                          {"r2", r.r2},
                          {"points", r.points}});
     nlohmann::json eff = nlohmann::json::array();
-    for (const auto& [s, f] : e.bw_efficiency) eff.push_back({{"size_bytes", s}, {"efficiency", f}});
+    for (const auto& [s, f] : e.bw_efficiency)
+      eff.push_back({{"size_bytes", s}, {"efficiency", f}});
     nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : e.points) pts.push_back({{"size_bytes", p.size_bytes}, {"time_us", p.time_us}});
+    for (const auto& p : e.points)
+      pts.push_back({{"size_bytes", p.size_bytes}, {"time_us", p.time_us}});
     network.push_back({{"link_class", e.link_class},
                        {"op", to_string(e.op)},
                        {"nranks", e.nranks},
@@ -430,9 +444,9 @@ nlohmann::json to_json(const Calibration& c) {
   j["network"] = network;
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : c.compute.points) {
-    nlohmann::json pj = {{"name", p.name},   {"kind", p.kind},   {"dtype", to_string(p.dtype)},
-                         {"m", p.m},         {"n", p.n},         {"k", p.k},
-                         {"batch", p.batch}, {"flops", p.flops}, {"time_us", p.time_us},
+    nlohmann::json pj = {{"name", p.name},     {"kind", p.kind},    {"dtype", to_string(p.dtype)},
+                         {"m", p.m},           {"n", p.n},          {"k", p.k},
+                         {"batch", p.batch},   {"flops", p.flops},  {"time_us", p.time_us},
                          {"tflops", p.tflops}, {"source", p.source}};
     pj["efficiency"] = p.efficiency ? nlohmann::json(*p.efficiency) : nlohmann::json(nullptr);
     points.push_back(pj);
@@ -467,8 +481,8 @@ Calibration calibration_from_json(const JsonNode& root) {
   c.description = root.string_or("description", "");
   c.created = root.string_or("created", "");
   if (const auto m = root.find("measured")) {
-    m->only_keys({"hardware", "hosts", "nccl_version", "cuda_version", "driver_version", "date",
-                  "sources"});
+    m->only_keys(
+        {"hardware", "hosts", "nccl_version", "cuda_version", "driver_version", "date", "sources"});
     if (const auto hw = m->find("hardware"))
       for (const auto& h : hw->items()) c.measured.hardware.push_back(h.as_string());
     c.measured.hosts = static_cast<int>(m->int_or("hosts", 0, 0, 1 << 24));
@@ -511,7 +525,8 @@ Calibration calibration_from_json(const JsonNode& root) {
       if (const auto eff = e.find("bw_efficiency"))
         for (const auto& p : eff->items()) {
           p.only_keys({"size_bytes", "efficiency"});
-          n.bw_efficiency.emplace_back(p.non_negative_at("size_bytes"), p.non_negative_at("efficiency"));
+          n.bw_efficiency.emplace_back(p.non_negative_at("size_bytes"),
+                                       p.non_negative_at("efficiency"));
         }
       if (const auto pts = e.find("points"))
         for (const auto& p : pts->items()) {
@@ -544,15 +559,16 @@ Calibration calibration_from_json(const JsonNode& root) {
         g.flops = p.positive_at("flops");
         g.time_us = p.positive_at("time_us");
         g.tflops = p.positive_or("tflops", g.flops / g.time_us / 1e6);
-        if (const auto e = p.find("efficiency"); e && !e->is_null()) g.efficiency = e->as_positive();
+        if (const auto e = p.find("efficiency"); e && !e->is_null())
+          g.efficiency = e->as_positive();
         g.source = p.string_or("source", "");
         c.compute.points.push_back(g);
       }
     if (const auto models = compute->find("models"))
       for (const auto& m : models->items()) {
-        m.only_keys({"dtype", "launch_us", "effective_tflops", "effective_memory_GBps", "peak_tflops",
-                     "max_efficiency", "r2_log_time", "max_abs_rel_residual", "points",
-                     "worst_residuals"});
+        m.only_keys({"dtype", "launch_us", "effective_tflops", "effective_memory_GBps",
+                     "peak_tflops", "max_efficiency", "r2_log_time", "max_abs_rel_residual",
+                     "points", "worst_residuals"});
         ComputeModelFit f;
         bool ok = false;
         const std::string dtype = m.string_at("dtype");
@@ -561,7 +577,8 @@ Calibration calibration_from_json(const JsonNode& root) {
         f.launch_us = m.non_negative_at("launch_us");
         f.effective_tflops = number_or_inf(m, "effective_tflops");
         f.effective_memory_GBps = number_or_inf(m, "effective_memory_GBps");
-        if (const auto v = m.find("peak_tflops"); v && !v->is_null()) f.peak_tflops = v->as_positive();
+        if (const auto v = m.find("peak_tflops"); v && !v->is_null())
+          f.peak_tflops = v->as_positive();
         if (const auto v = m.find("max_efficiency"); v && !v->is_null())
           f.max_efficiency = v->as_positive();
         f.r2 = m.has("r2_log_time") ? m.at("r2_log_time").as_number() : 0.0;
@@ -605,7 +622,8 @@ Calibration calibrate(const std::vector<NcclTestsLog>& nccl_logs,
     cuda.push_back(log.cuda_version);
     driver.push_back(log.driver_version);
     dates.push_back(log.date);
-    c.measured.sources.push_back(log.source.empty() ? log.file : log.file + " (" + log.source + ")");
+    c.measured.sources.push_back(log.source.empty() ? log.file
+                                                    : log.file + " (" + log.source + ")");
   }
   for (const auto& h : hardware)
     if (!h.empty() && std::find(c.measured.hardware.begin(), c.measured.hardware.end(), h) ==
@@ -625,9 +643,9 @@ std::string describe_fit_quality(const Calibration& c) {
     out << to_string(e.op) << ", " << e.nranks << " ranks on " << e.nodes << " node"
         << (e.nodes == 1 ? "" : "s") << " (" << e.link_class << "), " << e.source << "\n";
     for (const auto& r : e.regimes)
-      out << "    " << human_size(r.min_bytes) << " .. " << human_size(r.max_bytes)
-          << ": latency " << fmt(r.latency_us, 2) << " us, busbw " << fmt(r.busbw_GBps, 1)
-          << " GB/s (" << r.points << " points)\n";
+      out << "    " << human_size(r.min_bytes) << " .. " << human_size(r.max_bytes) << ": latency "
+          << fmt(r.latency_us, 2) << " us, busbw " << fmt(r.busbw_GBps, 1) << " GB/s (" << r.points
+          << " points)\n";
     out << "    R^2 (log time) " << fmt(e.r2, 4) << ", worst residuals:";
     for (const auto& w : e.worst)
       out << " " << human_size(w.size_bytes) << " " << (w.relative() >= 0 ? "+" : "")
@@ -635,8 +653,8 @@ std::string describe_fit_quality(const Calibration& c) {
     out << "\n";
   }
   for (const auto& m : c.compute.models) {
-    out << "GEMM " << to_string(m.dtype) << ": launch " << fmt(m.launch_us, 2)
-        << " us, effective " << fmt(m.effective_tflops, 1) << " TFLOP/s";
+    out << "GEMM " << to_string(m.dtype) << ": launch " << fmt(m.launch_us, 2) << " us, effective "
+        << fmt(m.effective_tflops, 1) << " TFLOP/s";
     if (m.max_efficiency) out << " (" << fmt(100 * *m.max_efficiency, 1) << "% of peak)";
     out << ", memory term " << fmt(m.effective_memory_GBps, 0) << " GB/s, " << m.points
         << " points, R^2 (log time) " << fmt(m.r2, 4) << ", worst:";

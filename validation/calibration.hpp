@@ -18,11 +18,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/json_reader.hpp"
 #include "core/scenario.hpp"
@@ -59,7 +58,7 @@ struct RegimeFit {
   std::vector<AlphaBetaFit> regimes;  // ascending sizes, contiguous
   double r2 = 0;                      // of time over all points (log-space: see .cpp)
   double max_abs_rel_residual = 0;
-  std::vector<Residual> worst;        // largest relative residuals first (up to 5)
+  std::vector<Residual> worst;  // largest relative residuals first (up to 5)
   double time_us(double size_bytes, double factor) const;
 };
 
@@ -77,8 +76,8 @@ struct NetworkCalibration {
   NcclTestsOp op = NcclTestsOp::all_reduce;
   int nranks = 0;
   int nodes = 0;
-  std::string placement;    // "in_place" | "out_of_place": which measurement was fitted
-  std::string source;       // file (and citation, for transcriptions)
+  std::string placement;  // "in_place" | "out_of_place": which measurement was fitted
+  std::string source;     // file (and citation, for transcriptions)
   std::vector<AlphaBetaFit> regimes;
   double peak_busbw_GBps = 0;  // largest finite β
   // Measured busbw / peak_busbw per size (the bandwidth efficiency curve), ascending sizes.
@@ -141,7 +140,7 @@ struct CalibrationProvenance {
   std::string nccl_version;
   std::string cuda_version;
   std::string driver_version;
-  std::string measured_date;  // as the logs say ("" if they do not)
+  std::string measured_date;         // as the logs say ("" if they do not)
   std::vector<std::string> sources;  // input files and citations
 };
 
@@ -154,8 +153,7 @@ struct Calibration {
   ComputeCalibration compute;
 
   // The entry for (link class, op) with the rank count closest to `nranks`; nullptr if none.
-  const NetworkCalibration* find(const std::string& link_class, NcclTestsOp op,
-                                 int nranks) const;
+  const NetworkCalibration* find(const std::string& link_class, NcclTestsOp op, int nranks) const;
 };
 
 // Format tag of the calibration file.

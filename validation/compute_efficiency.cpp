@@ -176,8 +176,8 @@ ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInpu
       for (const auto& r : rows) by_seq_len[r.m->m].push_back(r);
       nlohmann::json points = nlohmann::json::array();
       for (const auto& [seq_len, group] : by_seq_len) {
-        nlohmann::json p = aggregate(group, peak, "attention, " + dtype + ", sequence length " +
-                                                      number(seq_len));
+        nlohmann::json p =
+            aggregate(group, peak, "attention, " + dtype + ", sequence length " + number(seq_len));
         p["seq_len"] = seq_len;
         points.push_back(p);
       }

@@ -9,9 +9,11 @@
 namespace clustersim::validation {
 
 Dtype dtype_from_name(const std::string& name, bool* ok) {
-  static const std::vector<std::pair<std::string, Dtype>> names = {
-      {"fp32", Dtype::fp32}, {"tf32", Dtype::tf32}, {"bf16", Dtype::bf16},
-      {"fp16", Dtype::fp16}, {"fp8", Dtype::fp8}};
+  static const std::vector<std::pair<std::string, Dtype>> names = {{"fp32", Dtype::fp32},
+                                                                   {"tf32", Dtype::tf32},
+                                                                   {"bf16", Dtype::bf16},
+                                                                   {"fp16", Dtype::fp16},
+                                                                   {"fp8", Dtype::fp8}};
   for (const auto& [n, d] : names)
     if (n == name) {
       if (ok) *ok = true;
@@ -36,7 +38,8 @@ GemmLog parse_gemm_log(const std::string& text, const std::string& file) {
   GemmLog log;
   log.file = file;
   if (const auto device = root.find("device")) {
-    if (device->is_string()) log.device = device->as_string();
+    if (device->is_string())
+      log.device = device->as_string();
     else {
       device->require_object();
       log.device = device->string_at("name");
@@ -73,8 +76,8 @@ GemmLog parse_gemm_log(const std::string& text, const std::string& file) {
         const double t = r.positive_at("tflops");
         const double implied = g.flops / (g.time_us * 1e-6) / 1e12;
         if (std::abs(implied - t) > 0.01 * t + 0.05)
-          r.fail_at("tflops", std::to_string(t) + " disagrees with flops / time_us = " +
-                                  std::to_string(implied));
+          r.fail_at("tflops", std::to_string(t) +
+                                  " disagrees with flops / time_us = " + std::to_string(implied));
       }
     } else {
       g.time_us = g.flops / (r.positive_at("tflops") * 1e12) * 1e6;

@@ -105,18 +105,27 @@ std::optional<Columns> read_header(const std::vector<std::string>& names) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string& n = names[i];
     const int at = static_cast<int>(i);
-    if (n == "size") c.size = at;
-    else if (n == "count") c.count = at;
-    else if (n == "type") c.type = at;
-    else if (n == "redop") c.redop = at;
-    else if (n == "root") c.root = at;
-    else if ((n == "time" || n == "cputime") && time_seen < 2) c.time[time_seen++] = at;
-    else if (n == "algbw" && alg_seen < 2) c.algbw[alg_seen++] = at;
-    else if (n == "busbw" && bus_seen < 2) c.busbw[bus_seen++] = at;
+    if (n == "size")
+      c.size = at;
+    else if (n == "count")
+      c.count = at;
+    else if (n == "type")
+      c.type = at;
+    else if (n == "redop")
+      c.redop = at;
+    else if (n == "root")
+      c.root = at;
+    else if ((n == "time" || n == "cputime") && time_seen < 2)
+      c.time[time_seen++] = at;
+    else if (n == "algbw" && alg_seen < 2)
+      c.algbw[alg_seen++] = at;
+    else if (n == "busbw" && bus_seen < 2)
+      c.busbw[bus_seen++] = at;
     else if ((n == "#wrong" || n == "error") && check_seen < 2) {
       c.check[check_seen++] = at;
       c.check_name = n;
-    } else if (n == "timestamp") c.timestamp = true;
+    } else if (n == "timestamp")
+      c.timestamp = true;
   }
   if (c.size != 0 || c.count < 0 || time_seen == 0 || alg_seen == 0 || bus_seen == 0)
     return std::nullopt;
@@ -141,7 +150,9 @@ struct RunContext {
   std::vector<std::string> hosts;
 };
 
-int count_hosts(const std::vector<std::string>& hosts) { return static_cast<int>(hosts.size()); }
+int count_hosts(const std::vector<std::string>& hosts) {
+  return static_cast<int>(hosts.size());
+}
 
 // Infers the collective from the ratio busbw / algbw when nothing names it.
 NcclTestsOp op_from_ratio(const NcclTestsTable& t) {
@@ -219,18 +230,14 @@ std::vector<std::string> nccl_tests_op_names() {
 double busbw_factor(NcclTestsOp op, int nranks) {
   const double n = nranks;
   switch (op) {
-    case NcclTestsOp::all_reduce:
-      return 2.0 * (n - 1) / n;
+    case NcclTestsOp::all_reduce: return 2.0 * (n - 1) / n;
     case NcclTestsOp::all_gather:
     case NcclTestsOp::reduce_scatter:
-    case NcclTestsOp::alltoall:
-      return (n - 1) / n;
+    case NcclTestsOp::alltoall: return (n - 1) / n;
     case NcclTestsOp::sendrecv:
     case NcclTestsOp::broadcast:
-    case NcclTestsOp::reduce:
-      return 1.0;
-    case NcclTestsOp::unknown:
-      break;
+    case NcclTestsOp::reduce: return 1.0;
+    case NcclTestsOp::unknown: break;
   }
   return 1.0;
 }
@@ -293,23 +300,27 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& f
     if (std::regex_search(line, m, env_line)) {
       const std::string key = m[1].str();
       const std::string value = trim(m[2].str());
-      if (key == "driver") log.provenance.driver_version = value;
+      if (key == "driver")
+        log.provenance.driver_version = value;
       else if (key == "cuda" && log.provenance.cuda_version.empty())
         log.provenance.cuda_version = value;
-      else if (key == "date") log.provenance.date = value;
+      else if (key == "date")
+        log.provenance.date = value;
       else if (key == "nccl" && log.provenance.nccl_version.empty())
         log.provenance.nccl_version = value;
       else if (key == "ranks" || key == "nodes") {
         const auto v = number_or_absent(value);
         if (!v || *v < 1 || *v != std::floor(*v))
-          throw ConfigError(file, "", "line " + std::to_string(line_no) + ": " + key + "=" +
-                                          value + " is not a positive whole number");
+          throw ConfigError(file, "",
+                            "line " + std::to_string(line_no) + ": " + key + "=" + value +
+                                " is not a positive whole number");
         (key == "ranks" ? declared.ranks : declared.nodes) = static_cast<int>(*v);
       } else if (key == "op") {
         declared.op = nccl_tests_op_from_name(value);
         if (declared.op == NcclTestsOp::unknown)
-          throw ConfigError(file, "", "line " + std::to_string(line_no) + ": op=" + value +
-                                          " is not one of " + join_names(nccl_tests_op_names()));
+          throw ConfigError(file, "",
+                            "line " + std::to_string(line_no) + ": op=" + value +
+                                " is not one of " + join_names(nccl_tests_op_names()));
       } else if (key == "device") {
         declared.device = value;
       }
@@ -373,7 +384,8 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& f
           throw ConfigError(file, "",
                             "line " + std::to_string(line_no) +
                                 ": a column header without size, count, time, algbw and "
-                                "busbw columns: \"" + t + "\"");
+                                "busbw columns: \"" +
+                                t + "\"");
         close_table();
         columns = header;
         table = NcclTestsTable{};
@@ -408,9 +420,9 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& f
     } else {
       throw ConfigError(file, "",
                         "line " + std::to_string(line_no) + ": " +
-                            std::to_string(row_tokens.size()) + " columns, but the header on line " +
-                            std::to_string(table.header_line) + " has " +
-                            std::to_string(expected));
+                            std::to_string(row_tokens.size()) +
+                            " columns, but the header on line " +
+                            std::to_string(table.header_line) + " has " + std::to_string(expected));
     }
     auto at = [&](int index) -> std::string {
       if (index < 0) return "";
@@ -451,8 +463,8 @@ NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& f
     if (log.provenance.devices.empty() && !declared.device.empty())
       log.provenance.devices.assign(static_cast<std::size_t>(std::max(1, declared.ranks)),
                                     declared.device);
-    log.provenance.nranks = !log.tables.empty() ? log.tables.back().nranks
-                                                : static_cast<int>(run.devices.size());
+    log.provenance.nranks =
+        !log.tables.empty() ? log.tables.back().nranks : static_cast<int>(run.devices.size());
   }
   if (log.tables.empty())
     throw ConfigError(file, "",
@@ -577,12 +589,13 @@ NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& f
     table.avg_busbw_GBps = json_number(*avg, "bandwidth");
   if (table.op == NcclTestsOp::unknown) {
     const auto slash = file.find_last_of('/');
-    table.op = op_in_text(slash == std::string::npos ? file : file.substr(slash + 1),
-                          &table.program);
+    table.op =
+        op_in_text(slash == std::string::npos ? file : file.substr(slash + 1), &table.program);
   }
   if (table.op == NcclTestsOp::unknown)
-    root.fail_at("args", "cannot tell which collective this file measures (no *_perf program "
-                         "in args, no experiment_name, no hint in the file name)");
+    root.fail_at("args",
+                 "cannot tell which collective this file measures (no *_perf program "
+                 "in args, no experiment_name, no hint in the file name)");
   if (table.rows.empty()) results.fail("no results");
   log.tables.push_back(std::move(table));
   return log;

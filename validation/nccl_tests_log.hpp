@@ -64,12 +64,12 @@ struct NcclTestsMeasurement {
 struct NcclTestsRow {
   double size_bytes = 0;
   std::int64_t count = 0;
-  std::string type;    // "float", "half", "bfloat16", ...
-  std::string redop;   // "sum", "none", ... ("" when the layout has no redop column)
+  std::string type;         // "float", "half", "bfloat16", ...
+  std::string redop;        // "sum", "none", ... ("" when the layout has no redop column)
   std::optional<int> root;  // -1 for rootless collectives; absent in old AllReduce tables
   NcclTestsMeasurement out_of_place;
   NcclTestsMeasurement in_place;
-  int line = 0;        // 1-based line in the text (0 for JSON)
+  int line = 0;  // 1-based line in the text (0 for JSON)
   // Out-of-place if measured, else in-place; nullptr-equivalent (not present) if neither.
   const NcclTestsMeasurement& best() const {
     return out_of_place.present() ? out_of_place : in_place;
@@ -81,8 +81,8 @@ struct NcclTestsTable {
   std::string program;       // "all_reduce_perf" when known
   std::string check_column;  // "#wrong" (v2.13+) or "error" (older); "nwrong" from JSON
   bool has_root_column = false;
-  int nranks = 0;            // ranks of the run the table belongs to
-  int nodes = 0;             // distinct hosts in the device list (0 = unknown)
+  int nranks = 0;  // ranks of the run the table belongs to
+  int nodes = 0;   // distinct hosts in the device list (0 = unknown)
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_GBps;  // footer "# Avg bus bandwidth"
   std::optional<int> out_of_bounds;      // footer "# Out of bounds values"
@@ -91,11 +91,11 @@ struct NcclTestsTable {
 
 // Where and with what the numbers were measured, as far as the log tells.
 struct NcclTestsProvenance {
-  std::string nccl_tests_version;  // "2.13.9" from "# nccl-tests version ..."
-  std::string nccl_version;        // "2.18.5" from NCCL INFO lines, the version header or JSON
-  std::string cuda_version;        // "12.2" from "NCCL version 2.18.5+cuda12.2"
-  std::string driver_version;      // from "# clustersim-env driver=..." (run_nccl_tests.sh)
-  std::string date;                // "# clustersim-env date=..." or the JSON start_time
+  std::string nccl_tests_version;    // "2.13.9" from "# nccl-tests version ..."
+  std::string nccl_version;          // "2.18.5" from NCCL INFO lines, the version header or JSON
+  std::string cuda_version;          // "12.2" from "NCCL version 2.18.5+cuda12.2"
+  std::string driver_version;        // from "# clustersim-env driver=..." (run_nccl_tests.sh)
+  std::string date;                  // "# clustersim-env date=..." or the JSON start_time
   std::vector<std::string> devices;  // device name per rank, rank order
   std::vector<std::string> hosts;    // distinct host names, first-seen order
   int nranks = 0;

@@ -59,16 +59,11 @@ std::string pad(std::string s, std::size_t width, bool right = false) {
 
 int digits_for(Metric m) {
   switch (m) {
-    case Metric::step_time_s:
-      return 3;
-    case Metric::tokens_per_s_per_gpu:
-      return 0;
-    case Metric::tflops_per_gpu:
-      return 1;
-    case Metric::mfu:
-      return 3;
-    case Metric::collective_time_us:
-      return 2;
+    case Metric::step_time_s: return 3;
+    case Metric::tokens_per_s_per_gpu: return 0;
+    case Metric::tflops_per_gpu: return 1;
+    case Metric::mfu: return 3;
+    case Metric::collective_time_us: return 2;
   }
   return 3;
 }
@@ -176,16 +171,11 @@ double predicted_metric(const PublishedCase& c, const Scenario& sc, double t) {
   const double flops = flops_per_step(
       c.convention, sc.model, static_cast<double>(sc.training.global_batch), sc.training.seq_len);
   switch (c.metric) {
-    case Metric::step_time_s:
-      return t;
-    case Metric::tokens_per_s_per_gpu:
-      return sc.tokens_per_step() / t / n;
-    case Metric::tflops_per_gpu:
-      return flops / t / n / 1e12;
-    case Metric::mfu:
-      return flops / t / n / (c.peak_tflops * 1e12);
-    case Metric::collective_time_us:
-      break;  // microbench only
+    case Metric::step_time_s: return t;
+    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / t / n;
+    case Metric::tflops_per_gpu: return flops / t / n / 1e12;
+    case Metric::mfu: return flops / t / n / (c.peak_tflops * 1e12);
+    case Metric::collective_time_us: break;  // microbench only
   }
   throw std::logic_error(std::string("a published run cannot be compared in ") +
                          to_string(c.metric));
@@ -196,16 +186,11 @@ double implied_step_time_s(const PublishedCase& c, const Scenario& sc) {
   const double flops = flops_per_step(
       c.convention, sc.model, static_cast<double>(sc.training.global_batch), sc.training.seq_len);
   switch (c.metric) {
-    case Metric::step_time_s:
-      return c.reported;
-    case Metric::tokens_per_s_per_gpu:
-      return sc.tokens_per_step() / (c.reported * n);
-    case Metric::tflops_per_gpu:
-      return flops / (c.reported * 1e12 * n);
-    case Metric::mfu:
-      return flops / (c.reported * c.peak_tflops * 1e12 * n);
-    case Metric::collective_time_us:
-      break;  // microbench only
+    case Metric::step_time_s: return c.reported;
+    case Metric::tokens_per_s_per_gpu: return sc.tokens_per_step() / (c.reported * n);
+    case Metric::tflops_per_gpu: return flops / (c.reported * 1e12 * n);
+    case Metric::mfu: return flops / (c.reported * c.peak_tflops * 1e12 * n);
+    case Metric::collective_time_us: break;  // microbench only
   }
   throw std::logic_error(std::string("a published run cannot be compared in ") +
                          to_string(c.metric));

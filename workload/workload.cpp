@@ -141,12 +141,9 @@ struct Dims {
 double activation_passes(FfnKind ffn, PassKind pass) {
   const bool fwd = pass == PassKind::forward;
   switch (ffn) {
-    case FfnKind::gelu:
-      return fwd ? kGeluForwardPasses : kGeluBackwardPasses;
-    case FfnKind::swiglu:
-      return fwd ? kSwigluForwardPasses : kSwigluBackwardPasses;
-    case FfnKind::squared_relu:
-      return fwd ? kSquaredReluForwardPasses : kSquaredReluBackwardPasses;
+    case FfnKind::gelu: return fwd ? kGeluForwardPasses : kGeluBackwardPasses;
+    case FfnKind::swiglu: return fwd ? kSwigluForwardPasses : kSwigluBackwardPasses;
+    case FfnKind::squared_relu: return fwd ? kSquaredReluForwardPasses : kSquaredReluBackwardPasses;
   }
   return 0;
 }
@@ -505,72 +502,48 @@ bool in_fp32_groups(const Scenario& s, const std::string& group) {
 
 const char* to_string(CollKind k) {
   switch (k) {
-    case CollKind::all_reduce:
-      return "all_reduce";
-    case CollKind::reduce_scatter:
-      return "reduce_scatter";
-    case CollKind::all_gather:
-      return "all_gather";
-    case CollKind::all_to_all:
-      return "all_to_all";
+    case CollKind::all_reduce: return "all_reduce";
+    case CollKind::reduce_scatter: return "reduce_scatter";
+    case CollKind::all_gather: return "all_gather";
+    case CollKind::all_to_all: return "all_to_all";
   }
   return "?";
 }
 
 const char* to_string(Group g) {
   switch (g) {
-    case Group::tp:
-      return "tp";
-    case Group::cp:
-      return "cp";
-    case Group::dp:
-      return "dp";
-    case Group::embedding:
-      return "embedding";
+    case Group::tp: return "tp";
+    case Group::cp: return "cp";
+    case Group::dp: return "dp";
+    case Group::embedding: return "embedding";
   }
   return "?";
 }
 
 const char* to_string(ComputeKind k) {
   switch (k) {
-    case ComputeKind::forward:
-      return "forward";
-    case ComputeKind::backward:
-      return "backward";
-    case ComputeKind::recompute:
-      return "recompute";
-    case ComputeKind::embedding:
-      return "embedding";
-    case ComputeKind::lm_head:
-      return "lm_head";
-    case ComputeKind::optimizer:
-      return "optimizer";
-    case ComputeKind::compression:
-      return "compression";
-    case ComputeKind::gather_copy:
-      return "gather_copy";
+    case ComputeKind::forward: return "forward";
+    case ComputeKind::backward: return "backward";
+    case ComputeKind::recompute: return "recompute";
+    case ComputeKind::embedding: return "embedding";
+    case ComputeKind::lm_head: return "lm_head";
+    case ComputeKind::optimizer: return "optimizer";
+    case ComputeKind::compression: return "compression";
+    case ComputeKind::gather_copy: return "gather_copy";
   }
   return "?";
 }
 
 const char* to_string(OpKind k) {
   switch (k) {
-    case OpKind::compute:
-      return "compute";
-    case OpKind::collective:
-      return "collective";
-    case OpKind::send:
-      return "send";
-    case OpKind::recv:
-      return "recv";
-    case OpKind::grad_ready:
-      return "grad_ready";
-    case OpKind::grad_wait:
-      return "grad_wait";
-    case OpKind::gather_issue:
-      return "gather_issue";
-    case OpKind::gather_wait:
-      return "gather_wait";
+    case OpKind::compute: return "compute";
+    case OpKind::collective: return "collective";
+    case OpKind::send: return "send";
+    case OpKind::recv: return "recv";
+    case OpKind::grad_ready: return "grad_ready";
+    case OpKind::grad_wait: return "grad_wait";
+    case OpKind::gather_issue: return "gather_issue";
+    case OpKind::gather_wait: return "gather_wait";
   }
   return "?";
 }

@@ -127,9 +127,9 @@ TEST_CASE("check refuses a cluster whose network calibration file is malformed")
   CHECK(r.err.find("broken-calibration.json") != std::string::npos);
   CHECK_FALSE(fs::exists(output));
   // The same scenario with a valid calibration file passes.
-  const fs::path good = write_file(
-      "good-calibration.json",
-      slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/calibration-h800-published.json"));
+  const fs::path good = write_file("good-calibration.json",
+                                   slurp(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                         "/validation/data/calibration-h800-published.json"));
   cluster["calibration"] = good.string();
   s["cluster"] = cluster;
   const fs::path input_good = write_file("with-good-calibration.json", s.dump());

@@ -44,8 +44,7 @@ TEST_CASE("integers must be whole and in range") {
   const auto doc = JsonDocument::parse(R"({"a": 2.5, "b": -1, "c": "3"})", "r.json");
   CHECK(error_of([&] { doc.root().int_at("a", 1, 10); }).find("/a: expected an integer") !=
         std::string::npos);
-  CHECK(error_of([&] { doc.root().int_at("b", 1, 10); }).find("out of range") !=
-        std::string::npos);
+  CHECK(error_of([&] { doc.root().int_at("b", 1, 10); }).find("out of range") != std::string::npos);
   CHECK(error_of([&] { doc.root().int_at("c", 1, 10); }).find("expected an integer") !=
         std::string::npos);
 }

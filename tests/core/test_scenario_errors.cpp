@@ -133,10 +133,10 @@ TEST_CASE("impossible layouts are rejected at the key to change") {
     // 80 layers + the embedding = 81 over pp 2.
     expect_error(with({{"parallelism", {{"account_for_embedding_in_pipeline_split", true}}}}),
                  "/parallelism/account_for_embedding_in_pipeline_split", "81");
-    expect_error(with({{"parallelism",
-                        {{"account_for_loss_in_pipeline_split", true},
-                         {"layers_per_stage", {40, 40}}}}}),
-                 "/parallelism/account_for_loss_in_pipeline_split", "layers_per_stage");
+    expect_error(
+        with({{"parallelism",
+               {{"account_for_loss_in_pipeline_split", true}, {"layers_per_stage", {40, 40}}}}}),
+        "/parallelism/account_for_loss_in_pipeline_split", "layers_per_stage");
   }
   SECTION("sequence parallelism needs tensor parallelism") {
     expect_error(with({{"gpus", 128}, {"parallelism", {{"dp", 64}, {"tp", 1}, {"pp", 2}}}}),

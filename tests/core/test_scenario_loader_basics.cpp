@@ -5,8 +5,8 @@
 using namespace clustersim;
 
 TEST_CASE("the default scenario loads with the seed's optimized layout") {
-  const Scenario s = load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) +
-                                   "/scenarios/seed-optimized-1024.json");
+  const Scenario s =
+      load_scenario(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/seed-optimized-1024.json");
   CHECK(s.gpus == 1024);
   CHECK(s.parallelism.dp == 64);
   CHECK(s.parallelism.tp == 8);

@@ -7,9 +7,9 @@ using namespace clustersim;
 TEST_CASE("a line chart is a complete SVG document with one polyline per series") {
   svg::Axes axes;
   axes.title = "MFU <by> GPUs";
-  const std::string out = svg::line_chart(
-      axes, {{"dp", {{64, 0.5}, {128, 0.4}}}, {"tp", {{64, 0.45}, {128, 0.44}}}},
-      {{100, "failure"}});
+  const std::string out =
+      svg::line_chart(axes, {{"dp", {{64, 0.5}, {128, 0.4}}}, {"tp", {{64, 0.45}, {128, 0.44}}}},
+                      {{100, "failure"}});
   CHECK(out.rfind("<svg", 0) == 0);
   CHECK(out.find("</svg>") != std::string::npos);
   CHECK(out.find("MFU &lt;by&gt; GPUs") != std::string::npos);

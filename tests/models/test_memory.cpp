@@ -56,13 +56,12 @@ TEST_CASE("GPT activations per layer are Korthikanti et al.'s s b h (34 + 5 a s 
     CHECK(layer_activation_bytes(m, 2048, 1, 1, false, Recompute::none, AttentionKernel::unfused,
                                  false)
               .stored == Approx(sbh * (32 + 2 * a * s / h)));
-    CHECK(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, AttentionKernel::flash,
-                                 false)
-              .stored ==
-          Approx(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none,
-                                        AttentionKernel::flash)
-                     .stored -
-                 sbh * 2 / t));
+    CHECK(
+        layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, AttentionKernel::flash, false)
+            .stored ==
+        Approx(layer_activation_bytes(m, 2048, 1, 8, true, Recompute::none, AttentionKernel::flash)
+                   .stored -
+               sbh * 2 / t));
   }
   SECTION("activations scale with the micro-batch size") {
     CHECK(
@@ -151,14 +150,18 @@ TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks to
   // Context-parallel ranks hold the same weights and reduce gradients with the data-parallel
   // ones, so the distributed optimizer shards over dp x cp: 16 ranks here, as with dp = 16.
   // ZeRO-3 on 16 ranks: (2 + 2 + 12) B / 16 = 1 B per parameter.
-  const Scenario s = patched(
-      {{"model", "gpt-7.5b-sc21"},
-       {"gpus", 16},
-       {"parallelism",
-        {{"dp", 4}, {"cp", 4}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false},
-         {"zero_stage", 3}}},
-       {"training", {{"global_batch", 16}, {"seq_len", 2048}, {"attention", "flash"}}},
-       {"comm", {{"grad_dtype", "bf16"}}}});
+  const Scenario s =
+      patched({{"model", "gpt-7.5b-sc21"},
+               {"gpus", 16},
+               {"parallelism",
+                {{"dp", 4},
+                 {"cp", 4},
+                 {"tp", 1},
+                 {"pp", 1},
+                 {"sequence_parallel", false},
+                 {"zero_stage", 3}}},
+               {"training", {{"global_batch", 16}, {"seq_len", 2048}, {"attention", "flash"}}},
+               {"comm", {{"grad_dtype", "bf16"}}}});
   const MemoryEstimate e = estimate_memory(s);
   const StageMemory& m = e.worst();
   CHECK(m.weights_bytes / m.parameters == Approx(2.0 / 16));
@@ -188,13 +191,17 @@ TEST_CASE("BF16 Adam state keeps its three tensors in 2 bytes each") {
 TEST_CASE("DeepSpeed 2021 ZeRO-3 holds one gathered weight matrix and its gradient") {
   // GPT 174.6B, pp 12: a middle stage's largest matrix is the FFN's h x 4h = 12288 x 49152,
   // gathered in 2 bytes with its 2-byte gradient. The first stage's is the token embedding,
-  // 51200 x 12288 (the learned positions are a matrix of their own). FSDP-style ZeRO-3 holds two whole layers and a
-  // layer's gradient instead.
+  // 51200 x 12288 (the learned positions are a matrix of their own). FSDP-style ZeRO-3 holds two
+  // whole layers and a layer's gradient instead.
   nlohmann::json patch = {
       {"model", "gpt-174.6b-sc21"},
       {"gpus", 24},
       {"parallelism",
-       {{"dp", 2}, {"tp", 1}, {"pp", 12}, {"sequence_parallel", false}, {"zero_stage", 3},
+       {{"dp", 2},
+        {"tp", 1},
+        {"pp", 12},
+        {"sequence_parallel", false},
+        {"zero_stage", 3},
         {"zero3_implementation", "deepspeed-2021"}}},
       {"training",
        {{"global_batch", 2}, {"seq_len", 2048}, {"recompute", "full"}, {"attention", "unfused"}}},

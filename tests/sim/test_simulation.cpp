@@ -483,7 +483,8 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
       ag.op = CollectiveOp::all_gather;
       rs.push_back(ag);
       std::vector<double> t;
-      for (const auto& r : simulate_collectives(g, rs, SimulationOptions{})) t.push_back(r.time_s());
+      for (const auto& r : simulate_collectives(g, rs, SimulationOptions{}))
+        t.push_back(r.time_s());
       return t;
     });
   };

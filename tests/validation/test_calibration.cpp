@@ -23,9 +23,12 @@ std::string float_str(double value, int width) {
   int power = 0;
   for (double v = 1; value >= v; v *= 10) ++power;
   char buf[64];
-  if (power < width - 2) std::snprintf(buf, sizeof buf, "%*.2f", width, value);
-  else if (power < width - 1) std::snprintf(buf, sizeof buf, "%*.1f", width, value);
-  else std::snprintf(buf, sizeof buf, "%*.0f", width, value);
+  if (power < width - 2)
+    std::snprintf(buf, sizeof buf, "%*.2f", width, value);
+  else if (power < width - 1)
+    std::snprintf(buf, sizeof buf, "%*.1f", width, value);
+  else
+    std::snprintf(buf, sizeof buf, "%*.0f", width, value);
   return buf;
 }
 
@@ -53,8 +56,7 @@ std::string synthesize(const std::vector<Regime>& regimes, int nranks, double mi
     const double t = r->latency_us + s * factor / (r->busbw_GBps * 1e3);
     const double algbw = s / t / 1e3;
     char row[256];
-    std::snprintf(row, sizeof row, "%12.0f  %12.0f  %8s  %6s  %6s", s, s / 4, "float", "sum",
-                  "-1");
+    std::snprintf(row, sizeof row, "%12.0f  %12.0f  %8s  %6s  %6s", s, s / 4, "float", "sum", "-1");
     out << row;
     for (int k = 0; k < 2; ++k)
       out << "  " << float_str(t, 7) << "  " << float_str(algbw, 6) << "  "
@@ -107,8 +109,9 @@ TEST_CASE("a plain α–β line through two exact points gives α and β by hand
 }
 
 TEST_CASE("the published DGX H100 table calibrates to an NVLink busbw near its plateau") {
-  const auto log = load_nccl_tests_log(std::string(CLUSTERSIM_SOURCE_DIR) +
-                                       "/tests/validation/data/dgx-h100-allreduce-nvls.v2.13-layout.txt");
+  const auto log =
+      load_nccl_tests_log(std::string(CLUSTERSIM_SOURCE_DIR) +
+                          "/tests/validation/data/dgx-h100-allreduce-nvls.v2.13-layout.txt");
   const auto cal = fit_network_table(log.tables[0], "dgx");
   // The published plateau is 480 GB/s busbw at 8-16 GiB; the fitted asymptote must lie
   // between the largest measured busbw and a few percent above it.

@@ -89,8 +89,8 @@ TEST_CASE("the DGX H100 transcription parses identically in both text layouts") 
 }
 
 TEST_CASE("the GCP two-node transcription keeps its 16 ranks on 2 hosts in both layouts") {
-  for (const char* name : {"gcp-a3mega-2x8-allreduce.v2.13-layout.txt",
-                           "gcp-a3mega-2x8-allreduce.v2.11-layout.txt"}) {
+  for (const char* name :
+       {"gcp-a3mega-2x8-allreduce.v2.13-layout.txt", "gcp-a3mega-2x8-allreduce.v2.11-layout.txt"}) {
     const auto log = load_nccl_tests_log(data(name));
     REQUIRE(log.tables.size() == 1);
     const auto& t = log.tables[0];

@@ -1,7 +1,6 @@
 // Compute cost model: efficiencies read from the calibration file and the roofline time.
 // Expected values are hand calculations from the cited benchmark figures.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "core/errors.hpp"

@@ -419,10 +419,16 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers a layer above 1e9 parameters again for 
   nlohmann::json j = scenario_json("scenarios/seed-optimized-1024.json");
   j["model"] = "gpt-174.6b-sc21";
   j["gpus"] = 24;
-  j["parallelism"] = {{"dp", 2}, {"tp", 1}, {"pp", 12}, {"zero_stage", 3},
+  j["parallelism"] = {{"dp", 2},
+                      {"tp", 1},
+                      {"pp", 12},
+                      {"zero_stage", 3},
                       {"zero3_implementation", "deepspeed-2021"}};
-  j["training"] = {{"global_batch", 2}, {"micro_batch", 1}, {"seq_len", 2048},
-                   {"recompute", "full"}, {"attention", "unfused"}};
+  j["training"] = {{"global_batch", 2},
+                   {"micro_batch", 1},
+                   {"seq_len", 2048},
+                   {"recompute", "full"},
+                   {"attention", "unfused"}};
   j["comm"]["fp32_layer_groups"] = nlohmann::json::array();
   const Scenario s = load(j);
   const Workload w = build_workload(s, test::compute_model(s));
