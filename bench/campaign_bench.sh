@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Wall time and peak memory of `clustersim campaign`: 1000 Monte Carlo trials of the seed's
-# 45-day, 1024-GPU run with faults (target: under 10 s, /work/shared/DESIGN.md).
+# 45-day, 1024-GPU run with faults (target: under 10 s, docs/design.md#performance-targets).
 #   - "given-step": scenarios/campaign-seed-before.json with campaign.step_time_s set so that
 #     the fault-free run takes exactly 45 days (the Monte Carlo alone);
 #   - "simulated-step" (unless --no-sim): the same scenario as shipped, its step times from the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall time and peak memory of `clustersim collective` for one 1 GiB all-reduce over 1024 GPUs
 # (h800-128x8-rail) and over 16384 GPUs (h100-2048x8-rail), at both granularities.
-# Reference (PEERS.md / the issue): ASTRA-sim's analytical backend needs 0.8 s for 1 GiB over 1024
+# Reference point (docs/design.md#performance-targets): ASTRA-sim's analytical backend needs 0.8 s for 1 GiB over 1024
 # ranks (congestion-unaware, 2-D) and 3.7-5 s with a 1-D ring.
 # Each line: case, simulated time and algorithm (from the --json file), wall time and peak RSS
 # (GNU time -v), or "timeout" when a case runs longer than the limit.

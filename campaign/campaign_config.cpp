@@ -15,7 +15,8 @@ constexpr double kSecondsPerDay = 86400;
 constexpr double kBytesPerGB = 1e9;
 constexpr double kTokensPerTeratoken = 1e12;
 // Defaults for restarts. Meta RSC's ETTR model assumes 5-minute restart overheads
-// [S, FAULTS.md §1]; MegaScale brought initialisation under 30 s at >10k GPUs [S, FAULTS.md §2].
+// [S, docs/faults.md#failure-statistics]; MegaScale brought initialisation under 30 s at >10k GPUs
+// [S, docs/faults.md#checkpoint-and-restart].
 constexpr double kDefaultReschedule_s = 300;
 constexpr double kDefaultInit_s = 30;
 // DeepSeek-V3 Technical Report (arXiv 2412.19437), Table 1: "assuming the rental price of the

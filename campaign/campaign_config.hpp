@@ -56,10 +56,11 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // Defaults, each with its source.
 // PyTorch ProcessGroupNCCL's default timeout, kProcessGroupNCCLDefaultTimeout = 10 min
-// (torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp; init_process_group docs; FAULTS.md §5).
+// (torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp; init_process_group docs;
+// docs/faults.md#timeouts).
 constexpr double kPyTorchNcclWatchdog_s = 600;
 // A crashed rank noticed by the job: ByteRobust detects NIC crashes and port flaps in ~30 s
-// [S, FAULTS.md §5]; used for every crash-type failure.
+// [S, docs/faults.md#timeouts]; used for every crash-type failure.
 constexpr double kCrashDetection_s = 30;
 // Mixed-precision Adam state saved per parameter: BF16 weights 2 + FP32 master weights 4 +
 // Adam moments 4 + 4 bytes (ZeRO, Rajbhandari et al. 2020, §3.1: 16 bytes with the FP16

@@ -17,8 +17,9 @@ double young_interval_s(double save_s, double mtbf_s);
 // else tau = M. Preconditions: save_s > 0, mtbf_s > 0.
 double daly_interval_s(double save_s, double mtbf_s);
 
-// First-order fraction of time spent training (Young/Daly's waste model; FAULTS.md §2):
-// 1 - delta/tau - (tau/2 + R)/M, clamped at 0. Used for reports, not by the Monte Carlo.
+// First-order fraction of time spent training (Young/Daly's waste model;
+// docs/faults.md#checkpoint-and-restart): 1 - delta/tau - (tau/2 + R)/M, clamped at 0. Used for
+// reports, not by the Monte Carlo.
 double first_order_goodput(double interval_s, double save_s, double restart_s, double mtbf_s);
 
 }  // namespace clustersim::campaign

@@ -18,7 +18,7 @@ constexpr double kLlama3NicsPerGpu = 1;
 constexpr double kLlama3UnexpectedInterruptions = 419;
 
 // Meta RSC ("Revisiting Reliability in Large-Scale ML Research Clusters", HPCA'25): cluster
-// failure rate r_f per 1000 node-days [S, FAULTS.md §1].
+// failure rate r_f per 1000 node-days [S, docs/faults.md#failure-statistics].
 constexpr double kRsc1FailuresPer1000NodeDays = 6.50;
 constexpr double kRsc2FailuresPer1000NodeDays = 2.34;
 

@@ -40,7 +40,7 @@ constexpr double kInletTemp_C = 25;
 // Daily swing of the inlet temperature [assumption; Llama 3 §3.3.4 reports a diurnal 1-2%
 // throughput swing from temperature, so a swing exists, its amplitude is not published].
 constexpr double kDiurnalAmplitude_C = 2;
-// Board power: H100/H800 SXM TDP 700 W (NVIDIA H100 datasheet; CALIBRATION.md); idle
+// Board power: H100/H800 SXM TDP 700 W (NVIDIA H100 datasheet; docs/hardware.md#h100-sxm); idle
 // [U: ~70-100 W on nvidia-smi for an idle SXM H100].
 constexpr double kTdp_W = 700;
 constexpr double kIdle_W = 90;

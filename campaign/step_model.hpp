@@ -48,7 +48,7 @@ StepModel fixed_step_model(const Scenario& scenario, double step_time_s, double 
 // "should give 46-48GB/s per NIC" (nccl-tests#290) -> 47 GB/s of 50 GB/s.
 constexpr double kIbAchievedFraction = 47.0 / 50.0;
 // Achieved fraction of NVLink one-way bandwidth in ring collectives: H100 ring busbw
-// 365-370 GB/s of 450 GB/s one way (nccl#1455; CALIBRATION.md) -> 0.82.
+// 365-370 GB/s of 450 GB/s one way (nccl#1455; docs/microbenchmarks.md#nccl-tests) -> 0.82.
 constexpr double kNvlinkAchievedFraction = 368.0 / 450.0;
 
 }  // namespace clustersim::campaign

@@ -52,7 +52,7 @@ double NcclSettings::ib_timeout_s() const {
 
 double NcclSettings::ib_hang_detection_s() const {
   // The queue pair gives up after the first attempt and NCCL_IB_RETRY_CNT retries, each waiting
-  // one transport timeout (InfiniBand spec, "Local ACK Timeout"; ../shared FAULTS.md §5).
+  // one transport timeout (InfiniBand spec, "Local ACK Timeout"; docs/faults.md#timeouts).
   return ib_timeout_s() * (1 + ib_retry_cnt);
 }
 

@@ -209,7 +209,7 @@ TransportChoice choose_transport(const ClusterSpec& spec, const NcclSettings& se
   // PCIe switch is PIX; NICs shared by several GPUs hang off the CPU root complex: PHB.
   const bool nic_per_gpu = spec.nics_per_node == spec.gpus_per_node;
   const PathLevel distance = nic_per_gpu ? PathLevel::pix : PathLevel::phb;
-  // NCCL_NET_GDR_LEVEL default PXB (paths.cc, CALIBRATION.md §4).
+  // NCCL_NET_GDR_LEVEL default PXB (paths.cc, docs/nccl.md#environment-variables).
   const PathLevel gdr_level = settings.net_gdr_level.value_or(PathLevel::pxb);
   t.gpudirect_rdma = spec.gpudirect_rdma && distance <= gdr_level;
   if (spec.gpudirect_rdma && !t.gpudirect_rdma) {

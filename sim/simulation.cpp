@@ -67,7 +67,7 @@ constexpr std::size_t kFluidMaxFlows = 20000;
 int dummy_payload = 0;
 
 // Stack of the engine's own helper actors: their bodies are flat loops over SimGrid calls
-// (SimGrid's Chord example runs 2 million actors on 16 KiB stacks, CALIBRATION.md §6).
+// (SimGrid's Chord example runs 2 million actors on 16 KiB stacks, docs/simgrid.md).
 // Actor::set_stacksize takes KiB in 3.32: 16 * 1024 gave every helper a 16 MiB stack
 // (200 actors: 3.3 GB of virtual memory against 52 MB with 16).
 constexpr unsigned kHelperStackKiB = 16;

@@ -27,7 +27,7 @@ const std::vector<OptionSpec>& regress_options() {
 }
 
 // A scenario that takes longer than this is hung, not slow (targets: one step of 1024 ranks
-// in under a second, DESIGN.md).
+// in under a second, docs/design.md#performance-targets).
 constexpr double kDefaultTimeoutS = 600;
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST_CASE("blocking checkpoints without failures add their save time once per in
 }
 
 TEST_CASE("the Young interval matches its closed form") {
-  // FAULTS.md §2 worked example: M = 3.09 h (Llama 3's job MTTI) and delta = 300 s give 43 min.
+  // Worked example (docs/faults.md#checkpoint-and-restart): M = 3.09 h (Llama 3's job MTTI)
+  // and delta = 300 s give 43 min.
   CHECK(young_interval_s(300, 3.09 * kHour) / 60 == Approx(43.05).margin(0.01));
   CHECK(young_interval_s(60, 3.09 * kHour) / 60 == Approx(19.25).margin(0.01));
   CHECK(young_interval_s(2.0, 8.0) == Approx(std::sqrt(2.0 * 2.0 * 8.0)));

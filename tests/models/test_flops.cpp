@@ -63,7 +63,7 @@ TEST_CASE("for GPT shapes the Megatron convention reduces to SC'21 eq. 3 and Kor
 }
 
 TEST_CASE("SC'21 step times derived from eq. 3 are reproduced from the reported throughput") {
-  // /work/shared/reference/published_runs.json: derived.step_time_s_from_eq3 = F / (X n), with F
+  // validation/data/published_runs.json: derived.step_time_s_from_eq3 = F / (X n), with F
   // from eq. 3, X the reported TFLOP/s per GPU and n the GPU count (Narayanan et al. SC'21
   // Tables 1 and 2).
   struct Row {
@@ -98,8 +98,8 @@ TEST_CASE("SC'21 step times derived from eq. 3 are reproduced from the reported 
 }
 
 TEST_CASE("Korthikanti et al.'s MFU from measured iteration times is reproduced with eq. 7") {
-  // published_runs.json korthikanti_t5_*: reported_step_time_s and derived.mfu_from_step_time_eq7
-  // = model FLOPs / (t n 312e12).
+  // validation/data/published_runs.json korthikanti_t5_*: reported_step_time_s and
+  // derived.mfu_from_step_time_eq7 = model FLOPs / (t n 312e12).
   struct Row {
     const char* id;
     const char* preset;
@@ -128,7 +128,7 @@ TEST_CASE("selective recomputation adds the attention-core forward, 4 B s^2 h pe
   // writes 72 B L s h^2 (1 + s/(3h) + V/(12hL)), i.e. 12 B s^2 h L above model FLOPs; the forward
   // work that actually re-runs is 4 B s^2 h L, so our hardware FLOPs are
   // 72 B L s h^2 (1 + s/(4.5h) + V/(12hL)). For the 22B model this puts HFU at 42.3% where the
-  // paper (and published_runs.json) say 43.8%.
+  // paper (and validation/data/published_runs.json) say 43.8%.
   const ModelSpec m = load_model_preset("gpt-22b-korthikanti");
   const double s = 2048, l = 48, h = 6144, V = 51200;
   const FlopsPerToken f = flops_per_token(m, 2048, Recompute::selective, FlopConvention::megatron);
@@ -159,9 +159,9 @@ TEST_CASE("the PaLM convention is 6N + 12 l h s with N excluding input embedding
 }
 
 TEST_CASE("model FLOPs per token match the throughput NVIDIA reports for NeMo runs") {
-  // published_runs.json nemo2407_*: derived.flops_per_token_implied = reported model TFLOP/s per
-  // GPU / reported tokens/s per GPU (GFLOP per token). NeMo does not print its formula; the PaLM
-  // form 6N + 12 l h s reproduces it.
+  // validation/data/published_runs.json nemo2407_*: derived.flops_per_token_implied = reported
+  // model TFLOP/s per GPU / reported tokens/s per GPU (GFLOP per token). NeMo does not print its
+  // formula; the PaLM form 6N + 12 l h s reproduces it.
   struct Row {
     const char* id;
     const char* preset;
@@ -185,8 +185,9 @@ TEST_CASE("model FLOPs per token match the throughput NVIDIA reports for NeMo ru
 }
 
 TEST_CASE("Llama 3 405B's 6N step-time approximation is reproduced") {
-  // published_runs.json llama3_405b_t4_16384gpu_seq8192: derived.step_time_s_approx_6N = 6.22 s
-  // = 6 N x 2048 x 8192 tokens / (16384 GPUs x 400 TFLOP/s), N = 405e9, attention ignored.
+  // validation/data/published_runs.json llama3_405b_t4_16384gpu_seq8192:
+  // derived.step_time_s_approx_6N = 6.22 s = 6 N x 2048 x 8192 tokens / (16384 GPUs x 400 TFLOP/s),
+  // N = 405e9, attention ignored.
   const ParameterCounts p = count_parameters(load_model_preset("llama3-405b"));
   const double step = 6 * p.total() * 2048.0 * 8192 / (16384 * 400e12);
   CHECK(step == Approx(6.22).epsilon(kPublishedTolerance));

@@ -53,7 +53,7 @@ inline std::vector<int> iota_gpus(int first, int count, int stride = 1) {
 
 // NCCL's latency for a Ring/Simple all-reduce on this hardware, by NCCL's own table
 // (sim/nccl_model.hpp, tested against tuning.cc separately), with the ring plateau factor of
-// CALIBRATION.md §2: x1.4 on Ampere and later for multi-node all-reduce when
+// docs/nccl.md#cost-model: x1.4 on Ampere and later for multi-node all-reduce when
 // nBytes / (nChannels * nRanks) >= 64.
 inline double ring_simple_latency_s(const topologies::ClusterGraph& g, int ranks, int nodes,
                                     double bytes) {

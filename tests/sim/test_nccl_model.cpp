@@ -1,5 +1,5 @@
 // NCCL's cost model (NVIDIA/nccl v2.30.7-1 src/graph/tuning.cc). Expected values are worked out
-// by hand from the constants of tuning.cc (as /work/shared/reference/CALIBRATION.md §2 lists
+// by hand from the constants of tuning.cc (as docs/nccl.md#cost-model lists
 // them) and written out term by term, never taken from the model's own output.
 #include <catch2/catch.hpp>
 
@@ -37,7 +37,7 @@ const NcclCandidate& candidate(const NcclDecision& d, NcclAlgo a, NcclProto p) {
 
 }  // namespace
 
-TEST_CASE("The worked example of CALIBRATION.md: ring latency 9.66 ms, tree 260 us at 1024 ranks",
+TEST_CASE("The worked example of docs/nccl.md: ring latency 9.66 ms, tree 260 us at 1024 ranks",
           "[sim][nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
   // Ring AllReduce Simple: base 8.4 + (nsteps - nInter) * intraLat + nInter * interLat with

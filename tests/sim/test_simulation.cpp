@@ -236,7 +236,8 @@ TEST_CASE(
     "The simulated 8-GPU DGX H100 all-reduce is within the stated tolerance of the "
     "published nccl-tests table",
     "[sim][validation]") {
-  // NVIDIA/dgxc-benchmarking nccl/README.md @46e4201 (CALIBRATION.md §3), out-of-place time (us).
+  // NVIDIA/dgxc-benchmarking nccl/README.md @46e4201 (docs/microbenchmarks.md#nccl-tests),
+  // out-of-place time (us).
   const std::vector<std::pair<double, double>> published = {{64 * KiB, 19.54}, {1 * MiB, 27.37},
                                                             {16 * MiB, 123.8}, {128 * MiB, 586.4},
                                                             {1 * GiB, 4029.4}, {8 * GiB, 31307}};

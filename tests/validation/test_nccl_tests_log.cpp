@@ -12,7 +12,7 @@ std::string data(const std::string& name) {
   return std::string(CLUSTERSIM_SOURCE_DIR) + "/tests/validation/data/" + name;
 }
 
-// The DGX H100 AllReduce table as CALIBRATION.md section 3 quotes it (out-of-place).
+// The DGX H100 AllReduce table as docs/microbenchmarks.md#nccl-tests quotes it (out-of-place).
 struct Published {
   double size, time_us, algbw, busbw;
 };

@@ -1,6 +1,6 @@
 // FLOP conventions of published runs and the conversion between a simulated step time and a
 // source's reported metric, checked by hand calculation and against the figures
-// published_runs.json derives independently.
+// validation/data/published_runs.json derives independently.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -30,7 +30,8 @@ std::string suite_path() {
 
 TEST_CASE("Korthikanti eq. 7 gives the published 41.65% MFU of the 22B run at 1.1 s") {
   // 72·4·48·2048·6144²·(1 + 2048/36864 + 51200/3538944) = 1.14356e15 FLOPs per step;
-  // / (1.1 s · 8 GPUs · 312 TFLOP/s) = 0.4165 (published_runs.json derived mfu_from_step_time_eq7).
+  // / (1.1 s · 8 GPUs · 312 TFLOP/s) = 0.4165 (validation/data/published_runs.json derived
+  // mfu_from_step_time_eq7).
   const ModelSpec m = gpt(48, 6144, 64, 51200);
   const double f = flops_per_step(FlopConvention::korthikanti_model, m, 4, 2048);
   CHECK(f == Approx(1.143560812e15).epsilon(1e-9));
@@ -39,7 +40,7 @@ TEST_CASE("Korthikanti eq. 7 gives the published 41.65% MFU of the 22B run at 1.
 
 TEST_CASE("SC'21 eq. 3 counts the recompute pass: 144 TFLOP/s on 384 GPUs is an 81.58 s step") {
   // 96·1536·2048·96·12288²·(1 + 2048/73728 + 51200/18874368) = 4.51097e18 FLOPs;
-  // / (144e12 · 384) = 81.58 s (published_runs.json derived step_time_s_from_eq3).
+  // / (144e12 · 384) = 81.58 s (validation/data/published_runs.json derived step_time_s_from_eq3).
   const ModelSpec m = gpt(96, 12288, 96, 51200);
   const double eq3 = flops_per_step(FlopConvention::megatron_eq3, m, 1536, 2048);
   CHECK(eq3 == Approx(4.5109707533e18).epsilon(1e-9));
@@ -60,7 +61,7 @@ TEST_CASE("Megatron-Core's formula reduces to Korthikanti eq. 7 for a GPT model"
 
 TEST_CASE("Megatron-Core's formula matches NeMo's implied FLOPs per token for Llama 3 70B") {
   // NeMo 24.07 reports 734 TFLOP/s/GPU and 1524 tokens/s/GPU: 481.6 GFLOP per token
-  // (published_runs.json derived flops_per_token_implied). By hand, per token:
+  // (validation/data/published_runs.json derived flops_per_token_implied). By hand, per token:
   // 12·80·8192²·((1 + 8/64 + 8192/8192) + 3.5·1.5 + 128256/(2·80·8192)) = 481.44 GFLOP.
   ModelSpec m = gpt(80, 8192, 64, 128256);
   m.num_kv_heads = 8;
@@ -107,7 +108,7 @@ TEST_CASE("a simulated step time becomes each source's metric in its own convent
 
 TEST_CASE("the suite lists every published run, either as a case or with a reason") {
   const auto suite = load_published_suite(suite_path());
-  // published_runs.json holds 72 runs; none may be dropped silently.
+  // validation/data/published_runs.json holds 72 runs; none may be dropped silently.
   CHECK(suite.cases.size() + suite.not_expressible.size() == 72);
   for (const auto& n : suite.not_expressible) CHECK_FALSE(n.reason.empty());
 }
