@@ -1,0 +1,116 @@
+#include "workload/param_gathers.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "models/transformer.hpp"
+
+namespace clustersim::workload {
+
+namespace {
+
+// DeepSpeed 2021 ZeRO-3 (v0.3.13 .. v0.5.4, deepspeed/runtime/zero/partition_parameters.py
+// _allgather_param): torch.distributed.all_gather into a list of one view per rank, which
+// PyTorch's ProcessGroupNCCL serves by gathering into a flat buffer and then copying each
+// rank's piece into its view (`outputTensors[i][j].copy_(outputFlattened[i][j], true)`): one
+// copy kernel per rank reading and writing its bytes (2 B of traffic per gathered byte).
+// DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
+// each ncclAllgather").
+constexpr double kGatherCopyBytesPerByte = 2;
+// The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.5): a
+// fill kernel writing each gathered byte.
+constexpr double kGatherZeroFillBytesPerByte = 1;
+// Host time of one torch.distributed.all_gather call from _allgather_param, measured on 8 A100s
+// with NVLink, PyTorch 1.8 and DeepSpeed 0.3.16 (DeepSpeed issue #1069, comment of 2021-06-21:
+// "the launch takes 250us about", for a parameter of 320 elements per rank). It runs after
+// DeepSpeed's torch.cuda.synchronize(), so the GPU waits for it. Its one copy launch per rank
+// is modelled on its own (the GPU preset's kernel launch per rank), so the measured ranks'
+// share is taken out of it.
+constexpr double kDeepSpeed2021AllGatherCallS = 250e-6;
+constexpr int kDeepSpeed2021AllGatherCallRanks = 8;
+// DeepSpeed's stage3_max_live_parameters default, 1e9 elements (deepspeed/runtime/zero/
+// constants.py, v0.3.13 .. v0.4.0): gathered parameters are released beyond it, so a layer
+// larger than this is gathered again for its backward after the recompute forward.
+constexpr double kDeepSpeedMaxLiveParameters = 1e9;
+
+ParamGather make_gather(int id, double params, Dtype dtype, std::string label) {
+  ParamGather g;
+  g.id = id;
+  g.params = params;
+  g.call = {CollKind::all_gather, params * bytes_per_element(dtype), dtype};
+  g.label = std::move(label);
+  return g;
+}
+
+}  // namespace
+
+Dtype gathered_param_dtype(const Scenario& s) {
+  const Dtype precision = s.training.precision;
+  return precision == Dtype::fp8 ? Dtype::bf16 : precision;
+}
+
+void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& units_per_chunk,
+                       std::vector<ParamGather>& gathers) {
+  const Parallelism& par = s.parallelism;
+  const bool ds2021 = par.zero3_implementation == Zero3Implementation::deepspeed_2021;
+  const Dtype dtype = gathered_param_dtype(s);
+  const std::vector<double> matrices = models::layer_weight_matrices_per_tp_rank(s.model, par.tp);
+  for (auto& units : units_per_chunk) {
+    for (auto& unit : units) {
+      std::vector<std::pair<double, std::string>> pieces = {{unit.params, ""}};
+      if (ds2021 && unit.layer >= 0) {
+        pieces.clear();
+        for (std::size_t k = 0; k < matrices.size(); ++k) {
+          pieces.push_back({matrices[k], " matrix " + std::to_string(k + 1)});
+        }
+      }
+      for (const auto& [params, suffix] : pieces) {
+        const int id = static_cast<int>(gathers.size());
+        gathers.push_back(make_gather(id, params, dtype, unit.name + suffix + " parameters"));
+        unit.gathers.push_back(id);
+      }
+    }
+  }
+}
+
+void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& buckets,
+                        std::vector<ParamGather>& gathers) {
+  const Dtype dtype = gathered_param_dtype(s);
+  for (const auto& bkt : buckets) {
+    if (bkt.group != Group::dp) continue;
+    const int id = static_cast<int>(gathers.size());
+    gathers.push_back(make_gather(id, bkt.params, dtype, bkt.label + " parameters"));
+  }
+}
+
+DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
+                                           const models::ComputeCostModel& compute,
+                                           const std::vector<ParamGather>& gathers)
+    : compute_(compute), gathers_(gathers), dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
+  call_.launch_s = std::max(0.0, kDeepSpeed2021AllGatherCallS - kDeepSpeed2021AllGatherCallRanks *
+                                                                    s.cluster.gpu.kernel_launch_s);
+  call_.time_s = call_.launch_s;
+}
+
+void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSite& at) const {
+  const OpSite site = at.at_layer(unit.layer);
+  for (int id : unit.gathers) {
+    const double bytes = gathers_[static_cast<std::size_t>(id)].call.bytes;
+    ops.compute(ComputeKind::gather_copy, compute_.memory_op(kGatherZeroFillBytesPerByte * bytes),
+                site);
+    ops.grad_wait(site);
+    ops.compute(ComputeKind::gather_copy, call_, site);
+    ops.gather_issue(id, site);
+    ops.gather_wait(id, site);
+    models::OpCost copies = compute_.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks_);
+    copies.time_s *= dp_ranks_;
+    ops.compute(ComputeKind::gather_copy, copies, site);
+  }
+}
+
+bool DeepSpeed2021Gathers::regathers_for_backward(const GradUnit& unit) {
+  return unit.params > kDeepSpeedMaxLiveParameters;
+}
+
+}  // namespace clustersim::workload

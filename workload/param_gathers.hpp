@@ -1,0 +1,52 @@
+// ZeRO parameter all-gathers: which exist on a stage (ZeRO-3: one per unit, or one per weight
+// matrix under DeepSpeed 2021, gathered before every forward and backward use as FSDP and
+// DeepSpeed stage 3 do; ZeRO-1/2: one per gradient bucket, gathering the updated parameters
+// after the optimizer, Rajbhandari et al. 2020) and the ops DeepSpeed 2021 issues around each.
+#pragma once
+
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
+#include "workload/grad_buckets.hpp"
+#include "workload/op_builder.hpp"
+#include "workload/workload.hpp"
+
+namespace clustersim::workload {
+
+// The dtype parameters are gathered in: the 16-bit model weights (BF16 under FP8 recipes).
+Dtype gathered_param_dtype(const Scenario& s);
+
+// ZeRO-3: appends to `gathers` one gather per unit of every chunk (chunk order, each chunk's
+// units in backward order) and records the ids on the unit; DeepSpeed 2021 gathers each weight
+// matrix of a layer on its own (biases and norms stay whole on every rank, below
+// stage3_param_persistence_threshold).
+void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& units_per_chunk,
+                       std::vector<ParamGather>& gathers);
+
+// ZeRO-1/2: one gather per data-parallel bucket, with the bucket's id (the embedding-sync
+// bucket, which comes last, has none).
+void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& buckets,
+                        std::vector<ParamGather>& gathers);
+
+// DeepSpeed 2021's gather of one unit's parameters, matrix by matrix: the flat buffer
+// zero-filled, a device-wide synchronize (every reduction started must finish), the host's
+// all_gather call with the GPU idle, the all-gather itself, then PyTorch's copy of each rank's
+// piece out of the flat buffer (one copy kernel per rank).
+class DeepSpeed2021Gathers {
+ public:
+  DeepSpeed2021Gathers(const Scenario& s, const models::ComputeCostModel& compute,
+                       const std::vector<ParamGather>& gathers);
+  void emit(OpBuilder& ops, const GradUnit& unit, const OpSite& at) const;
+  // Whether a recomputed layer's gathered matrices are released before its backward and
+  // gathered once more (the layer holds more than stage3_max_live_parameters).
+  static bool regathers_for_backward(const GradUnit& unit);
+
+ private:
+  const models::ComputeCostModel& compute_;
+  const std::vector<ParamGather>& gathers_;
+  int dp_ranks_ = 1;
+  models::OpCost call_;  // the host's all_gather call
+};
+
+}  // namespace clustersim::workload

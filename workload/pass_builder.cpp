@@ -1,0 +1,434 @@
+#include "workload/pass_builder.hpp"
+
+#include <algorithm>
+
+namespace clustersim::workload {
+
+namespace {
+
+using models::GemmShape;
+using models::OpCost;
+
+// Activations between kernels are 16-bit (BF16/FP16); FP8 recipes cast to FP8 only inside the
+// linear layers (Transformer Engine, fp8_autocast), so elementwise kernels move 2-byte values.
+constexpr double kActivationBytes = 2.0;
+// FP32 for the vocab-parallel cross entropy (Megatron-LM tensor_parallel/cross_entropy.py
+// upcasts logits with .float()).
+constexpr double kLogitBytes = 4.0;
+// A causal mask lets FlashAttention skip half of the score matrix (Dao 2023, FlashAttention-2,
+// section 4.1: causal FLOPs are counted as half of the non-causal ones).
+constexpr double kCausalFraction = 0.5;
+// FlashAttention backward runs 5 matrix multiplies against the forward's 2 (Dao 2023,
+// FlashAttention-2, section 4.1: "the backward pass ... 2.5x the forward FLOPs"); it includes the
+// recomputation of the score matrix, so Megatron's selective recomputation of the attention core
+// adds no extra kernel time on top of it.
+constexpr double kAttentionBackwardOverForward = 2.5;
+// Unfused attention (Megatron-LM 2021-22, AttentionKernel::unfused): Q K^T and P V are batched
+// GEMMs over the full score matrix (a causal mask does not skip work), around the fused
+// scale-mask-softmax kernel (megatron/fused_kernels scaled_upper_triang_masked_softmax) and
+// attention dropout, each reading and writing the 16-bit score tensor. Bytes per score element:
+constexpr double kSoftmaxForwardBytes = 2 + 2;                // read scores, write probabilities
+constexpr double kSoftmaxBackwardBytes = 2 + 2 + 2;           // read probabilities and dP, write dS
+constexpr double kAttentionDropoutForwardBytes = 2 + 2 + 1;   // read, write, write 1-byte mask
+constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and mask, write grad
+// FP8 linear layers (Transformer Engine, fp8_autocast): each GEMM operand that arrives in BF16 is
+// quantized by a fused cast-transpose kernel that reads it once and writes the FP8 row-wise copy
+// and its transpose (the Hopper FP8 GEMM needs both layouts: forward input for the wgrad GEMM,
+// output gradient for dgrad and wgrad): TransformerEngine pytorch/cpp_extensions/transpose.py
+// fp8_cast_transpose_fused (forward input) and fp8_cast_transpose_bgrad_fused (grad_output).
+// Bytes per element. Simplification: a LayerNormLinear writes its FP8 input from the norm
+// kernel instead, which moves about the same bytes, so every linear input is counted alike.
+constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
+// Fused elementwise kernels read each input and write each output once. Passes over the
+// activation tensor, by kernel (inputs + outputs):
+constexpr double kNormForwardPasses = 2;     // read x, write y
+constexpr double kNormBackwardPasses = 3;    // read x and dy, write dx
+constexpr double kResidualPasses = 3;        // read two operands, write the sum
+constexpr double kRopePasses = 2;            // read q/k, write them rotated (same for backward)
+constexpr double kSwigluForwardPasses = 3;   // read gate and up, write their product
+constexpr double kSwigluBackwardPasses = 5;  // read gate, up, dy; write dgate, dup
+constexpr double kGeluForwardPasses = 2;     // read x, write y
+constexpr double kGeluBackwardPasses = 3;    // read x and dy, write dx
+// Squared ReLU as NeMo writes it, torch.pow(torch.nn.functional.relu(x), 2) (nemo/collections/
+// nlp/modules/common/megatron/utils.py and llm/fn/activation.py, NeMo 24.07): no fused kernel.
+// Forward: relu (read x, write r) and the square (read r, write y). Backward by PyTorch's
+// autograd formulas (tools/autograd/derivatives.yaml): pow_backward is
+// grad * (2 * r.pow(1)), three kernels (copy r, scale it, multiply by dy: 2 + 2 + 3 passes);
+// relu's is threshold_backward (read dr and r, write dx: 3 passes).
+constexpr double kSquaredReluForwardPasses = 2 + 2;
+constexpr double kSquaredReluBackwardPasses = 2 + 2 + 3 + 3;
+constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
+constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
+// Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and
+// writes the 16-bit logit gradient.
+constexpr double kCrossEntropyForwardBytesPerLogit = 2 * kLogitBytes;
+constexpr double kCrossEntropyBackwardBytesPerLogit = kLogitBytes + kActivationBytes;
+// Vocab-parallel cross entropy all-reduces three per-token FP32 values across TP: the logit
+// maximum, the target logit and the sum of exponentials (Megatron-LM cross_entropy.py).
+constexpr int kCrossEntropyAllReduces = 3;
+
+// Passes over the MLP's intermediate tensor (f wide) that its activation makes.
+double activation_passes(FfnKind ffn, PassKind pass) {
+  const bool fwd = pass == PassKind::forward;
+  switch (ffn) {
+    case FfnKind::gelu: return fwd ? kGeluForwardPasses : kGeluBackwardPasses;
+    case FfnKind::swiglu: return fwd ? kSwigluForwardPasses : kSwigluBackwardPasses;
+    case FfnKind::squared_relu: return fwd ? kSquaredReluForwardPasses : kSquaredReluBackwardPasses;
+  }
+  return 0;
+}
+
+// Forward and backward GEMMs: dgrad (m x k = dY[m x n] W^T) and wgrad (k x n = X^T dY).
+GemmShape dgrad(const GemmShape& g) {
+  return {g.m, g.k, g.n};
+}
+GemmShape wgrad(const GemmShape& g) {
+  return {g.k, g.n, g.m};
+}
+
+// Ends the kernel run `c` (if any) as a segment of `out`.
+void flush(Segments& out, OpCost& c) {
+  if (c.time_s > 0) out.push_back(Segment{false, c, -1});
+  c = OpCost{};
+}
+
+OpCost sum(OpCost a, const OpCost& b) {
+  a += b;
+  return a;
+}
+
+}  // namespace
+
+Dims dims_of(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  Dims d;
+  d.tp = s.parallelism.tp;
+  d.cp = s.parallelism.cp;
+  d.t = d.tp;
+  d.b = static_cast<double>(s.training.micro_batch);
+  d.S = s.training.seq_len;
+  d.T = d.b * d.S / d.cp;
+  d.sp = s.parallelism.sequence_parallel && d.tp > 1;
+  d.Ts = d.sp ? d.T / d.t : d.T;
+  d.h = m.hidden;
+  d.hl = static_cast<double>(m.num_heads) / d.tp;
+  // GQA with tp > kv_heads replicates the KV heads so that each rank keeps one.
+  d.gl = std::max(1.0, static_cast<double>(m.num_kv_heads) / d.tp);
+  d.d = m.head_dim();
+  d.f = m.ffn_hidden;
+  d.V = m.vocab;
+  d.ffn = m.ffn;
+  d.rope = !m.learned_position_embeddings;
+  d.learned_pos = m.learned_position_embeddings;
+  d.precision = s.training.precision;
+  return d;
+}
+
+double pipeline_message_bytes(const Dims& d) {
+  return d.T * d.h * kActivationBytes / (d.sp ? d.t : 1.0);
+}
+
+OpCost total(const Segments& segments) {
+  OpCost c;
+  for (const auto& s : segments) {
+    if (!s.is_collective) c += s.cost;
+  }
+  return c;
+}
+
+PassBuilder::PassBuilder(const Scenario& s, const models::ComputeCostModel& c)
+    : s_(s), c_(c), d_(dims_of(s)) {}
+
+int PassBuilder::collective(CollKind kind, Group group, double bytes, Dtype dtype,
+                            const std::string& label) {
+  const auto key = std::make_tuple(kind, group, bytes, dtype);
+  const auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  const int id = static_cast<int>(collectives_.size());
+  collectives_.push_back({kind, group, bytes, dtype, label});
+  index_.emplace(key, id);
+  return id;
+}
+
+StepPasses PassBuilder::step_passes() {
+  StepPasses p;
+  p.layer_forward = layer_forward();
+  p.layer_backward = layer_backward();
+  p.embedding_forward = embedding_forward();
+  p.embedding_backward = embedding_backward();
+  p.head_forward = head_forward();
+  p.head_backward = head_backward();
+  return p;
+}
+
+// With sequence parallelism, the all-gather of the sequence-split activations that starts a
+// tensor-parallel block (Korthikanti et al. 2022 §4.2.2); the compute before it is flushed.
+// With tp_comm_overlap it is pipelined with the GEMM that consumes it, `next_gemm`.
+void PassBuilder::sequence_all_gather(Segments& out, OpCost& c, const OpCost& next_gemm) {
+  if (!d_.sp) return;
+  flush(out, c);
+  out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer sequence all-gather"));
+  if (s_.training.tp_comm_overlap) out.back().overlap_s = next_gemm.time_s;
+}
+
+Segments PassBuilder::layer_forward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c;
+  c += mem(kNormForwardPasses * d.Ts * d.h);
+  sequence_all_gather(out, c, forward_gemm(qkv()));
+  c += linear_forward(qkv());
+  if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
+  if (d.cp > 1) {
+    flush(out, c);
+    out.push_back(
+        coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
+  }
+  c += attention_forward();
+  c += linear_forward(out_proj());
+  const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
+  c += proj_margin;
+  tp_reduce(out, c, "layer", sum(forward_gemm(out_proj()), proj_margin));
+  c += mem(kResidualPasses * d.Ts * d.h);
+  c += mem(kNormForwardPasses * d.Ts * d.h);
+  sequence_all_gather(out, c, forward_gemm(ffn_in()));
+  c += linear_forward(ffn_in());
+  c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.f / d.t);
+  c += linear_forward(ffn_out());
+  const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
+  c += fc2_margin;
+  tp_reduce(out, c, "layer", sum(forward_gemm(ffn_out()), fc2_margin));
+  c += mem(kResidualPasses * d.Ts * d.h);
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::layer_backward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c;
+  c += mem(kResidualPasses * d.Ts * d.h);
+  sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
+  c += gemm_backward(ffn_out());
+  c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.f / d.t);
+  c += gemm_backward(ffn_in());
+  tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
+  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  c += mem(kResidualPasses * d.Ts * d.h);
+  sequence_all_gather(out, c, dgrad_gemm(out_proj()));
+  c += gemm_backward(out_proj());
+  c += selective_recompute();
+  c += attention_backward();
+  if (d.cp > 1) {
+    flush(out, c);
+    out.push_back(coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
+                       "context dKV reduce-scatter"));
+  }
+  if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
+  c += gemm_backward(qkv());
+  tp_reduce(out, c, "layer", dgrad_gemm(qkv()));
+  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::embedding_forward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c = mem(kEmbeddingForwardPasses * d.T * d.h * (d.learned_pos ? 2 : 1));
+  tp_reduce(out, c, "embedding");
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::embedding_backward() {
+  const Dims& d = d_;
+  Segments out;
+  if (d.sp) out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "embedding all-gather"));
+  OpCost c = mem(kEmbeddingBackwardPasses * d.T * d.h * (d.learned_pos ? 2 : 1));
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::head_forward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c = mem(kNormForwardPasses * d.Ts * d.h);
+  if (d.sp) {
+    flush(out, c);
+    out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "head sequence all-gather"));
+  }
+  c += c_.gemm(logits(), head_dtype());
+  c += c_.memory_op(kCrossEntropyForwardBytesPerLogit * d.T * d.V / d.t);
+  flush(out, c);
+  if (d.tp > 1) {
+    const int id = collective(CollKind::all_reduce, Group::tp, d.T * kLogitBytes, Dtype::fp32,
+                              "cross-entropy all-reduce");
+    for (int i = 0; i < kCrossEntropyAllReduces; ++i) out.push_back(Segment{true, {}, id});
+  }
+  return out;
+}
+
+Segments PassBuilder::head_backward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c = c_.memory_op(kCrossEntropyBackwardBytesPerLogit * d.T * d.V / d.t);
+  c += c_.gemm(dgrad(logits()), head_dtype());
+  c += c_.gemm(wgrad(logits()), head_dtype());
+  if (d.tp > 1) {
+    flush(out, c);
+    out.push_back(coll(d.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp, d.T * d.h,
+                       "head input-gradient reduction"));
+  }
+  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  flush(out, c);
+  return out;
+}
+
+OpCost PassBuilder::attention_forward() const {
+  if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_forward();
+  const Dims& d = d_;
+  // Q K^T and P V: 2 x 2 b (S/cp) S d FLOPs per query head (Narayanan et al. 2021 section 5.1).
+  const double flops = 4.0 * d.b * (d.S / d.cp) * d.S * d.hl * d.d * kCausalFraction;
+  const double bytes = (2 * d.T * d.hl * d.d + 2 * d.b * d.S * d.gl * d.d) * kActivationBytes;
+  return c_.attention(flops, bytes, d.precision, attention_kernel_seq_len());
+}
+
+OpCost PassBuilder::attention_backward() const {
+  if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_backward();
+  const OpCost f = attention_forward();
+  return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes, d_.precision,
+                               attention_kernel_seq_len());
+}
+
+OpCost PassBuilder::selective_recompute() const {
+  if (s_.training.recompute != Recompute::selective ||
+      s_.training.attention == AttentionKernel::flash) {
+    return {};
+  }
+  return scores_forward();
+}
+
+// One query head's Q K^T over the local queries and all keys: [Sq x d] x [d x S].
+GemmShape PassBuilder::scores_gemm() const {
+  return {d_.T / d_.b, d_.S, d_.d};
+}
+
+// Unfused: Q K^T, then softmax and attention dropout over the score tensor.
+OpCost PassBuilder::scores_forward() const {
+  OpCost c = c_.batched_gemm(scores_gemm(), d_.precision, score_batch());
+  const double dropout = s_.training.dropout ? kAttentionDropoutForwardBytes : 0.0;
+  c += c_.memory_op((kSoftmaxForwardBytes + dropout) * score_elements());
+  return c;
+}
+
+OpCost PassBuilder::unfused_attention_forward() const {
+  const GemmShape qk = scores_gemm();
+  OpCost c = scores_forward();
+  c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, score_batch());  // P [Sq x S] V
+  return c;
+}
+
+OpCost PassBuilder::unfused_attention_backward() const {
+  const GemmShape qk = scores_gemm();
+  const double batch = score_batch();
+  OpCost c = c_.batched_gemm(qk, d_.precision, batch);            // dP = dO V^T
+  c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dV = P^T dO
+  const double dropout = s_.training.dropout ? kAttentionDropoutBackwardBytes : 0.0;
+  c += c_.memory_op((dropout + kSoftmaxBackwardBytes) * score_elements());
+  c += c_.batched_gemm({qk.m, qk.k, qk.n}, d_.precision, batch);  // dQ = dS K
+  c += c_.batched_gemm({qk.n, qk.k, qk.m}, d_.precision, batch);  // dK = dS^T Q
+  return c;
+}
+
+GemmShape PassBuilder::qkv() const {
+  return {d_.T, (d_.hl + 2 * d_.gl) * d_.d, d_.h};
+}
+GemmShape PassBuilder::out_proj() const {
+  return {d_.T, d_.h, d_.hl * d_.d};
+}
+GemmShape PassBuilder::ffn_in() const {
+  return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h};
+}
+GemmShape PassBuilder::ffn_out() const {
+  return {d_.T, d_.h, d_.f / d_.t};
+}
+GemmShape PassBuilder::logits() const {
+  return {d_.T, d_.V / d_.t, d_.h};
+}
+
+OpCost PassBuilder::mem(double elements) const {
+  return c_.memory_op(elements * kActivationBytes);
+}
+
+// A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input.
+OpCost PassBuilder::linear_forward(const GemmShape& g) const {
+  OpCost c = fp8_cast(g.m * g.k);
+  c += c_.gemm(g, d_.precision);
+  return c;
+}
+
+// dgrad and wgrad, after the FP8 cast of the m x n output gradient.
+OpCost PassBuilder::gemm_backward(const GemmShape& g) const {
+  OpCost c = fp8_cast(g.m * g.n);
+  c += c_.gemm(dgrad(g), d_.precision);
+  c += c_.gemm(wgrad(g), d_.precision);
+  return c;
+}
+
+// The output layer is Megatron-Core's own ColumnParallelLinear, outside Transformer Engine's
+// FP8 modules (megatron/core/models/gpt/gpt_model.py output_layer): BF16 under FP8 recipes.
+Dtype PassBuilder::head_dtype() const {
+  return d_.precision == Dtype::fp8 ? Dtype::bf16 : d_.precision;
+}
+
+OpCost PassBuilder::fp8_cast(double elements) const {
+  if (d_.precision != Dtype::fp8) return {};
+  return c_.memory_op(kFp8CastTransposeBytes * elements);
+}
+
+// K and V of the whole sequence, gathered across the CP group (elements -> bytes).
+double PassBuilder::kv_bytes_elements() const {
+  return 2 * d_.b * d_.S * d_.gl * d_.d;
+}
+
+Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label) {
+  return Segment{
+      true, {}, collective(kind, group, elements * kActivationBytes, Dtype::bf16, label)};
+}
+
+// The reduction after a row-parallel block: all-reduce, or reduce-scatter with SP.
+// With tp_comm_overlap the reduce-scatter is pipelined with the GEMM that produced its
+// input, `prev_gemm`.
+void PassBuilder::tp_reduce(Segments& out, OpCost& c, const std::string& what,
+                            const OpCost& prev_gemm) {
+  if (d_.tp == 1) return;
+  flush(out, c);
+  out.push_back(coll(d_.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp,
+                     d_.T * d_.h, what + (d_.sp ? " reduce-scatter" : " all-reduce")));
+  if (s_.training.tp_comm_overlap) out.back().overlap_s = prev_gemm.time_s;
+}
+
+// With TP overlap, a forward row-parallel GEMM whose reduce-scatter takes `sms` SMs with
+// set_sm_margin runs on the others (Transformer Engine userbuffers): the time it loses,
+// compute time x sms / (sm_count - sms). The loader keeps sms below sm_count.
+OpCost PassBuilder::sm_margin(const GemmShape& g, int sms) const {
+  if (!s_.training.tp_comm_overlap || sms <= 0 || d_.tp == 1) return {};
+  const OpCost gemm = forward_gemm(g);
+  const double sm = s_.cluster.gpu.sm_count;
+  OpCost extra;
+  extra.compute_s = gemm.compute_s * sms / (sm - sms);
+  extra.time_s = std::max(gemm.compute_s + extra.compute_s, gemm.memory_s) -
+                 std::max(gemm.compute_s, gemm.memory_s);
+  return extra;
+}
+
+// The GEMM part of a linear layer (the one a pipelined TP collective overlaps).
+OpCost PassBuilder::forward_gemm(const GemmShape& g) const {
+  return c_.gemm(g, d_.precision);
+}
+OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
+  return c_.gemm(dgrad(g), d_.precision);
+}
+
+}  // namespace clustersim::workload

@@ -1,0 +1,131 @@
+// The kernels and blocking TP/CP collectives of each pass that repeats in a training step: a
+// Transformer layer's forward and backward, the embedding's and the LM head's, as runs of
+// kernels ("segments") between collectives. Costed once per workload; the stage programs
+// replay them for every micro-batch (workload/stage_program.hpp).
+//
+// Sources: Shoeybi et al. 2019 (Megatron-LM, section 3) for the layer's kernels and TP
+// collectives; Korthikanti et al. 2022 (section 4.2.2 and Fig. 5) for sequence parallelism's
+// all-gather / reduce-scatter pairs; the constants in pass_builder.cpp cite their own.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
+#include "workload/workload.hpp"
+
+namespace clustersim::workload {
+
+// The dimensions the kernels of one micro-batch on one GPU see.
+struct Dims {
+  double b = 1, S = 1, T = 1, Ts = 1;  // micro-batch, sequence, local tokens, SP-split tokens
+  double h = 1, hl = 1, gl = 1, d = 1, f = 1, V = 1;  // hidden, local heads / KV heads, ...
+  double t = 1;
+  int tp = 1, cp = 1;
+  bool sp = false, rope = true, learned_pos = false;
+  FfnKind ffn = FfnKind::gelu;
+  Dtype precision = Dtype::bf16;
+};
+Dims dims_of(const Scenario& s);
+
+// Bytes of one pipeline message each TP rank sends: the b (S / cp) h activation of a
+// micro-batch (or its gradient) in 16-bit, split over the TP ranks with sequence parallelism.
+double pipeline_message_bytes(const Dims& d);
+
+// A piece of a pass: a run of kernels, or a blocking TP/CP collective.
+struct Segment {
+  bool is_collective = false;
+  models::OpCost cost;
+  int collective = -1;   // index into Workload::collectives
+  double overlap_s = 0;  // collective: the GEMM it is pipelined with (tp_comm_overlap)
+};
+using Segments = std::vector<Segment>;
+
+// The kernels of all segments of a pass (collectives left out).
+models::OpCost total(const Segments& segments);
+
+// The repeated passes of one step, each costed once.
+struct StepPasses {
+  Segments layer_forward, layer_backward;
+  Segments embedding_forward, embedding_backward;
+  Segments head_forward, head_backward;
+};
+
+// Builds the segments of the repeated passes and the table of distinct TP/CP collectives they
+// use. Collective indices are given in the order the passes first use them.
+class PassBuilder {
+ public:
+  PassBuilder(const Scenario& s, const models::ComputeCostModel& c);
+
+  const Dims& dims() const { return d_; }
+  const std::vector<Collective>& collectives() const { return collectives_; }
+  // The index of a collective of this kind, group, size (bytes) and dtype, added if new.
+  int collective(CollKind kind, Group group, double bytes, Dtype dtype, const std::string& label);
+
+  // Every repeated pass, in the order layer forward, layer backward, embedding, head.
+  StepPasses step_passes();
+
+  // Layer forward: norm, [SP all-gather], QKV, rope, [CP KV gather], attention, out-proj,
+  // all-reduce (or SP reduce-scatter), residual, norm, [AG], FFN, all-reduce/RS, residual.
+  Segments layer_forward();
+  // Layer backward: the conjugate operators (Korthikanti et al. 2022 Fig. 5): all-reduce of the
+  // input gradient after each column-parallel block; with SP, all-gather before each block and
+  // reduce-scatter after it.
+  Segments layer_backward();
+  // Vocab-parallel embedding lookup (Megatron-LM VocabParallelEmbedding): each TP rank looks up
+  // its vocabulary shard, then the partial rows are all-reduced (reduce-scattered with SP).
+  Segments embedding_forward();
+  Segments embedding_backward();
+  // Final norm, logits (column-parallel over the vocabulary) and vocab-parallel cross entropy.
+  Segments head_forward();
+  Segments head_backward();
+
+  models::OpCost attention_forward() const;
+  models::OpCost attention_backward() const;
+  // What selective recomputation adds to a layer's backward: nothing with FlashAttention (its
+  // backward recomputes the scores anyway), the score GEMM, softmax and dropout when unfused
+  // (Korthikanti et al. 2022 §5: the recomputed part is the attention core).
+  models::OpCost selective_recompute() const;
+
+  // The linear layers of one TP rank as [m x k] x [k x n] GEMMs.
+  models::GemmShape qkv() const;
+  models::GemmShape out_proj() const;
+  models::GemmShape ffn_in() const;
+  models::GemmShape ffn_out() const;
+  models::GemmShape logits() const;
+
+ private:
+  // The sequence length one attention call sees (the kernel calibration's axis).
+  double attention_kernel_seq_len() const { return d_.S / d_.cp; }
+  models::GemmShape scores_gemm() const;
+  double score_batch() const { return d_.b * d_.hl; }
+  double score_elements() const { return score_batch() * (d_.T / d_.b) * d_.S; }
+  models::OpCost scores_forward() const;
+  models::OpCost unfused_attention_forward() const;
+  models::OpCost unfused_attention_backward() const;
+
+  models::OpCost mem(double elements) const;
+  models::OpCost linear_forward(const models::GemmShape& g) const;
+  models::OpCost gemm_backward(const models::GemmShape& g) const;
+  Dtype head_dtype() const;
+  models::OpCost fp8_cast(double elements) const;
+  double kv_bytes_elements() const;
+  Segment coll(CollKind kind, Group group, double elements, const std::string& label);
+  void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {});
+  void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
+                 const models::OpCost& prev_gemm = {});
+  models::OpCost sm_margin(const models::GemmShape& g, int sms) const;
+  models::OpCost forward_gemm(const models::GemmShape& g) const;
+  models::OpCost dgrad_gemm(const models::GemmShape& g) const;
+
+  const Scenario& s_;
+  const models::ComputeCostModel& c_;
+  Dims d_;
+  std::vector<Collective> collectives_;
+  std::map<std::tuple<CollKind, Group, double, Dtype>, int> index_;
+};
+
+}  // namespace clustersim::workload

@@ -1,0 +1,343 @@
+#include "workload/stage_program.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "models/memory.hpp"
+#include "models/pipeline.hpp"
+#include "workload/grad_buckets.hpp"
+#include "workload/op_builder.hpp"
+#include "workload/param_gathers.hpp"
+#include "workload/schedule.hpp"
+
+namespace clustersim::workload {
+
+namespace {
+
+// Mixed-precision Adam update per parameter (Rajbhandari et al. 2020 section 3.1 state sizes):
+// read the master weight, momentum and variance (3 x 4 B in FP32) and the FP32 main gradient,
+// write the three states back and the 16-bit model weight: 30 B with FP32 states.
+constexpr double kAdamGradientReadBytes = 4;
+constexpr double kAdamWeightWriteBytes = 2;
+// Global gradient-norm clipping reads each FP32 main gradient once more (Megatron-LM
+// clip_grads.py, multi-tensor L2 norm).
+constexpr double kGradNormBytesPerParam = 4;
+// 1-bit Adam error feedback (Tang et al. 2021, Algorithm 1): per element the worker reads the
+// momentum and its error buffer (FP32), writes the new error and reads the compensated value
+// again for the scale (4 x 4 B); the server repeats this on its 1/n chunk.
+constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
+
+double adam_bytes_per_param(Dtype state_dtype) {
+  return 2 * models::adam_state_bytes_per_param(state_dtype) + kAdamGradientReadBytes +
+         kAdamWeightWriteBytes;
+}
+
+double layer_count(const std::vector<int>& v, int from, int to) {
+  double n = 0;
+  for (int i = from; i < to; ++i) n += v[static_cast<std::size_t>(i)];
+  return n;
+}
+
+// Builds one stage's program: units, buckets and gathers first, then the ops pass by pass.
+class StageBuilder {
+ public:
+  StageBuilder(const StepPlan& plan, int stage);
+  StageBuilder(const StageBuilder&) = delete;
+  StageBuilder& operator=(const StageBuilder&) = delete;
+  StageProgram build();
+
+ private:
+  void add_grad_units();
+  void add_buckets();
+  void add_gathers();
+  void step_start();
+  void forward(const PassSlot& slot);
+  void backward(const PassSlot& slot);
+  void tail();
+
+  int first_layer(int vs) const { return static_cast<int>(layer_count(vstage_layers_, 0, vs)); }
+  OpSite site_of(const PassSlot& slot) const;
+  std::vector<const GradUnit*> pass_units(const PassSlot& slot) const;
+  void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at);
+  void await_zero12(const GradUnit& unit, int chunk);
+  void unit_forward(const GradUnit& unit, const OpSite& at);
+  void unit_backward(const GradUnit& unit, const OpSite& at);
+  void launch_reductions(const GradUnit& unit, const OpSite& at);
+  void reduce_after_micro_batch(const OpSite& at);
+  void optimizer();
+
+  const StepPlan& plan_;
+  const Scenario& s_;
+  const Training& tr_;
+  const int stage_, p_, v_, num_vstages_, zero_, dp_ranks_;
+  const bool ds2021_, zero12_overlap_, reduce_inline_;
+  const std::vector<int> vstage_layers_;  // layers per virtual stage
+  const std::vector<PassSlot> order_;     // this rank's passes in schedule order
+  StageProgram prog_;
+  OpBuilder ops_{prog_};
+  std::vector<std::vector<GradUnit>> units_;  // per chunk, in backward order
+  int embedding_sync_bucket_ = -1;
+  std::optional<DeepSpeed2021Gathers> ds2021_gathers_;
+  // Which micro-batch's backward of a chunk launches its reductions: the last one this rank
+  // runs (gradient accumulation), unless every one does.
+  std::vector<int> last_backward_mb_;
+  std::vector<bool> zero12_waited_;            // per ZeRO-1/2 gather
+  std::vector<std::pair<int, int>> deferred_;  // (bucket, micro_batch) launched after backward
+};
+
+StageBuilder::StageBuilder(const StepPlan& plan, int stage)
+    : plan_(plan),
+      s_(plan.scenario),
+      tr_(plan.scenario.training),
+      stage_(stage),
+      p_(s_.parallelism.pp),
+      v_(s_.parallelism.vpp),
+      num_vstages_(p_ * v_),
+      zero_(s_.parallelism.zero_stage),
+      dp_ranks_(s_.parallelism.dp * s_.parallelism.cp),
+      ds2021_(zero_ == 3 &&
+              s_.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021),
+      zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
+      reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
+      vstage_layers_(models::layers_per_virtual_stage(s_)),
+      order_(pipeline_order(s_.parallelism.schedule, p_, stage,
+                            static_cast<int>(s_.micro_batches()), v_)),
+      last_backward_mb_(static_cast<std::size_t>(v_), -1) {
+  prog_.stage = stage;
+  for (const auto& slot : order_) {
+    if (slot.kind == PassKind::backward)
+      last_backward_mb_[static_cast<std::size_t>(slot.chunk)] = slot.micro_batch;
+  }
+}
+
+StageProgram StageBuilder::build() {
+  add_grad_units();
+  add_buckets();
+  add_gathers();
+  step_start();
+  for (const auto& slot : order_) {
+    if (slot.kind == PassKind::forward) {
+      forward(slot);
+    } else {
+      backward(slot);
+    }
+  }
+  tail();
+  return std::move(prog_);
+}
+
+void StageBuilder::add_grad_units() {
+  const UnitSizes sizes = unit_sizes(s_);
+  units_.resize(static_cast<std::size_t>(v_));
+  for (int c = 0; c < v_; ++c) {
+    const int vs = virtual_stage(p_, stage_, c);
+    const int layers = vstage_layers_[static_cast<std::size_t>(vs)];
+    auto& u = units_[static_cast<std::size_t>(c)];
+    u = grad_units(sizes, vs, num_vstages_, first_layer(vs), layers);
+    for (const auto& unit : u) prog_.params += unit.params;
+    prog_.layers += layers;
+  }
+}
+
+void StageBuilder::add_buckets() {
+  const ReductionPlan plan = reduction_plan(s_, plan_.compressed_phase);
+  for (int c = 0; c < v_; ++c) {
+    pack_buckets(units_[static_cast<std::size_t>(c)], c, plan, plan_.compute, prog_.buckets);
+  }
+  embedding_sync_bucket_ =
+      add_embedding_sync_bucket(s_, stage_, unit_sizes(s_).embedding_dtype, prog_.buckets);
+}
+
+// ZeRO-3: one gather per unit, issued before every forward and backward use. ZeRO-1/2: one per
+// gradient bucket, after the optimizer (or at the start of the step when overlapped with the
+// first forward, Megatron-LM overlap_param_gather).
+void StageBuilder::add_gathers() {
+  if (zero_ == 3) {
+    add_zero3_gathers(s_, units_, prog_.gathers);
+  } else if (zero_ >= 1) {
+    add_bucket_gathers(s_, prog_.buckets, prog_.gathers);
+  }
+  if (ds2021_) ds2021_gathers_.emplace(s_, plan_.compute, prog_.gathers);
+}
+
+// ZeRO-1/2 gathers overlapped with the first forward: issued at the start of the step in
+// forward order (the reverse of bucket order); a unit's first forward waits for the gathers of
+// every bucket holding its parameters (await_zero12).
+void StageBuilder::step_start() {
+  if (zero12_overlap_) {
+    for (int g = static_cast<int>(prog_.gathers.size()) - 1; g >= 0; --g) {
+      ops_.gather_issue(g, OpSite{PassKind::forward});
+    }
+  }
+  zero12_waited_.assign(prog_.gathers.size(), false);
+}
+
+OpSite StageBuilder::site_of(const PassSlot& slot) const {
+  return {slot.kind, slot.micro_batch, slot.chunk, virtual_stage(p_, stage_, slot.chunk), -1};
+}
+
+// Units in the order the pass visits them (units_ are in backward order).
+std::vector<const GradUnit*> StageBuilder::pass_units(const PassSlot& slot) const {
+  std::vector<const GradUnit*> out;
+  for (const auto& unit : units_[static_cast<std::size_t>(slot.chunk)]) out.push_back(&unit);
+  if (slot.kind == PassKind::forward) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+void StageBuilder::forward(const PassSlot& slot) {
+  const OpSite at = site_of(slot);
+  if (at.virtual_stage > 0) ops_.recv(plan_.message_bytes, at);
+  const std::vector<const GradUnit*> units = pass_units(slot);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    gather_before(units, i, at);
+    if (slot.micro_batch == 0) await_zero12(*units[i], slot.chunk);  // a chunk's first forward
+    unit_forward(*units[i], at);
+  }
+  if (at.virtual_stage < num_vstages_ - 1) ops_.send(plan_.message_bytes, at);
+}
+
+void StageBuilder::backward(const PassSlot& slot) {
+  const OpSite at = site_of(slot);
+  if (at.virtual_stage < num_vstages_ - 1) ops_.recv(plan_.message_bytes, at);
+  const bool reducing = tr_.reduce_per_micro_batch ||
+                        slot.micro_batch == last_backward_mb_[static_cast<std::size_t>(slot.chunk)];
+  const std::vector<const GradUnit*> units = pass_units(slot);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    gather_before(units, i, at);
+    unit_backward(*units[i], at);
+    if (reducing) launch_reductions(*units[i], at);
+  }
+  if (at.virtual_stage > 0) ops_.send(plan_.message_bytes, at);
+  if (!reduce_inline_ && !plan_.compressed_phase && tr_.reduce_per_micro_batch) {
+    reduce_after_micro_batch(at);
+  }
+}
+
+// ZeRO-3 gathers before unit i of a pass; prefetched one unit ahead when overlapped (FSDP
+// forward_prefetch / BackwardPrefetch.BACKWARD_PRE).
+void StageBuilder::gather_before(const std::vector<const GradUnit*>& units, std::size_t i,
+                                 const OpSite& at) {
+  if (zero_ != 3) return;
+  if (ds2021_) {
+    ds2021_gathers_->emit(ops_, *units[i], at);
+    return;
+  }
+  auto issue = [&](std::size_t k) {
+    for (int id : units[k]->gathers) ops_.gather_issue(id, at.at_layer(units[k]->layer));
+  };
+  if (tr_.overlap_param_gather) {
+    if (i == 0) issue(0);
+    if (i + 1 < units.size()) issue(i + 1);
+  } else {
+    issue(i);
+  }
+  for (int id : units[i]->gathers) ops_.gather_wait(id, at.at_layer(units[i]->layer));
+}
+
+void StageBuilder::await_zero12(const GradUnit& unit, int chunk) {
+  if (!zero12_overlap_) return;
+  for (int bid : unit.covering) {
+    if (zero12_waited_[static_cast<std::size_t>(bid)]) continue;
+    zero12_waited_[static_cast<std::size_t>(bid)] = true;
+    ops_.gather_wait(bid, OpSite{PassKind::forward, -1, chunk, -1, unit.layer});
+  }
+}
+
+void StageBuilder::unit_forward(const GradUnit& unit, const OpSite& at) {
+  const StepPasses& passes = plan_.passes;
+  const OpSite here = at.at_layer(unit.layer);
+  switch (unit.kind) {
+    case UnitKind::layer: ops_.pass(passes.layer_forward, ComputeKind::forward, here); break;
+    case UnitKind::embedding:
+      ops_.pass(passes.embedding_forward, ComputeKind::embedding, here);
+      break;
+    case UnitKind::head: ops_.pass(passes.head_forward, ComputeKind::lm_head, here); break;
+  }
+}
+
+void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
+  const StepPasses& passes = plan_.passes;
+  const OpSite here = at.at_layer(unit.layer);
+  switch (unit.kind) {
+    case UnitKind::layer:
+      if (models::layer_recomputed(s_, unit.layer - first_layer(at.virtual_stage))) {
+        ops_.pass(passes.layer_forward, ComputeKind::recompute, here);
+        // The recompute forward gathered the layer's matrices again (its module hooks fire);
+        // DeepSpeed keeps them for the backward only while they fit under
+        // stage3_max_live_parameters, else it releases and gathers them once more.
+        if (ds2021_ && DeepSpeed2021Gathers::regathers_for_backward(unit)) {
+          ds2021_gathers_->emit(ops_, unit, at);
+        }
+      }
+      ops_.pass(passes.layer_backward, ComputeKind::backward, here);
+      break;
+    case UnitKind::embedding:
+      ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
+      break;
+    case UnitKind::head: ops_.pass(passes.head_backward, ComputeKind::lm_head, here); break;
+  }
+}
+
+// The buckets this unit completes start reducing now (overlap_grad_reduce) or after the pass.
+void StageBuilder::launch_reductions(const GradUnit& unit, const OpSite& at) {
+  for (int bid : unit.buckets) {
+    if (reduce_inline_) {
+      ops_.grad_ready(bid, at.at_layer(unit.layer));
+    } else {
+      deferred_.push_back({bid, at.micro_batch});
+    }
+  }
+}
+
+// Without overlap, a per-micro-batch reduction blocks right after its backward pass.
+void StageBuilder::reduce_after_micro_batch(const OpSite& at) {
+  for (const auto& [bid, mb] : deferred_) {
+    ops_.grad_ready(bid, OpSite{at.pass, mb, at.chunk, at.virtual_stage, -1});
+  }
+  deferred_.clear();
+  ops_.grad_wait(at);
+}
+
+// After the last backward: 1-bit Adam compression, deferred reductions, tied-embedding sync,
+// the optimizer, and without overlap the ZeRO-1/2 gathers of the updated parameters.
+void StageBuilder::tail() {
+  const OpSite end{PassKind::backward};
+  if (plan_.compressed_phase) {
+    const double elements = prog_.params;
+    const models::OpCost comp = plan_.compute.memory_op(kOnebitErrorFeedbackBytesPerElement *
+                                                        elements * (1.0 + 1.0 / dp_ranks_));
+    ops_.compute(ComputeKind::compression, comp, end);
+  }
+  for (const auto& [bid, mb] : deferred_) {
+    const int chunk = prog_.buckets[static_cast<std::size_t>(bid)].chunk;
+    ops_.grad_ready(bid, OpSite{PassKind::backward, mb, chunk, -1, -1});
+  }
+  if (embedding_sync_bucket_ >= 0) ops_.grad_ready(embedding_sync_bucket_, end);
+  ops_.grad_wait(end);
+  optimizer();
+  if (zero_ >= 1 && zero_ < 3 && !tr_.overlap_param_gather) {
+    const OpSite update{PassKind::forward};
+    for (const auto& g : prog_.gathers) ops_.gather_issue(g.id, update);
+    for (const auto& g : prog_.gathers) ops_.gather_wait(g.id, update);
+  }
+}
+
+// Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
+void StageBuilder::optimizer() {
+  const double shard = zero_ >= 1 ? prog_.params / dp_ranks_ : prog_.params;
+  ops_.compute(
+      ComputeKind::optimizer,
+      plan_.compute.memory_op(
+          (adam_bytes_per_param(tr_.optimizer_state_dtype) + kGradNormBytesPerParam) * shard),
+      OpSite{PassKind::backward});
+}
+
+}  // namespace
+
+StageProgram build_stage_program(const StepPlan& plan, int stage) {
+  return StageBuilder(plan, stage).build();
+}
+
+}  // namespace clustersim::workload
