@@ -68,15 +68,28 @@ int digits_for(Metric m) {
   return 3;
 }
 
-void finish(SuiteResult& r) {
+// MAPE over the cases that ran and `pick` accepts.
+template <class Pick>
+Mape mape_of(const std::vector<CaseResult>& cases, Pick pick) {
+  Mape m;
   double sum = 0;
-  r.ran = 0;
-  for (const auto& c : r.cases)
-    if (c.ok()) {
+  for (const auto& c : cases)
+    if (c.ok() && pick(c)) {
       sum += std::fabs(c.error_pct);
-      ++r.ran;
+      ++m.ran;
     }
-  r.mape_pct = r.ran > 0 ? sum / r.ran : 0;
+  m.pct = m.ran > 0 ? sum / m.ran : 0;
+  return m;
+}
+
+void finish(SuiteResult& r) {
+  const Mape all = mape_of(r.cases, [](const CaseResult&) { return true; });
+  r.mape_pct = all.pct;
+  r.ran = all.ran;
+  r.specified =
+      mape_of(r.cases, [](const CaseResult& c) { return c.completion == Completion::specified; });
+  r.by_rule =
+      mape_of(r.cases, [](const CaseResult& c) { return c.completion == Completion::rule; });
 }
 
 std::vector<NotExpressible> read_not_expressible(const JsonNode& root) {
@@ -101,6 +114,10 @@ std::vector<std::string> flop_convention_names() {
   std::vector<std::string> out;
   for (const auto& e : kConventions) out.emplace_back(e.name);
   return out;
+}
+
+const char* to_string(Completion c) {
+  return c == Completion::rule ? "rule" : "specified";
 }
 
 const char* to_string(Metric m) {
@@ -143,10 +160,17 @@ PublishedSuite load_published_suite(const std::string& path) {
   std::vector<std::string> metric_names;
   for (const auto& e : kMetrics) metric_names.emplace_back(e.name);
   for (const auto& c : root.at("cases").items()) {
-    c.only_keys({"id", "source", "source_table", "scenario", "metric", "reported",
-                 "flop_convention", "peak_tflops", "assumptions", "also_reported"});
+    c.only_keys({"id", "family", "source", "source_table", "scenario", "metric", "reported",
+                 "flop_convention", "peak_tflops", "completion", "completion_rules", "assumptions",
+                 "also_reported"});
     PublishedCase pc;
     pc.id = c.string_at("id");
+    pc.family = c.string_or("family", pc.id.substr(0, pc.id.find('_')));
+    pc.completion = c.enum_or("completion", {"specified", "rule"}, "specified") == "rule"
+                        ? Completion::rule
+                        : Completion::specified;
+    if (const auto rules = c.find("completion_rules"))
+      for (const auto& n : rules->items()) pc.completion_rules.push_back(n.as_string());
     pc.source = c.string_or("source", "");
     pc.source_table = c.string_or("source_table", "");
     pc.scenario_path = resolve(path, c.string_at("scenario"));
@@ -204,12 +228,12 @@ SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor
   for (const auto& c : suite.cases) {
     CaseResult cr;
     cr.id = c.id;
-    // One group per publication: the id's family prefix ("sc21", "korthikanti", "nemo2407"),
-    // named by the source of its first case (one paper may be cited in two spellings).
-    const std::string family = c.id.substr(0, c.id.find('_'));
-    const auto named = std::find_if(r.cases.begin(), r.cases.end(), [&](const CaseResult& o) {
-      return o.id.substr(0, o.id.find('_')) == family;
-    });
+    cr.family = c.family;
+    cr.completion = c.completion;
+    // One group per family ("sc21", "korthikanti", "nemo2407"), named by the source of its first
+    // case (one paper may be cited in two spellings).
+    const auto named = std::find_if(r.cases.begin(), r.cases.end(),
+                                    [&](const CaseResult& o) { return o.family == c.family; });
     cr.group = named != r.cases.end() ? named->group : c.source;
     cr.source = c.source_table.empty() ? c.source : c.source + ", " + c.source_table;
     cr.metric = c.metric;
@@ -362,6 +386,14 @@ std::string memory_verdict(const CaseResult& c) {
          " GiB usable (simulated anyway: the published run did fit)";
 }
 
+// "specified 4.1% over 30, completed by rule 8.2% over 25" (published runs).
+std::string completion_split(const SuiteResult& r) {
+  const auto one = [](const Mape& m) {
+    return m.ran > 0 ? fmt(m.pct, 1) + "% over " + std::to_string(m.ran) : std::string("none");
+  };
+  return "fully specified " + one(r.specified) + ", completed by rule " + one(r.by_rule);
+}
+
 // MAPE per publication, in the order the groups first appear.
 std::vector<std::pair<std::string, std::pair<double, int>>> mape_by_group(const SuiteResult& r) {
   std::vector<std::pair<std::string, std::pair<double, int>>> groups;
@@ -433,6 +465,7 @@ std::string format_table(const SuiteResult& r) {
       << r.suite << ": MAPE " << fmt(r.mape_pct, 1) << "% over " << r.ran << " simulated case"
       << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
       << "%): " << (r.passed() ? "PASS" : "FAIL") << "\n";
+  if (!micro) out << r.suite << ": MAPE " << completion_split(r) << "\n";
   return out.str();
 }
 
@@ -447,6 +480,10 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
     s["simulated_cases"] = r.ran;
     s["threshold_pct"] = r.threshold_pct;
     s["passed"] = r.passed();
+    if (!is_microbench(r))
+      s["by_completion"] = {
+          {"specified", {{"mape_pct", r.specified.pct}, {"cases", r.specified.ran}}},
+          {"rule", {{"mape_pct", r.by_rule.pct}, {"cases", r.by_rule.ran}}}};
     s["cases"] = nlohmann::json::array();
     for (const auto& c : r.cases) {
       nlohmann::json cj = {{"id", c.id},
@@ -468,6 +505,7 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
                                {"pp", b.pp_s},           {"dp", b.dp_s},
                                {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s},
                                {"idle", b.idle_s}};
+          cj["completion"] = to_string(c.completion);
           cj["fits_in_memory"] = c.fits_in_memory;
           cj["memory_per_gpu_GiB"] = c.memory_per_gpu_GiB;
           cj["memory_usable_GiB"] = c.memory_usable_GiB;
@@ -497,11 +535,11 @@ std::string report_svg(const SuiteResult& r, const std::string& date) {
     axes.x_label = "reported MFU (%)";
     axes.y_label = "simulated MFU (%)";
   }
-  // One series per family of case ids ("sc21_*", "korthikanti_*", ...), in suite order.
+  // One series per family of cases ("sc21", "korthikanti", ...), in suite order.
   std::vector<svg::Series> series;
   for (const auto& c : r.cases) {
     if (!c.ok()) continue;
-    const std::string family = is_microbench(r) ? c.group : c.id.substr(0, c.id.find('_')) + "_*";
+    const std::string family = is_microbench(r) ? c.group : c.family;
     auto it = std::find_if(series.begin(), series.end(),
                            [&](const svg::Series& s) { return s.name == family; });
     if (it == series.end()) {
@@ -551,6 +589,11 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
           << "% |\n";
     out << "| **" << r.suite << "** | all | **" << r.ran << "** | **" << fmt(r.mape_pct, 1)
         << "%** |\n";
+    if (!is_microbench(r))
+      for (const auto& [label, m] :
+           {std::pair{"fully specified", r.specified}, std::pair{"completed by rule", r.by_rule}})
+        out << "| " << r.suite << " | all, " << label << " | " << m.ran << " | "
+            << (m.ran > 0 ? fmt(m.pct, 1) + "%" : std::string("-")) << " |\n";
   }
   out << "\n";
   for (const auto& r : results) {
@@ -558,17 +601,18 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
     out << "## Suite `" << r.suite << "`\n\n"
         << "**MAPE " << fmt(r.mape_pct, 1) << "%** over " << r.ran << " simulated case"
         << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
-        << "%: " << (r.passed() ? "pass" : "fail") << ").\n\n";
+        << "%: " << (r.passed() ? "pass" : "fail") << ")"
+        << (micro ? std::string() : "; " + completion_split(r)) << ".\n\n";
     if (const auto it = svg_names.find(r.suite); it != svg_names.end())
       out << "![simulated against reported](" << it->second << ")\n\n";
     out << "| case | metric | convention | reported | simulated | error |"
-        << (micro ? "" : " MFU sim | MFU rep (ours) |") << "\n"
-        << "|---|---|---|---:|---:|---:|" << (micro ? "" : "---:|---:|") << "\n";
+        << (micro ? "" : " MFU sim | MFU rep (ours) | completion |") << "\n"
+        << "|---|---|---|---:|---:|---:|" << (micro ? "" : "---:|---:|---|") << "\n";
     for (const auto& c : r.cases) {
       out << "| " << c.id << " | " << to_string(c.metric) << " | " << c.convention << " | ";
       if (!c.ok()) {
         out << fmt(c.reported, 3) << " | not simulated: " << c.failure << " | |"
-            << (micro ? "" : " | |") << "\n";
+            << (micro ? "" : " | | |") << "\n";
         continue;
       }
       const int d = digits_for(c.metric);
@@ -576,7 +620,7 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
           << " |";
       if (!micro)
         out << " " << fmt(100 * c.predicted_mfu, 1) << "% | " << fmt(100 * c.reported_mfu_ours, 1)
-            << "% |";
+            << "% | " << to_string(c.completion) << " |";
       out << "\n";
     }
     if (!micro) {

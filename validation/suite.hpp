@@ -73,8 +73,15 @@ struct StepPrediction {
 };
 using StepPredictor = std::function<StepPrediction(const Scenario&)>;
 
+// How much of a published run's configuration the source itself gives: all of its layout and
+// batch (`specified`), or some of it filled in by a named rule of tools/gen_validation_suite.py,
+// fixed before the case was first simulated and stated in its assumptions (`rule`).
+enum class Completion { specified, rule };
+const char* to_string(Completion c);
+
 struct PublishedCase {
   std::string id;
+  std::string family;  // the publication's family of cases (default: the id up to its first '_')
   std::string source;
   std::string source_table;
   std::string scenario_path;  // resolved
@@ -82,6 +89,8 @@ struct PublishedCase {
   double reported = 0;
   FlopConvention convention = FlopConvention::megatron_core;
   double peak_tflops = 0;  // for Metric::mfu
+  Completion completion = Completion::specified;
+  std::vector<std::string> completion_rules;  // names of the rules that completed it
   std::vector<std::string> assumptions;
 };
 
@@ -109,7 +118,8 @@ double implied_step_time_s(const PublishedCase& c, const Scenario& scenario);
 
 struct CaseResult {
   std::string id;
-  std::string group;  // the publication (published runs) or the table (microbench)
+  std::string family;  // published runs: PublishedCase::family
+  std::string group;   // the publication (published runs) or the table (microbench)
   std::string source;
   Metric metric = Metric::step_time_s;
   std::string convention;
@@ -125,8 +135,15 @@ struct CaseResult {
   bool fits_in_memory = true;  // the memory model's verdict on the scenario
   double memory_per_gpu_GiB = 0;
   double memory_usable_GiB = 0;
+  Completion completion = Completion::specified;
   std::string failure;  // non-empty: the case could not be simulated (message)
   bool ok() const { return failure.empty(); }
+};
+
+// MAPE over the cases that ran, of one kind.
+struct Mape {
+  double pct = 0;
+  int ran = 0;
 };
 
 struct SuiteResult {
@@ -135,6 +152,8 @@ struct SuiteResult {
   std::vector<NotExpressible> not_expressible;
   double mape_pct = 0;  // over the cases that ran
   int ran = 0;
+  Mape specified;  // over the cases whose source gives their whole layout and batch
+  Mape by_rule;    // over the cases completed by a rule
   double threshold_pct = 10;
   bool passed() const { return ran > 0 && mape_pct <= threshold_pct; }
 };

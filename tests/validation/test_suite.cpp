@@ -2,9 +2,12 @@
 // source's reported metric, checked by hand calculation and against the figures
 // validation/data/published_runs.json derives independently.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "core/scenario_loader.hpp"
 #include "validation/suite.hpp"
 
@@ -163,4 +166,61 @@ TEST_CASE("regenerating the report keeps the hand-written analysis and nothing e
   CHECK(first.find("+100.0%") != std::string::npos);
   CHECK(first.find("90.9%") != std::string::npos);
   CHECK(extract_analysis("no markers here") == "");
+}
+
+namespace {
+// A suite.json of two cases on one scenario (Korthikanti's 22B run, reported 1.1 s), the first
+// with `first_completion`, the second completed by a rule; returns its path.
+std::string two_case_suite(const std::string& name, const std::string& first_completion) {
+  const std::string scenario = std::string(CLUSTERSIM_SOURCE_DIR) +
+                               "/validation/suites/published-runs/"
+                               "korthikanti_t5_22B_present.scenario.json";
+  const auto path = std::filesystem::temp_directory_path() / ("clustersim-test-" + name + ".json");
+  std::ofstream out(path);
+  out << R"({"name": "published-runs", "cases": [)";
+  for (const auto& [id, completion] : {std::pair<std::string, std::string>{"a_1", first_completion},
+                                       {"a_2",
+                                        "\"completion\": \"rule\", "
+                                        "\"completion_rules\": [\"SOME_RULE\"], "}})
+    out << (id == "a_1" ? "" : ",") << R"({"id": ")" << id << R"(", "scenario": ")" << scenario
+        << R"(", "metric": "step_time_s", "reported": 1.1, "flop_convention": )"
+        << R"("korthikanti_model", )" << completion << R"("family": "fam"})";
+  out << "]}";
+  return path.string();
+}
+}  // namespace
+
+TEST_CASE("the MAPE of fully specified cases is kept apart from that of cases completed by rule") {
+  const auto path = two_case_suite("completion", "");  // no key: fully specified
+  const auto suite = load_published_suite(path);
+  std::filesystem::remove(path);
+  REQUIRE(suite.cases.size() == 2);
+  CHECK(suite.cases[0].completion == Completion::specified);
+  CHECK(suite.cases[1].completion == Completion::rule);
+  CHECK(suite.cases[1].completion_rules == std::vector<std::string>{"SOME_RULE"});
+  CHECK(suite.cases[1].family == "fam");
+  // 1.21 s against 1.1 s is +10 %, 0.88 s is -20 %: 10 % specified, 20 % by rule, 15 % in all.
+  int call = 0;
+  const auto r = run_published_suite(suite, [&](const Scenario&) {
+    return StepPrediction{call++ == 0 ? 1.21 : 0.88, 0.4, 0.4};
+  });
+  CHECK(r.mape_pct == Approx(15.0));
+  CHECK(r.specified.pct == Approx(10.0));
+  CHECK(r.specified.ran == 1);
+  CHECK(r.by_rule.pct == Approx(20.0));
+  CHECK(r.by_rule.ran == 1);
+  const std::string table = format_table(r);
+  CHECK(table.find("fully specified 10.0% over 1, completed by rule 20.0% over 1") !=
+        std::string::npos);
+  const std::string report = report_markdown({r}, "2026-01-01", "clustersim validate", {}, "");
+  CHECK(report.find("| published-runs | all, completed by rule | 1 | 20.0% |") !=
+        std::string::npos);
+  CHECK(to_json_text({r}, "2026-01-01").find("\"by_completion\"") != std::string::npos);
+}
+
+TEST_CASE("a completion other than specified or rule is an error at its JSON path") {
+  const auto path = two_case_suite("completion-bad", R"("completion": "guessed", )");
+  CHECK_THROWS_WITH(load_published_suite(path),
+                    Catch::Contains("/cases/0/completion") && Catch::Contains("guessed"));
+  std::filesystem::remove(path);
 }
