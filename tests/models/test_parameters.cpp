@@ -60,6 +60,38 @@ TEST_CASE("Llama 3 8B and 70B land on their published sizes") {
         Approx(70.55e9).epsilon(kPublishedTolerance));
 }
 
+TEST_CASE("Llama 3.1 presets hold exactly the parameters of the released weights") {
+  // Per layer: attention 2h² + 2h·1024 (8 KV heads of 128), SwiGLU 3hf, two RMSNorm gains 2h;
+  // untied embedding and output 2Vh (V = 128,256) and the final norm h. By hand:
+  //   8B    32·(2·4096² + 2·4096·1024 + 3·4096·14336 + 2·4096) + 2·128256·4096 + 4096
+  //         = 32·218,112,000 + 1,050,673,152 + 4,096 = 8,030,261,248
+  //   70B   80·855,654,400 + 2,101,346,304 + 8,192 = 70,553,706,496
+  //   405B  126·3,187,703,808 + 4,202,692,608 + 16,384 = 405,853,388,800
+  // the safetensors totals of meta-llama/Llama-3.1-8B, -70B and -405B.
+  CHECK(count_parameters(load_model_preset("llama31-8b")).total() == 8030261248.0);
+  CHECK(count_parameters(load_model_preset("llama31-70b")).total() == 70553706496.0);
+  CHECK(count_parameters(load_model_preset("llama31-405b")).total() == 405853388800.0);
+  // The same architectures as the 8K-context Llama 3 presets.
+  CHECK(count_parameters(load_model_preset("llama31-8b")).total() ==
+        count_parameters(load_model_preset("llama3-8b")).total());
+  CHECK(load_model_preset("llama31-405b").max_seq_len == 131072);
+}
+
+TEST_CASE("BLOOM-176B has the released 176,247,271,424 parameters with its embedding LayerNorm") {
+  const ParameterCounts p = count_parameters(load_model_preset("bloom-176b"));
+  // h = 14336, 70 layers of 12h² + 13h (biases, two LayerNorms), the tied embedding padded to
+  // V = 250,880 (--pad-vocab-size-to), ALiBi (no position parameters), the final LayerNorm 2h:
+  //   70·2,466,437,120 + 3,596,615,680 + 28,672 = 176,247,242,752.
+  const double h = 14336, V = 250880;
+  CHECK(p.position_embedding == 0);
+  CHECK(p.lm_head == 0);
+  CHECK(p.total() == 70 * (12 * h * h + 13 * h) + V * h + 2 * h);
+  CHECK(p.total() == 176247242752.0);
+  // The BigScience model card's total also holds the embedding LayerNorm (2h) the preset leaves
+  // out.
+  CHECK(p.total() + 2 * h == 176247271424.0);
+}
+
 TEST_CASE("the SC'21 GPT family follows Narayanan et al.'s parameter formula") {
   // SC'21 eq. (2): P = 12 l h^2 (1 + 13/(12h) + (V + s)/(12 l h)), V = 51200, s = 2048.
   struct Row {
