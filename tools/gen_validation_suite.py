@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+import completion_rules
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Cluster preset per GPU type (topologies/clusters/). Interconnect facts for these runs are in
@@ -73,16 +75,6 @@ NEMO_2407_RECOMPUTE = {"nemotron/nemotron_340b.yaml": "selective"}
 # optim.dtype where a launcher config sets the optimizer state's dtype (the others leave Apex
 # DistributedFusedAdam's default, FP32).
 NEMO_2407_OPTIM_DTYPE = {"nemotron/nemotron_340b.yaml": "bf16"}
-# Architecture the table's source leaves out, from the launcher config the benchmark ran
-# (validation/data/published_runs.json: "Nemotron-8B arch left null (ambiguous which 8B config)"; the launcher
-# has one, nemotron/nemotron_8b.yaml at NeMo-Framework-Launcher 24c3d6b).
-NEMO_2407_ARCH = {
-    "nemo2407_nemotron-8b_": ("nemotron/nemotron_8b.yaml",
-                              {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                               "num_kv_heads": 32, "ffn_hidden_size": 16384}),
-}
-
-
 # SMs that the pipelined reduce-scatter of the forward output projection (proj_fprop) and
 # second MLP linear (fc2_fprop) take from their GEMMs (userbuffers method pipeline, num_sm, with
 # set_sm_margin 1), from the ub_cfg file each NeMo launcher config names
@@ -242,14 +234,24 @@ def match_model(run, presets):
     return found[0] if found else None
 
 
-def metric_for(run, conv):
+def peak_of(run, fills):
+    named = [f.peak_tflops for f in fills if f.peak_tflops]
+    return named[-1] if named else run.get("peak_tflops_used_for_utilization")
+
+
+def convention_of(run, fills):
+    named = [f.convention for f in fills if f.convention]
+    return named[-1] if named else convention_for(run)
+
+
+def metric_for(run, conv, fills=()):
     if run.get("reported_step_time_s") is not None:
         return "step_time_s", run["reported_step_time_s"]
     if run.get("reported_tokens_per_sec_per_gpu") is not None:
         return "tokens_per_s_per_gpu", run["reported_tokens_per_sec_per_gpu"]
     if run.get("reported_tflops_per_gpu") is not None and conv:
         return "tflops_per_gpu", run["reported_tflops_per_gpu"]
-    if run.get("reported_mfu") is not None and conv and run.get("peak_tflops_used_for_utilization"):
+    if run.get("reported_mfu") is not None and conv and peak_of(run, fills):
         return "mfu", run["reported_mfu"]
     return None, None
 
@@ -261,54 +263,22 @@ def cluster_for(run):
     return None
 
 
-# SC'21 Table 2 gives PTD-P runs only their model-parallel size t x p (96 for GPT 174.6B, 280
-# for 529.6B). The paper's Takeaway #1 (section 3.3) is the rule its runs follow: "tensor model
-# parallelism should generally be used up to degree g when using g-GPU servers, and then
-# pipeline model parallelism can be used to scale up to larger models across servers", and its
-# Table 1 uses t = 8 for every model from 18.4B up (529.6B: t = 8, p = 35 = 280 / 8). The schedule
-# is not stated either: Megatron-LM's default without --num-layers-per-virtual-pipeline-stage,
-# the non-interleaved 1F1B, is assumed. Megatron-LM of the paper's time all-reduced the data-
-# parallel gradients after the whole forward-backward pass (megatron/training.py train_step,
-# "model_module.allreduce_gradients()" after forward_backward_func, NVIDIA/Megatron-LM
-# a8d172b3 of 2021-04-28): no overlap with the backward pass.
-SC21_PTDP_PREFIX = "sc21_t2_ptdp_"
-MEGATRON_2021_COMMIT = "a8d172b3"
+def preset_of(fills, what):
+    """The model or cluster preset a completion rule names, or None."""
+    named = [getattr(f, what) for f in fills if getattr(f, what)]
+    return named[-1] if named else None
 
 
-def completed(run):
-    """The run with what its source leaves out filled in by a stated rule, the notes, and
-    training keys the rule sets."""
-    notes, training = [], {}
-    if (run["id"].startswith(SC21_PTDP_PREFIX) and run.get("tp") is None
-            and run.get("pp") is None and run.get("model_parallel_size")):
-        g = run.get("gpus_per_node") or 8
-        mps = run["model_parallel_size"]
-        if mps % g == 0:
-            run = dict(run, tp=g, pp=mps // g)
-            notes.append("layout not published, only the model-parallel size %d: t = %d (the "
-                         "GPUs of a server) and p = %d, by the paper's Takeaway #1 (section 3.3) "
-                         "and as its Table 1 does for every model from 18.4B up; schedule not "
-                         "stated: Megatron-LM's default non-interleaved 1F1B" % (mps, g, mps // g))
-            training["overlap_grad_reduce"] = False
-            notes.append("gradients all-reduced after the backward pass, not overlapped with it "
-                         "(Megatron-LM %s megatron/training.py train_step)" % MEGATRON_2021_COMMIT)
-    for prefix, (config, arch) in NEMO_2407_ARCH.items():
-        if run["id"].startswith(prefix) and all(run.get(k) is None for k in arch):
-            run = dict(run, **arch)
-            notes.append("architecture not in the table: %s from the NeMo launcher config %s "
-                         "(NeMo-Framework-Launcher %s)" % (
-                             ", ".join("%s %d" % (k, v) for k, v in arch.items()), config,
-                             NEMO_LAUNCHER_COMMIT))
-    return run, notes, training
-
-
-def why_not(run, presets):
+def why_not(run, presets, fills):
     """The reason a run cannot be expressed as a scenario, or None."""
     if not run.get("usable_for_validation"):
         return "marked not usable for validation in validation/data/published_runs.json: " + (run.get("notes") or "")
     if run.get("model_type") != "dense":
         return "mixture-of-experts model: the simulator models dense Transformers only"
-    if not cluster_for(run):
+    reason = completion_rules.left_out(run)
+    if reason:
+        return reason
+    if not (preset_of(fills, "cluster") or cluster_for(run)):
         return "no cluster preset for GPU type '%s'" % run.get("gpu_type")
     for k in ("tp", "pp", "dp"):
         if run.get(k) is None:
@@ -319,25 +289,35 @@ def why_not(run, presets):
     chunks = run["pp"] * (run.get("virtual_pipeline_stages") or 1)
     bridge = bridge_2511_config(run)
     in_split = 2 if bridge and bridge[0] in BRIDGE_2511_PIPELINE_SPLIT else 0
-    if run.get("num_layers") and (run["num_layers"] + in_split) % chunks:
+    in_split += sum(1 for f in fills for k in ("account_for_embedding_in_pipeline_split",
+                                                "account_for_loss_in_pipeline_split")
+                    if f.parallelism.get(k))
+    uneven = any("layers_per_stage" in f.parallelism for f in fills)
+    if run.get("num_layers") and not uneven and (run["num_layers"] + in_split) % chunks:
         return ("%d layers do not split evenly into pp x virtual stages = %d chunks, and the "
                 "source does not say how they were split" % (run["num_layers"], chunks))
-    if not match_model(run, presets):
+    if in_split and run.get("num_layers") and (run["num_layers"] + in_split) // chunks <= 1:
+        return ("the layer split its source describes (%d layers + %d over %d virtual stages) "
+                "leaves the first virtual stage only the embedding and the last only the loss; "
+                "the simulator needs a Transformer layer in every virtual stage (a virtual stage "
+                "of only the embedding or the output layer would express it)" % (
+                    run["num_layers"], in_split, chunks))
+    if not (preset_of(fills, "model") or match_model(run, presets)):
         return "no model preset with this architecture (layers %s, hidden %s, heads %s/%s, ffn %s)" % (
             run.get("num_layers"), run.get("hidden_size"), run.get("num_attention_heads"),
             run.get("num_kv_heads"), run.get("ffn_hidden_size"))
-    conv = convention_for(run)
-    metric, _ = metric_for(run, conv)
+    conv = convention_of(run, fills)
+    metric, _ = metric_for(run, conv, fills)
     if not metric:
         return "no reported figure whose FLOP convention is known (flops_definition: %s)" % (
             run.get("flops_definition"))
     return None
 
 
-def scenario_for(run, presets):
+def scenario_for(run, presets, fills):
     assumptions = []
-    model = match_model(run, presets)
-    cluster = cluster_for(run)
+    model = preset_of(fills, "model") or match_model(run, presets)
+    cluster = preset_of(fills, "cluster") or cluster_for(run)
     cp = run.get("cp") or 1
     vpp = run.get("virtual_pipeline_stages") or 1
     if run.get("cp") is None:
@@ -418,10 +398,14 @@ def scenario_for(run, presets):
                            "the fused scale-mask-softmax kernel) assumed; FlashAttention was "
                            "published in May 2022, after these runs, and selective recomputation "
                            "(Korthikanti et al.) exists because the score tensors are stored")
-    else:
+    elif "megatron" in (run.get("framework") or "").lower() or nemo or bridge:
         attention = "flash"
         assumptions.append("attention not stated: Transformer Engine's fused attention, "
                            "Megatron-Core's default, which selects cuDNN's kernel on Hopper")
+    else:
+        attention = "flash"
+        assumptions.append("attention not stated: a fused attention kernel, modelled as the "
+                           "simulator's fused attention (calibrated on cuDNN's on Hopper)")
     parallelism = {"dp": run["dp"], "tp": run["tp"], "pp": run["pp"], "cp": cp,
                    "sequence_parallel": bool(sp), "zero_stage": zs,
                    "schedule": "interleaved" if vpp > 1 else "1f1b"}
@@ -488,11 +472,40 @@ def scenario_for(run, presets):
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
             "the NeMo launcher config " + nemo[0] if nemo else
             "Megatron-Bridge %s Llama3ModelProvider" % BRIDGE_COMMIT))
+    for f in fills:
+        scenario["parallelism"].update(f.parallelism)
+        scenario["training"].update(f.training)
+        if f.comm:
+            scenario.setdefault("comm", {}).update(f.comm)
     for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
         scenario[section].update(values)
         assumptions.append("stated in the source's text: " + ", ".join(
             "%s = %s" % (k, json.dumps(v)) for k, v in values.items()))
     return scenario, assumptions
+
+
+# Families of cases, for the report's per-family figures: the id up to its first '_', except
+# where two sources share that prefix.
+FAMILIES = (("megatron_bridge_", "megatron_bridge"), ("megatron_readme_h100_", "megatron_h100"))
+# A step time or tokens/s needs no FLOP convention; suite.json still names one.
+UNUSED_CONVENTION = "megatron_core"
+
+
+def family_of(rid):
+    for prefix, name in FAMILIES:
+        if rid.startswith(prefix):
+            return name
+    return rid.split("_")[0]
+
+
+def rule_notes(fills):
+    """Each completion rule's notes, the first naming the rule and its source."""
+    notes = []
+    for f in fills:
+        for i, note in enumerate(f.notes):
+            notes.append("rule %s (%s): %s" % (f.rule.name, f.rule.source, note) if i == 0
+                         else note)
+    return notes
 
 
 def main():
@@ -509,29 +522,33 @@ def main():
         os.remove(old)
     cases, skipped = [], []
     for run in runs:
-        run, completion_notes, completion_training = completed(run)
-        reason = why_not(run, presets)
+        run, fills = completion_rules.complete(run)
+        reason = why_not(run, presets, fills)
         if reason:
             skipped.append({"id": run["id"], "source": run["source"], "reason": reason})
             continue
-        scenario, assumptions = scenario_for(run, presets)
-        scenario["training"].update(completion_training)
+        scenario, assumptions = scenario_for(run, presets, fills)
+        completion_notes = rule_notes(fills)
         if completion_notes:
             assumptions[:0] = completion_notes
             scenario["description"] = scenario["description"].replace(
                 "assumptions: ", "assumptions: " + "; ".join(completion_notes) + "; ", 1)
-        conv = convention_for(run)
-        metric, reported = metric_for(run, conv)
+        conv = convention_of(run, fills)
+        metric, reported = metric_for(run, conv, fills)
         name = run["id"] + ".scenario.json"
         with open(os.path.join(args.out, name), "w") as f:
             json.dump(scenario, f, indent=2)
             f.write("\n")
-        case = {"id": run["id"], "source": run["source"], "source_table": run["source_table"],
-                "scenario": name, "metric": metric, "reported": reported,
-                "flop_convention": conv,
+        completing = [f.rule.name for f in fills if f.completes()]
+        case = {"id": run["id"], "family": family_of(run["id"]), "source": run["source"],
+                "source_table": run["source_table"], "scenario": name, "metric": metric,
+                "reported": reported, "flop_convention": conv or UNUSED_CONVENTION,
+                "completion": "rule" if completing else "specified",
                 "assumptions": assumptions}
+        if completing:
+            case["completion_rules"] = completing
         if metric == "mfu":
-            case["peak_tflops"] = run["peak_tflops_used_for_utilization"]
+            case["peak_tflops"] = peak_of(run, fills)
         # Other figures the source gives, for the report (never used by the simulation).
         others = {k: run[k] for k in ("reported_tflops_per_gpu", "reported_mfu", "reported_hfu",
                                       "reported_step_time_s", "reported_tokens_per_sec_per_gpu")
@@ -545,7 +562,7 @@ def main():
                        "validation/data/published_runs.json) as scenarios; `clustersim validate` compares the "
                        "simulated figure with the reported one in the source's FLOP convention.",
         "generated_by": "tools/gen_validation_suite.py",
-        "reference": "validation/data/published_runs.json (72 runs; docs/published-runs.md)",
+        "reference": "validation/data/published_runs.json (%d runs; docs/published-runs.md)" % len(runs),
         "threshold_pct": 10,
         "cases": cases,
         "not_expressible": skipped,

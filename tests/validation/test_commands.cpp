@@ -48,8 +48,8 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
   CHECK(run(kTool + " calibrate --nccl /nonexistent.log -o /tmp/x.json 2> /dev/null") == 2);
 }
 
-// The full published-runs suite simulates 36 runs, twelve of them on 384 to 2240 ranks (DeepSpeed
-// ZeRO-3 with 1.3 M to 8 M flows each); it takes minutes and is run by `clustersim validate` and
+// The full published-runs suite simulates dozens of runs on up to 6144 GPUs (the DeepSpeed ZeRO-3
+// ones with 1.3 M to 8 M flows each); it takes minutes and is run by `clustersim validate` and
 // validation/REPORT.md, not here. CI runs a fixed subset that touches every mechanism the suite
 // exercises, each case in seconds:
 //   korthikanti_t5_22B_present          A100, TP 8 + sequence parallelism in one node, selective
@@ -66,6 +66,11 @@ TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
 //   megatron_bridge_2511_llama31_405b_1024gpu
 //                                       embedding and loss counted in the pipeline split over
 //                                       64 virtual stages, CP 2, 1024 GPUs
+//   megatron_readme_h100_strong_gpt3_96gpu
+//                                       layout and MFU peak completed by rule, 576 micro-batches
+//                                       through PP 6, distributed optimizer, TP overlap; MFU
+//   bloom_176b_384gpu                   embedding and tied head counted in a 1F1B split over 12
+//                                       stages, 4 NICs for 8 GPUs per node (Omni-Path cluster)
 const std::vector<std::string> kCiCases = {"korthikanti_t5_22B_present",
                                            "korthikanti_t5_175B_fullrecompute",
                                            "nemo2407_gpt3-5b_64gpu",
@@ -74,7 +79,9 @@ const std::vector<std::string> kCiCases = {"korthikanti_t5_22B_present",
                                            "sc21_t2_ptdp_174.6B_384gpu",
                                            "sc21_t2_zero3_174.6B_384gpu",
                                            "nemo2407_nemotron-340b_128gpu",
-                                           "megatron_bridge_2511_llama31_405b_1024gpu"};
+                                           "megatron_bridge_2511_llama31_405b_1024gpu",
+                                           "megatron_readme_h100_strong_gpt3_96gpu",
+                                           "bloom_176b_384gpu"};
 
 TEST_CASE("validate simulates the CI subset of published runs and the nccl-tests table", "[slow]") {
   const auto out = std::filesystem::temp_directory_path() / "clustersim-test-validate.json";
@@ -111,6 +118,14 @@ TEST_CASE("validate simulates the CI subset of published runs and the nccl-tests
       CHECK(c["predicted"].get<double>() == Approx(128.0 * 8192 / t / 64));
     }
     if (c["id"] == "korthikanti_t5_22B_present") CHECK(c["predicted"].get<double>() == Approx(t));
+    if (c["id"] == "megatron_readme_h100_strong_gpt3_96gpu") {
+      // MFU by hand in Megatron-Core's count for GPT (l 96, h 12288, V 131072, s 4096, 1152
+      // sequences): 12·B·s·l·h²·(2 + s/h + 4 + V/(2lh)) over t, 96 GPUs and 989.4 TFLOP/s.
+      const double B = 1152, s = 4096, l = 96, h = 12288, V = 131072;
+      const double flops = 12 * B * s * l * h * h * (2 + s / h + 4 + V / (2 * l * h));
+      CHECK(c["predicted"].get<double>() == Approx(flops / t / 96 / 989.4e12));
+      CHECK(c["completion"] == "rule");
+    }
   }
 
   const auto& micro = j["suites"][1];

@@ -1,0 +1,447 @@
+"""Named rules that complete a published run with what its source leaves out.
+
+A publication rarely prints every field a scenario needs: the micro-batch size, the parallel
+layout, the virtual pipeline stages, how the layers are split. Each rule here fills such fields
+for one family of runs, from a source named with the rule (the launch script or the defaults of
+the framework version the publication used, or the publication's own text), and says so in the
+case's assumptions. A rule is applied to every row of its family alike, and no rule reads a
+reported figure: the rules were fixed before any of their cases was first simulated.
+
+A case completed by a rule (a model, layout, batch or metric field filled in) is marked
+"completion": "rule" in suite.json; `clustersim validate` reports its MAPE apart from that of
+the fully specified cases. Rules may also set framework settings (overlap, buckets) that a
+scenario needs; those alone do not make a case "rule".
+
+Used by tools/gen_validation_suite.py.
+"""
+
+# Fields of a published-run record that describe the model, the layout or the batch; a rule that
+# fills one of them completes the run.
+COMPLETION_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
+                     "ffn_hidden_size", "tp", "pp", "dp", "cp", "virtual_pipeline_stages",
+                     "micro_batch_size", "global_batch_size", "seq_length")
+
+
+class Fill:
+    """What one rule adds to one run."""
+
+    def __init__(self, rule):
+        self.rule = rule
+        self.run = {}           # published-run fields (read by the generator as if published)
+        self.parallelism = {}   # scenario keys
+        self.training = {}
+        self.comm = {}
+        self.model = None       # model preset name
+        self.cluster = None     # cluster preset name
+        self.convention = None  # FLOP convention of the reported figure
+        self.peak_tflops = None  # peak behind a reported MFU
+        self.completes_split = False  # the pipeline's layer split
+        self.notes = []
+
+    def completes(self):
+        return (any(k in COMPLETION_FIELDS for k in self.run) or self.completes_split or
+                self.peak_tflops is not None)
+
+
+class Rule:
+    def __init__(self, name, source, prefix, fill):
+        self.name, self.source, self.prefix, self._fill = name, source, prefix, fill
+
+    def applies(self, run):
+        return run["id"].startswith(self.prefix)
+
+    def fill(self, run):
+        f = Fill(self)
+        self._fill(run, f)
+        return f
+
+
+# ---- SC'21 Table 2 (PTD-P rows): only the model-parallel size is printed ---------------------
+
+# The paper's Takeaway #1 (section 3.3): "tensor model parallelism should generally be used up to
+# degree g when using g-GPU servers, and then pipeline model parallelism can be used to scale up
+# to larger models across servers"; its Table 1 uses t = 8 for every model from 18.4B up
+# (529.6B: t = 8, p = 35 = 280 / 8). Megatron-LM of the paper's time all-reduced the
+# data-parallel gradients after the whole forward-backward pass (megatron/training.py
+# train_step, "model_module.allreduce_gradients()" after forward_backward_func, NVIDIA/Megatron-LM
+# a8d172b3 of 2021-04-28).
+MEGATRON_2021_COMMIT = "a8d172b3"
+
+
+def _sc21_t2_layout(run, f):
+    if run.get("tp") is not None or run.get("pp") is not None or not run.get("model_parallel_size"):
+        return
+    g = run.get("gpus_per_node") or 8
+    mps = run["model_parallel_size"]
+    if mps % g:
+        return
+    f.run.update(tp=g, pp=mps // g)
+    f.training["overlap_grad_reduce"] = False
+    f.notes.append("layout not published, only the model-parallel size %d: t = %d (the GPUs of a "
+                   "server) and p = %d, by the paper's Takeaway #1 (section 3.3) and as its Table 1 "
+                   "does for every model from 18.4B up; schedule not stated: Megatron-LM's default "
+                   "non-interleaved 1F1B" % (mps, g, mps // g))
+    f.notes.append("gradients all-reduced after the backward pass, not overlapped with it "
+                   "(Megatron-LM %s megatron/training.py train_step)" % MEGATRON_2021_COMMIT)
+
+
+# ---- NeMo 24.07: the Nemotron-8B architecture -------------------------------------------------
+
+# validation/data/published_runs.json leaves it null ("ambiguous which 8B config"); the launcher has one,
+# nemotron/nemotron_8b.yaml at NeMo-Framework-Launcher 24c3d6b (the last commit before the
+# table's 2024-09-09 revision).
+NEMO_LAUNCHER_COMMIT = "24c3d6b"
+NEMOTRON_8B_ARCH = {"num_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                    "num_kv_heads": 32, "ffn_hidden_size": 16384}
+
+
+def _nemotron_8b_arch(run, f):
+    if any(run.get(k) is not None for k in NEMOTRON_8B_ARCH):
+        return
+    f.run.update(NEMOTRON_8B_ARCH)
+    f.notes.append("architecture not in the table: %s from the NeMo launcher config "
+                   "nemotron/nemotron_8b.yaml (NeMo-Framework-Launcher %s)" % (
+                       ", ".join("%s %d" % (k, v) for k, v in NEMOTRON_8B_ARCH.items()),
+                       NEMO_LAUNCHER_COMMIT))
+
+
+# ---- SC'21 Table 1: the authors' own script ---------------------------------------------------
+
+# NVIDIA/Megatron-LM examples/sc21/run_table_1.sh (added in de7dc40f, 2021-08-10, "scripts for
+# sc21"; its README: "scripts that were used to produce the results in the Megatron paper", to be
+# run at commit 6985e589), per model size: MICRO_BATCH_SIZE, --num-layers-per-virtual-pipeline-
+# stage and DDP implementation. CONFIG.sh passes --fp16 and the script --activations-checkpoint-
+# method uniform (full recomputation) to every size. Keyed by (layers, hidden size); its TP, PP
+# and global batch equal the table's.
+SC21_T1_SCRIPT = {
+    # (layers, hidden): (micro-batch, layers per virtual stage or None, DDP implementation)
+    (24, 2304): (16, None, "torch"),
+    (30, 3072): (16, None, "torch"),
+    (36, 4096): (16, None, "torch"),
+    (40, 6144): (8, None, "torch"),
+    (48, 8192): (4, None, "local"),
+    (60, 10240): (2, 5, "local"),
+    (80, 12288): (2, 5, "local"),
+    (96, 16384): (1, 3, "local"),
+    (105, 20480): (1, 1, "local"),
+    (128, 25600): (1, None, "local"),
+}
+# PyTorch DistributedDataParallel's default bucket_cap_mb (torch/nn/parallel/distributed.py).
+TORCH_DDP_BUCKET_MIB = 25
+
+
+def _sc21_t1_script(run, f):
+    mbs, per_vstage, ddp = SC21_T1_SCRIPT[(run["num_layers"], run["hidden_size"])]
+    f.run["micro_batch_size"] = mbs
+    vpp = run["num_layers"] // (run["pp"] * per_vstage) if per_vstage else None
+    if vpp and vpp > 1:
+        f.run["virtual_pipeline_stages"] = vpp
+    f.notes.append(
+        "micro-batch size not in the table: %d, and %s, from the authors' script for this model "
+        "(NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, de7dc40f)" % (
+            mbs, "%d layers per virtual stage (--num-layers-per-virtual-pipeline-stage %d: %d "
+                 "virtual stages per rank, interleaved 1F1B)" % (per_vstage, per_vstage, vpp)
+            if vpp and vpp > 1 else "no virtual stages (non-interleaved 1F1B)"))
+    if ddp == "torch":
+        f.training["overlap_grad_reduce"] = True
+        f.training["grad_bucket_MiB"] = TORCH_DDP_BUCKET_MIB
+        f.notes.append("--DDP-impl torch in the script: PyTorch DistributedDataParallel overlaps "
+                       "the gradient all-reduce with the backward pass in its default 25 MiB "
+                       "buckets")
+    else:
+        f.training["overlap_grad_reduce"] = False
+        f.notes.append("--DDP-impl local in the script: Megatron-LM's own DDP all-reduces the "
+                       "gradients after the backward pass (megatron/training.py train_step)")
+    f.notes.append("Megatron-LM 2021's scatter/gather of the activations sent between pipeline "
+                   "stages (on by default) is not modelled: each tensor-parallel rank sends the "
+                   "whole activation")
+
+
+# ---- Megatron-LM README H100 tables (Megatron-Core r0.8.0) -----------------------------------
+
+# The README's "Training Speed and Scalability" (NVIDIA/Megatron-LM f2e5db402c, 2024-07-15) names
+# --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap; megatron/training/arguments.py of
+# that commit requires the distributed optimizer for --overlap-param-gather and sequence
+# parallelism for --tp-comm-overlap. The rest is the GPT-3 example of the same commit,
+# examples/gpt3/train_gpt3_175b_distributed.sh: --micro-batch-size 1, --fp16, no virtual stages,
+# no recomputation, dropout at Megatron-LM's default. No --tp-comm-overlap-cfg: Transformer
+# Engine's userbuffers defaults (set_sm_margin off: the overlapped GEMMs keep every SM).
+MEGATRON_H100_COMMIT = "f2e5db402c"
+MEGATRON_H100_PRESETS = {  # (layers, hidden): model preset (the README's model table)
+    (24, 2048): "gpt-1.7b-megatron-h100", (30, 4096): "gpt-7.1b-megatron-h100",
+    (32, 6144): "gpt-16b-megatron-h100", (48, 7168): "gpt-32b-megatron-h100",
+    (84, 8192): "gpt-70b-megatron-h100", (92, 10240): "gpt-119b-megatron-h100",
+    (96, 12288): "gpt-177b-megatron-h100", (96, 16384): "gpt-314b-megatron-h100",
+    (112, 18432): "gpt-462b-megatron-h100",
+}
+# Megatron-Core r0.8.0 DistributedDataParallel: bucket_size = max(40,000,000, 1,000,000 x dp)
+# elements when none is given (megatron/core/distributed/distributed_data_parallel.py), of
+# 16-bit gradients (grad_reduce_in_fp32 follows --accumulate-allreduce-grads-in-fp32, off).
+MCORE_BUCKET_MIN_ELEMENTS = 40e6
+MCORE_BUCKET_ELEMENTS_PER_DP_RANK = 1e6
+# The strong-scaling rows report MFU without its peak; the weak-scaling table of the same README
+# gives TFLOP/s and MFU, whose ratio (408.8 / 41% ... 459.9 / 47%) is 979-997 TFLOP/s: the H100
+# SXM dense BF16 peak, 989.4, within the rounding of the MFU percentages.
+H100_SXM_BF16_PEAK_TFLOPS = 989.4
+# The strong-scaling text names the model ("the standard GPT-3 model ... slightly more than 175
+# billion parameters due to larger vocabulary size") but not its layout; the same README's
+# weak-scaling table runs that model (177B) at TP 8, PP 6.
+MEGATRON_H100_STRONG_LAYOUT = (8, 6)
+
+
+def _megatron_h100_strong(run, f):
+    tp, pp = MEGATRON_H100_STRONG_LAYOUT
+    f.run.update(tp=tp, pp=pp, dp=run["num_gpus"] // (tp * pp), model_parallel_size=tp * pp)
+    f.peak_tflops = H100_SXM_BF16_PEAK_TFLOPS
+    f.notes.append("layout not published for the strong-scaling runs: TP %d x PP %d, as the same "
+                   "README's weak-scaling table runs this model (177B), DP %d" % (
+                       tp, pp, run["num_gpus"] // (tp * pp)))
+    f.notes.append("MFU's peak not stated: 989.4 TFLOP/s (H100 SXM dense BF16), the ratio of "
+                   "TFLOP/s to MFU in the same README's weak-scaling table (979-997) within "
+                   "rounding")
+
+
+def _megatron_h100_example(run, f):
+    f.model = MEGATRON_H100_PRESETS[(run["num_layers"], run["hidden_size"])]
+    tp = run.get("tp") or f.run.get("tp")
+    dp = run.get("dp") or f.run.get("dp")
+    f.run.update(micro_batch_size=1, cp=1, sequence_parallel=tp > 1,
+                 precision="fp16 (--fp16 in the GPT-3 example)",
+                 activation_recomputation="none (the GPT-3 example sets none)",
+                 zero_or_fsdp="distributed optimizer (required by --overlap-param-gather)")
+    bucket = max(MCORE_BUCKET_MIN_ELEMENTS, MCORE_BUCKET_ELEMENTS_PER_DP_RANK * dp)
+    f.training.update(overlap_grad_reduce=True, overlap_param_gather=True,
+                      grad_bucket_MiB=bucket * 2 / 2**20)
+    if tp > 1:
+        f.training["tp_comm_overlap"] = True
+    f.notes.append(
+        "micro-batch size, precision, recomputation and virtual stages not in the README: "
+        "micro-batch 1, --fp16, no recomputation, no virtual stages (non-interleaved 1F1B), as "
+        "the GPT-3 example of the same commit (NVIDIA/Megatron-LM %s "
+        "examples/gpt3/train_gpt3_175b_distributed.sh); cp = 1" % MEGATRON_H100_COMMIT)
+    f.notes.append(
+        "the README's --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap: "
+        "distributed optimizer (ZeRO-1), which --overlap-param-gather requires, %s; gradient "
+        "buckets of %.0f M elements, Megatron-Core r0.8.0's default max(40 M, 1 M x dp)" % (
+            "sequence parallelism (which --tp-comm-overlap requires) with Transformer Engine's "
+            "default userbuffers (no ub config: the overlapped GEMMs keep every SM)" if tp > 1
+            else "no tensor parallelism to overlap", bucket / 1e6))
+    f.notes.append("the README's model table gives no FFN size or KV heads: 4h and multi-head "
+                   "attention, Megatron-LM's defaults (the preset's sources)")
+
+
+# ---- Llama 3 Table 4: Meta's own framework, described in the paper's text ---------------------
+
+# Llama Team, 'The Llama 3 Herd of Models' (arXiv:2407.21783) section 3.3.2: "we reduce one
+# Transformer layer each from the first and the last stages ... the first model chunk on the
+# first stage has only the embedding, and the last model chunk on the last stage has only output
+# projection and loss calculation", with an interleaved schedule of V stages per rank. A first
+# chunk left with only the embedding after one layer was taken from it held one layer: one
+# layer per virtual stage, (126 + 2) / 16 = 8 virtual stages per rank, the embedding and the loss
+# counted in the split (Megatron-Core's account_for_embedding/loss_in_pipeline_split do the
+# same). The micro-batch size is not given: one sequence, the smallest; the interleaved schedule
+# the paper uses is Narayanan et al.'s, whose own scripts run every model from 310B up with
+# micro-batch 1 (Megatron-LM examples/sc21/run_table_1.sh).
+LLAMA3_LAYERS_PER_VIRTUAL_STAGE = 1
+
+
+def _llama3_t4_text(run, f):
+    f.model = "llama31-405b"
+    f.cluster = "h100-2048x8-roce-llama3"
+    f.convention = "megatron_core"
+    vpp = (run["num_layers"] + 2) // (run["pp"] * LLAMA3_LAYERS_PER_VIRTUAL_STAGE)
+    f.run.update(micro_batch_size=1, virtual_pipeline_stages=vpp, sequence_parallel=True)
+    f.parallelism.update(account_for_embedding_in_pipeline_split=True,
+                         account_for_loss_in_pipeline_split=True)
+    f.comm["grad_dtype"] = "fp32"
+    f.training["dropout"] = False
+    f.completes_split = True
+    f.notes.append(
+        "virtual stages not in Table 4: one Transformer layer per virtual stage, %d per rank "
+        "with the embedding and the loss counted as layers (section 3.3.2: after one layer is "
+        "taken from the first and the last stage, their first and last chunks hold only the "
+        "embedding and only the output and loss)" % vpp)
+    f.notes.append("micro-batch size not stated: 1 sequence, the smallest (the interleaved "
+                   "schedule the paper cites, Narayanan et al. 2021, runs every model from 310B "
+                   "up with micro-batch 1 in its own scripts)")
+    f.notes.append("sequence parallelism on: the paper's tensor parallelism cites Korthikanti et "
+                   "al. 2023, which introduces it; its tunable-N pipeline schedule is modelled as "
+                   "Megatron-LM's interleaved 1F1B")
+    f.notes.append("stated in section 3.3.2: gradients reduce-scattered in FP32; context "
+                   "parallelism all-gathers K and V (as the simulator's does); Llama has no "
+                   "dropout")
+    f.notes.append("Table 4's TFLOPs follow PaLM's MFU (6N + 12LHQT per token, the paper cites "
+                   "Chowdhery et al.); compared in Megatron-Core's count, which is the same but "
+                   "for the input embedding's 6Vh (0.5% of the 405B's FLOPs per token)")
+    f.notes.append("Meta's Llama 3.1 405B configuration (128,256-token vocabulary; Table 3 gives "
+                   "128,000 rounded) on the paper's RoCE cluster (preset h100-2048x8-roce-llama3: "
+                   "cross-pod traffic optimistic, NCCLX not modelled)")
+
+
+# ---- BLOOM 176B: the run's own slurm script and README ----------------------------------------
+
+# bigscience-workshop/bigscience train/tr11-176B-ml: tr11-176B-ml.slurm as it ran on 48 nodes
+# until July 2022 (ed196cd, 2022-06-19; the epoch ended at the logged iteration 85376 on June 28)
+# and README.md "Replica setup". MICRO_BATCH_SIZE=2 ("was MBS=1 till GBS=784"; the logged
+# iteration runs GBS 2048), --pp-partition-method 'type:transformer|embedding' (DeepSpeed's
+# PipelineModule balances the 70 Transformer layers and the two tied embedding layers: 72 over
+# 12 stages, the first and the last holding 5 Transformer layers), --pad-vocab-size-to 250880,
+# --position-embedding-type alibi, no dropout arguments (Megatron-DeepSpeed's defaults).
+BLOOM_SCRIPT_COMMIT = "ed196cd"
+
+
+def _bloom_script(run, f):
+    f.model = "bloom-176b"
+    f.cluster = "jean-zay-a100-80gb-opa"
+    f.convention = "megatron_core"
+    f.run["micro_batch_size"] = 2
+    f.parallelism.update(account_for_embedding_in_pipeline_split=True,
+                         account_for_loss_in_pipeline_split=True)
+    f.completes_split = True
+    f.notes.append("micro-batch size not in the log line: 2, as the run's slurm script "
+                   "(bigscience train/tr11-176B-ml/tr11-176B-ml.slurm, %s) and README 'Replica "
+                   "setup' give it for GBS 2048 (MBS 1 only until GBS 784)" % BLOOM_SCRIPT_COMMIT)
+    f.notes.append("--pp-partition-method 'type:transformer|embedding': the tied input and output "
+                   "embeddings count as layers in the pipeline split, 70 + 2 over 12 stages")
+    f.notes.append("ALiBi adds a bias to the attention scores and no parameters; the embedding "
+                   "LayerNorm (2 x 14336 parameters) is not modelled; dropout at Megatron-"
+                   "DeepSpeed's default (the script sets none); the 4 x 100 Gb/s Omni-Path links "
+                   "per node are modelled as InfiniBand-like NICs (preset jean-zay-a100-80gb-opa)")
+
+
+# ---- torchtitan (arXiv:2410.06511; the repository's docs/performance.md tables) ----------------
+
+# pytorch/torchtitan docs/performance.md (d4c86e375, 2025-01-30) names the version it measured:
+# torchtitan 9dec370. What its tables leave out is that version's default: train_configs/
+# llama3_*.toml seq_len 8192; torchtitan/parallelisms/pipeline_llama.py: microbatches =
+# pipeline_parallel_degree, split points from pipelining_utils.generate_split_points (126 layers
+# over 8 stages: 15, 16 x 6, 15).
+TORCHTITAN_COMMIT = "9dec370"
+TORCHTITAN_SEQ_LEN = 8192
+
+
+def torchtitan_split(layers, stages):
+    """torchtitan 9dec370 generate_split_points as layers per stage: the first stage gets
+    layers // stages, the middle ones one more while the remainder lasts, the last the rest."""
+    base, extra = divmod(layers, stages)
+    out = [base]
+    for _ in range(stages - 2):
+        out.append(base + (1 if extra > 0 else 0))
+        extra -= 1 if extra > 0 else 0
+    out.append(layers - sum(out))
+    return out
+
+
+def _torchtitan_defaults(run, f):
+    size = run["model"].split()[-1].lower()  # "Llama 3.1 8B" -> "8b"
+    f.model = "llama31-" + size
+    f.cluster = "grand-teton-h100-hbm2e"
+    f.convention = "megatron_core"
+    if run.get("seq_length") is None:
+        f.run["seq_length"] = TORCHTITAN_SEQ_LEN
+        f.notes.append("sequence length not in the table: %d, the train_configs/llama3_%s.toml "
+                       "default (torchtitan %s)" % (TORCHTITAN_SEQ_LEN, size, TORCHTITAN_COMMIT))
+    local = run["global_batch_size"] // run["dp"]
+    if run["pp"] > 1:
+        f.run["micro_batch_size"] = local // run["pp"]
+        split = torchtitan_split(run["num_layers"], run["pp"])
+        f.parallelism["layers_per_stage"] = split
+        f.completes_split = True
+        f.notes.append("pipeline micro-batches and split not in the table: %d micro-batches of %d "
+                       "(pipeline_parallel_microbatches defaults to the pipeline degree) and "
+                       "layers per stage %s (generate_split_points), torchtitan %s defaults" % (
+                           run["pp"], local // run["pp"], "/".join(map(str, split)),
+                           TORCHTITAN_COMMIT))
+    f.comm["grad_dtype"] = "fp32"
+    f.training["dropout"] = False
+    if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
+        f.training["tp_comm_overlap"] = True
+    f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched; "
+                   "reshard_after_forward off with pipeline parallelism is not modelled), "
+                   "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
+                   "dropout" % TORCHTITAN_COMMIT)
+    f.notes.append("not modelled, nearest setting used: torch.compile's fusions (eager kernels), "
+                   "torchao Float8 with dynamic tensorwise scaling and FP8 FSDP all-gathers "
+                   "(precision fp8: Transformer Engine-style casts, BF16 all-gathers), async TP "
+                   "(tp_comm_overlap, no SMs taken), PyTorch SDPA (the simulator's fused "
+                   "attention) and context parallelism's all-gather rotation (its K/V all-gather)")
+    f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
+                   "parts, exact value unknown to the authors; the SXM peaks and the Hopper "
+                   "kernel efficiencies are used (preset h100-hbm2e-96gb-500w)")
+
+
+# Rules, in the order they are applied.
+RULES = [
+    Rule("SC21_T2_TAKEAWAY1",
+         "Narayanan et al. SC'21 section 3.3 Takeaway #1 and Table 1; Megatron-LM " +
+         MEGATRON_2021_COMMIT, "sc21_t2_ptdp_", _sc21_t2_layout),
+    Rule("SC21_T1_SCRIPT", "NVIDIA/Megatron-LM examples/sc21/run_table_1.sh and CONFIG.sh (de7dc40f)",
+         "sc21_t1_", _sc21_t1_script),
+    Rule("NEMO_2407_LAUNCHER_ARCH",
+         "NeMo-Framework-Launcher %s nemotron/nemotron_8b.yaml" % NEMO_LAUNCHER_COMMIT,
+         "nemo2407_nemotron-8b_", _nemotron_8b_arch),
+    Rule("MEGATRON_H100_STRONG_LAYOUT",
+         "NVIDIA/Megatron-LM %s README weak-scaling table (177B row)" % MEGATRON_H100_COMMIT,
+         "megatron_readme_h100_strong_", _megatron_h100_strong),
+    Rule("MEGATRON_H100_EXAMPLE",
+         "NVIDIA/Megatron-LM %s README and examples/gpt3/train_gpt3_175b_distributed.sh" %
+         MEGATRON_H100_COMMIT, "megatron_readme_h100_", _megatron_h100_example),
+    Rule("LLAMA3_T4_TEXT", "Llama 3 paper (arXiv:2407.21783) section 3.3.2",
+         "llama3_405b_t4_", _llama3_t4_text),
+    Rule("BLOOM_TR11_SCRIPT",
+         "bigscience train/tr11-176B-ml slurm script and README (%s)" % BLOOM_SCRIPT_COMMIT,
+         "bloom_176b_", _bloom_script),
+    Rule("TORCHTITAN_9DEC370_DEFAULTS",
+         "pytorch/torchtitan %s train_configs and parallelisms defaults" % TORCHTITAN_COMMIT,
+         "torchtitan_", _torchtitan_defaults),
+]
+
+
+def complete(run):
+    """The run with every applicable rule's fields filled in, and the rules' fills (in order)."""
+    fills = []
+    for rule in RULES:
+        if rule.applies(run):
+            f = rule.fill(run)
+            run = dict(run, **f.run)
+            fills.append(f)
+    return run, fills
+
+
+# Runs left out for a reason the generic checks would not give (they would name a missing field
+# that no rule can honestly fill, or a near miss), by id prefix.
+LEFT_OUT = {
+    "opt_175b_": "only the tensor-parallel degree (8) and the FSDP degree (124, from the 992 "
+                 "checkpoint shards of metaseq's OPT chronicles) are known, not the micro-batch; "
+                 "and the reported figure is a peak ('up to 147 TFLOP/s per GPU') in a FLOP "
+                 "convention the paper does not state (metaseq logs no FLOP count)",
+}
+
+
+def left_out(run):
+    """A reason to leave the run out that only a reading of its source gives, or None."""
+    for prefix, reason in LEFT_OUT.items():
+        if run["id"].startswith(prefix):
+            return reason
+    if run["id"].startswith("torchtitan_"):
+        return _torchtitan_left_out(run)
+    return None
+
+
+def _torchtitan_left_out(run):
+    ac = (run.get("activation_recomputation") or "").lower()
+    if "op" in ac and ac.startswith("selective"):
+        return ("torchtitan's op-level selective activation checkpointing (every second matmul "
+                "and all other ops of a layer recomputed) has no nearest recompute setting: "
+                "'selective' (Megatron-LM's, the attention core) recomputes no matmul, 'full' all "
+                "of them; a scenario key for a recomputed fraction of the layer's matmuls would "
+                "express it")
+    if "interleaved" in ((run.get("reported_other") or {}).get("pipeline_schedule") or "").lower():
+        return ("torchtitan's Interleaved1F1B splits 126 layers into 16 stages of 7, 8 x 14 and 7 "
+                "layers (generate_split_points); the scenario format splits unevenly per rank, "
+                "not per virtual stage (a parallelism.layers_per_virtual_stage key would "
+                "express it)")
+    if run.get("seq_length") and run["seq_length"] > 131072:
+        return ("sequence of %d tokens, beyond Llama 3.1's 131,072-token context (the preset's "
+                "max_seq_len); the attention calibration ends at 16k tokens" % run["seq_length"])
+    return None
