@@ -415,6 +415,12 @@ LEFT_OUT = {
                  "checkpoint shards of metaseq's OPT chronicles) are known, not the micro-batch; "
                  "and the reported figure is a peak ('up to 147 TFLOP/s per GPU') in a FLOP "
                  "convention the paper does not state (metaseq logs no FLOP count)",
+    "gpt_neox_20b_": "besides a cluster preset for its 12 nodes of A100 40GB, the 117 TFLOP/s "
+                     "figure lacks a FLOP convention: the paper does not state one (and is "
+                     "transcribed only from a secondary summary); GPT-NeoX's own logger of the "
+                     "time counts 6 x parameters + 60 s h l FLOPs per token (megatron/logging.py "
+                     "get_flops, EleutherAI/gpt-neox 450b58c4), a convention the suite does not "
+                     "have, and whether the paper's figure is that logger's is not stated",
 }
 
 
