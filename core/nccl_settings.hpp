@@ -7,18 +7,32 @@
 #include <string>
 #include <vector>
 
-namespace clustersim {
+#include "core/name_table.hpp"
 
-class JsonNode;
+namespace clustersim {
 
 enum class NcclAlgo { ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat };
 enum class NcclProto { ll, ll128, simple };
+// Names as NCCL prints them (its ncclAlgoStr / ncclProtoStr tables); NCCL_ALGO and NCCL_PROTO
+// compare them without case.
+inline const NameTable<NcclAlgo> kNcclAlgoNames = {{NcclAlgo::ring, "Ring"},
+                                                   {NcclAlgo::tree, "Tree"},
+                                                   {NcclAlgo::nvls, "NVLS"},
+                                                   {NcclAlgo::nvls_tree, "NVLSTree"},
+                                                   {NcclAlgo::collnet_direct, "CollNetDirect"},
+                                                   {NcclAlgo::collnet_chain, "CollNetChain"},
+                                                   {NcclAlgo::pat, "PAT"}};
+inline const NameTable<NcclProto> kNcclProtoNames = {
+    {NcclProto::ll, "LL"}, {NcclProto::ll128, "LL128"}, {NcclProto::simple, "Simple"}};
 const char* to_string(NcclAlgo a);
 const char* to_string(NcclProto p);
 
 // Topology distance levels used by NCCL_NET_GDR_LEVEL and NCCL_P2P_LEVEL, closest first.
 // The legacy integer spellings map as NCCL documents them: 0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS.
 enum class PathLevel { loc, nvl, pix, pxb, phb, sys };
+inline const NameTable<PathLevel> kPathLevelNames = {
+    {PathLevel::loc, "LOC"}, {PathLevel::nvl, "NVL"}, {PathLevel::pix, "PIX"},
+    {PathLevel::pxb, "PXB"}, {PathLevel::phb, "PHB"}, {PathLevel::sys, "SYS"}};
 const char* to_string(PathLevel l);
 
 // How one setting is treated by the simulator, for the report.
@@ -58,12 +72,5 @@ struct NcclSettings {
 
 // The largest channel count NCCL supports (MAXCHANNELS in src/include/device.h, v2.30).
 constexpr int kNcclMaxChannels = 64;
-
-// Names of the NCCL_* variables the simulator knows, for suggestions.
-const std::vector<std::string>& known_nccl_variables();
-
-// Parses the `comm.nccl` object: keys are NCCL_* names, values strings or integers.
-// Unknown names are a ConfigError suggesting the nearest known one.
-NcclSettings parse_nccl_settings(const JsonNode& node);
 
 }  // namespace clustersim

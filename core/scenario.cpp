@@ -5,14 +5,7 @@
 namespace clustersim {
 
 const char* to_string(Dtype d) {
-  switch (d) {
-    case Dtype::fp32: return "fp32";
-    case Dtype::tf32: return "tf32";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp8: return "fp8";
-  }
-  return "?";
+  return kDtypeNames.name(d);
 }
 
 double bytes_per_element(Dtype d) {
@@ -27,38 +20,31 @@ double bytes_per_element(Dtype d) {
 }
 
 const char* to_string(FfnKind k) {
-  switch (k) {
-    case FfnKind::gelu: return "gelu";
-    case FfnKind::swiglu: return "swiglu";
-    case FfnKind::squared_relu: return "squared_relu";
-  }
-  return "?";
+  return kFfnNames.name(k);
 }
 
 const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
+  return kRecomputeNames.name(r);
 }
 
 const char* to_string(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::one_f_one_b: return "1f1b";
-    case PipelineSchedule::interleaved: return "interleaved";
-    case PipelineSchedule::gpipe: return "gpipe";
-  }
-  return "?";
+  return kScheduleNames.name(s);
 }
 
 const char* to_string(Compression c) {
-  return c == Compression::none ? "none" : "onebit_adam";
+  return kCompressionNames.name(c);
 }
 
 const char* to_string(AttentionKernel k) {
-  return k == AttentionKernel::flash ? "flash" : "unfused";
+  return kAttentionNames.name(k);
+}
+
+const char* to_string(FabricKind k) {
+  return kFabricNames.name(k);
+}
+
+const char* to_string(Zero3Implementation z) {
+  return kZero3ImplementationNames.name(z);
 }
 
 double GpuSpec::peak(Dtype d) const {

@@ -1,5 +1,5 @@
 // The validated scenario: plain structs with units in their names, produced by the loader
-// (core/scenario_loader.hpp) from JSON and consumed by every other layer.
+// (input/scenario_loader.hpp) from JSON and consumed by every other layer.
 //
 // Units: sizes in bytes unless a name says otherwise, times in seconds (`_s`), bandwidths in
 // bytes per second (`_Bps`) after loading. The JSON files carry their own units in key names
@@ -12,11 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "core/name_table.hpp"
 #include "core/nccl_settings.hpp"
 
 namespace clustersim {
 
 enum class Dtype { fp32, tf32, bf16, fp16, fp8 };
+inline const NameTable<Dtype> kDtypeNames = {{Dtype::fp32, "fp32"},
+                                             {Dtype::tf32, "tf32"},
+                                             {Dtype::bf16, "bf16"},
+                                             {Dtype::fp16, "fp16"},
+                                             {Dtype::fp8, "fp8"}};
 const char* to_string(Dtype d);
 double bytes_per_element(Dtype d);
 
@@ -31,6 +37,18 @@ enum class Compression { none, onebit_adam };
 // attention), or Megatron-LM's 2021-22 path of batched GEMMs around a fused scale-mask-softmax
 // kernel, which writes the scores to HBM and keeps them for the backward pass.
 enum class AttentionKernel { flash, unfused };
+inline const NameTable<FfnKind> kFfnNames = {
+    {FfnKind::gelu, "gelu"}, {FfnKind::swiglu, "swiglu"}, {FfnKind::squared_relu, "squared_relu"}};
+inline const NameTable<Recompute> kRecomputeNames = {
+    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+inline const NameTable<PipelineSchedule> kScheduleNames = {
+    {PipelineSchedule::one_f_one_b, "1f1b"},
+    {PipelineSchedule::interleaved, "interleaved"},
+    {PipelineSchedule::gpipe, "gpipe"}};
+inline const NameTable<Compression> kCompressionNames = {{Compression::none, "none"},
+                                                         {Compression::onebit_adam, "onebit_adam"}};
+inline const NameTable<AttentionKernel> kAttentionNames = {{AttentionKernel::flash, "flash"},
+                                                           {AttentionKernel::unfused, "unfused"}};
 const char* to_string(FfnKind k);
 const char* to_string(Recompute r);
 const char* to_string(PipelineSchedule s);
@@ -73,6 +91,8 @@ struct GpuSpec {
 };
 
 enum class FabricKind { fat_tree };
+inline const NameTable<FabricKind> kFabricNames = {{FabricKind::fat_tree, "fat_tree"}};
+const char* to_string(FabricKind k);
 
 // The network between nodes.
 struct FabricSpec {
@@ -114,6 +134,9 @@ enum class Zero3Implementation {
   // forward; gradients all-reduced in reduce_bucket_size buckets.
   deepspeed_2021,
 };
+inline const NameTable<Zero3Implementation> kZero3ImplementationNames = {
+    {Zero3Implementation::fsdp, "fsdp"}, {Zero3Implementation::deepspeed_2021, "deepspeed-2021"}};
+const char* to_string(Zero3Implementation z);
 
 struct Parallelism {
   int dp = 1;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/scenario_loader.hpp"
+#include "core/data_root.hpp"
 
 namespace clustersim::models {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/units.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 
@@ -68,7 +69,7 @@ constexpr double kOnebitSignBytes = 1.0 / 8.0;
 constexpr double kOnebitSignBuffers = 2.0;  // send and receive
 
 double gib(double bytes) {
-  return bytes / (1024.0 * 1024.0 * 1024.0);
+  return bytes / kGiB;
 }
 
 std::string fmt(double v, int digits) {

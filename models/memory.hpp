@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/scenario.hpp"
+#include "core/units.hpp"
 
 namespace clustersim::models {
 
@@ -48,7 +49,7 @@ struct HbmReserve {
   // CUDA context, cuBLAS/cuDNN handles and kernels resident on the device. "Depending on the CUDA
   // version, used device etc. you might see an allocation of ~700+MB" (ptrblck, PyTorch forums,
   // "High gpu memory overhead", 2020); we take 0.75 GiB.
-  double cuda_context_bytes = 0.75 * 1024.0 * 1024.0 * 1024.0;
+  double cuda_context_bytes = 0.75 * kGiB;
   // Fraction of the HBM lost to the caching allocator's fragmentation and rounding
   // (block sizes rounded to 512 B / 2 MiB / 20 MiB segments, PyTorch
   // c10/cuda/CUDACachingAllocator). UNVERIFIED assumption: 5%; no measured figure in the reference

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "sweep/results.hpp"
 
 namespace clustersim::sweep {

@@ -9,7 +9,7 @@
 //      {"scenario": "scenarios/seed-optimized-1024.json",
 //       "values": {"mfu": 0.46, "step_time_s": 1.2},
 //       "tolerance_pct": 2.0}, ...]}       optional per-scenario tolerance
-// Scenario paths are relative to the data directory (core/scenario_loader.hpp data_root()),
+// Scenario paths are relative to the data directory (core/data_root.hpp data_root()),
 // so that CLUSTERSIM_DATA_DIR can point a baseline at another copy of the presets.
 #pragma once
 

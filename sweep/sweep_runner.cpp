@@ -17,7 +17,7 @@
 #include <unordered_set>
 
 #include "core/atomic_file.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 
 namespace clustersim::sweep {
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <set>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 
 namespace clustersim::sweep {
 

@@ -18,7 +18,7 @@
 // without either, cost is ranked in GPU-hours.
 //
 // A relative "base" path is looked up next to the sweep file first, then in the data directory
-// (core/scenario_loader.hpp data_root()). Axes absent from "axes" keep the base's value.
+// (core/data_root.hpp data_root()). Axes absent from "axes" keep the base's value.
 //
 // Layout rules: "all" for tp/pp/dp means every divisor of the GPU count (dp is always
 // gpus / (tp·pp·cp); a dp list filters). "all" for vpp means 1 and every v > 1 with

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "core/atomic_file.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"

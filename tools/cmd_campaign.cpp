@@ -18,7 +18,7 @@
 #include "campaign/step_model.hpp"
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/transformer.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"

@@ -8,7 +8,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/scenario_loader.hpp"
+#include "core/units.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
@@ -23,8 +24,6 @@ namespace clustersim::cli {
 namespace {
 
 using models::FlopConvention;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const std::vector<OptionSpec>& check_options() {
   static const std::vector<OptionSpec> specs = {

@@ -17,8 +17,8 @@
 
 #include "core/errors.hpp"
 #include "core/json_reader.hpp"
-#include "core/nccl_settings.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/nccl_settings.hpp"
+#include "input/scenario_loader.hpp"
 #include "sim/collectives.hpp"
 #include "sim/simulation.hpp"
 #include "tools/cli.hpp"

@@ -10,7 +10,8 @@
 
 #include "campaign/campaign_config.hpp"
 #include "core/atomic_file.hpp"
-#include "core/scenario_loader.hpp"
+#include "core/units.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
 #include "sim/step_report.hpp"
 #include "sim/step_simulator.hpp"
@@ -23,7 +24,6 @@ namespace clustersim::cli {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Traces with more ranks than this keep only each replica class's first replica (file size).
 constexpr int kDefaultTraceRanks = 1024;
 

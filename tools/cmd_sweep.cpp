@@ -5,7 +5,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include "core/scenario_loader.hpp"
+#include "core/units.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
 #include "sweep/plots.hpp"
 #include "sweep/ranking.hpp"
@@ -48,8 +49,6 @@ const std::vector<OptionSpec>& sweep_options() {
   };
   return specs;
 }
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The memory verdict (models/memory.hpp), before a child is spent on a point that cannot fit.
 sweep::FeasibilityCheck feasibility_check() {

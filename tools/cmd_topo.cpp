@@ -13,7 +13,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"

@@ -13,7 +13,8 @@
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
-#include "core/scenario_loader.hpp"
+#include "core/units.hpp"
+#include "input/scenario_loader.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "validation/suite.hpp"
@@ -68,10 +69,9 @@ validation::StepPrediction predict_step(const Scenario& scenario) {
   p.hfu = report.hfu;
   const sim::TimeBreakdown& b = report.breakdown;
   p.breakdown = {b.compute_s, b.tp_s, b.pp_s, b.dp_s, b.bubble_s, b.optimizer_s, b.idle_s};
-  constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
   p.fits_in_memory = report.fits_in_memory;
-  p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kBytesPerGiB;
-  p.memory_usable_GiB = report.memory_usable_bytes / kBytesPerGiB;
+  p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kGiB;
+  p.memory_usable_GiB = report.memory_usable_bytes / kGiB;
   return p;
 }
 

@@ -9,8 +9,8 @@
 
 #include "core/errors.hpp"
 #include "core/json_reader.hpp"
-#include "core/scenario_loader.hpp"
 #include "core/svg_plot.hpp"
+#include "input/scenario_loader.hpp"
 #include "validation/nccl_tests_log.hpp"
 
 namespace clustersim::validation {

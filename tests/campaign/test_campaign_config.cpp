@@ -6,7 +6,7 @@
 #include "campaign/campaign_config.hpp"
 #include "campaign/monte_carlo.hpp"
 #include "campaign/section.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 
 using namespace clustersim;
 using namespace clustersim::campaign;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/json_reader.hpp"
-#include "core/nccl_settings.hpp"
+#include "input/nccl_settings.hpp"
 
 using namespace clustersim;
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/transformer.hpp"
 
 using namespace clustersim;

@@ -4,7 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.hpp"
-#include "core/scenario_loader.hpp"
+#include "core/units.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
 #include "models/transformer.hpp"
 
@@ -12,8 +13,6 @@ using namespace clustersim;
 using namespace clustersim::models;
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string scenario_path(const std::string& name) {
   return std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/" + name + ".json";

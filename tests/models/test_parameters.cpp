@@ -1,7 +1,7 @@
 // Parameter counts against hand calculations and published totals.
 #include <catch2/catch.hpp>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/transformer.hpp"
 
 using namespace clustersim;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/scenario.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "sim/nccl_model.hpp"
 #include "sim/simulation.hpp"
 #include "sim/subprocess.hpp"

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "core/errors.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "sweep/ranking.hpp"
 #include "sweep/regress.hpp"
 #include "sweep/results.hpp"

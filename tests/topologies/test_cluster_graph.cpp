@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "topologies/cluster_graph.hpp"
 
 using namespace clustersim;

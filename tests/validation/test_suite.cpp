@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "validation/suite.hpp"
 
 using namespace clustersim;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/json_reader.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
 
 namespace clustersim::test {

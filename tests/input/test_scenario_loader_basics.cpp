@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 
 using namespace clustersim;
 

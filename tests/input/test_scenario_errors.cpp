@@ -5,7 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/json_reader.hpp"
-#include "core/scenario_loader.hpp"
+#include "input/scenario_loader.hpp"
 
 using namespace clustersim;
 using nlohmann::json;

@@ -1,0 +1,67 @@
+#include "input/read_helpers.hpp"
+
+#include <sstream>
+
+namespace clustersim::input {
+
+std::string number_text(double v) {
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
+namespace {
+
+std::string with_unit(double v, std::string_view unit) {
+  std::string s = number_text(v);
+  if (!unit.empty()) {
+    s += " ";
+    s += unit;
+  }
+  return s;
+}
+
+}  // namespace
+
+double number_in(const JsonNode& node, double min, double max, std::string_view unit) {
+  const double v = node.as_number();
+  if (v < min || v > max) {
+    node.fail(node.describe() + " is out of range; expected " + with_unit(min, unit) + " to " +
+              with_unit(max, unit));
+  }
+  return v;
+}
+
+double positive_up_to(const JsonNode& node, double max, std::string_view unit) {
+  const double v = node.as_positive();
+  if (v > max) {
+    node.fail(node.describe() + " is out of range; expected more than 0 and at most " +
+              with_unit(max, unit));
+  }
+  return v;
+}
+
+double number_in_at(const JsonNode& node, std::string_view key, double min, double max,
+                    std::string_view unit) {
+  return number_in(node.at(key), min, max, unit);
+}
+
+double number_in_or(const JsonNode& node, std::string_view key, double fallback, double min,
+                    double max, std::string_view unit) {
+  const auto v = node.find(key);
+  return v ? number_in(*v, min, max, unit) : fallback;
+}
+
+double positive_up_to_at(const JsonNode& node, std::string_view key, double max,
+                         std::string_view unit) {
+  return positive_up_to(node.at(key), max, unit);
+}
+
+double positive_up_to_or(const JsonNode& node, std::string_view key, double fallback, double max,
+                         std::string_view unit) {
+  const auto v = node.find(key);
+  return v ? positive_up_to(*v, max, unit) : fallback;
+}
+
+}  // namespace clustersim::input

@@ -1,0 +1,48 @@
+// Loading a scenario and the presets it names: phase one turns JSON into the structs of
+// core/scenario.hpp (types, required keys, unknown keys rejected, ranges and enum names
+// checked; presets in input/presets.hpp, the execution sections in input/execution.hpp);
+// phase two checks the rules that tie fields together (input/scenario_rules.hpp).
+// Every error is a ConfigError naming the file, the JSON pointer and the offending value.
+//
+// Scenario (scenarios/NAME.json; units in key names):
+//   {"name", "description", "model": NAME|{inline}, "cluster": NAME|{inline}, "gpus",
+//    "parallelism": {"dp","tp","pp","cp","vpp","sequence_parallel","zero_stage",
+//                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with
+//                                            zero_stage 3; core/scenario.hpp),
+//                    "schedule": "1f1b"|"interleaved"|"gpipe", "layers_per_stage": [..],
+//                    "account_for_embedding_in_pipeline_split",
+//                    "account_for_loss_in_pipeline_split"},
+//    "training": {"global_batch","micro_batch","seq_len","tokens_total",
+//                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
+//                 "recompute_layers" (with "full": the first N layers of each pipeline chunk;
+//                                     default all), "dropout" (true: masks stored),
+//                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
+//                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
+//                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
+//                 "tp_comm_overlap_sms": {"proj_fprop", "fc2_fprop"} (SMs each forward
+//                                     reduce-scatter takes from its GEMM; default 0),
+//                 "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",
+//                 "grad_reduce": "per_step"|"per_micro_batch",
+//                 "optimizer_state_dtype": "fp32"|"bf16"},
+//    "comm": {"grad_dtype": "fp32"|"bf16"|"fp16"|"fp8",
+//             "compression": "none"|"onebit_adam"|{"kind", "warmup_fraction"},
+//             "fp32_layer_groups": ["embedding","lm_head"], "nccl": {"NCCL_*": value}},
+//    "faults", "checkpointing", "cost", "campaign": sections of the whole run}
+#pragma once
+
+#include <string>
+
+#include "core/data_root.hpp"
+#include "core/json_reader.hpp"
+#include "core/scenario.hpp"
+#include "input/presets.hpp"
+#include "input/scenario_rules.hpp"
+
+namespace clustersim {
+
+// Loads a scenario file and the presets it names. Throws ConfigError on any problem.
+Scenario load_scenario(const std::string& path);
+// Same, from an already-parsed document (tests, sweeps that patch a base scenario).
+Scenario load_scenario(const JsonDocument& document);
+
+}  // namespace clustersim

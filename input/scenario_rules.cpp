@@ -1,0 +1,250 @@
+#include "input/scenario_rules.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/errors.hpp"
+
+namespace clustersim {
+
+namespace {
+
+std::string plural(std::int64_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Raises the scenario's errors at a JSON pointer of its file.
+struct Rules {
+  Scenario& s;
+  [[noreturn]] void fail(const std::string& pointer, const std::string& message) const {
+    throw ConfigError(s.file, pointer, message);
+  }
+  void warn(std::string message) const { s.warnings.push_back(std::move(message)); }
+};
+
+void check_gpus(const Rules& r) {
+  const Scenario& s = r.s;
+  const ClusterSpec& c = s.cluster;
+  const Parallelism& p = s.parallelism;
+  if (s.gpus > c.total_gpus()) {
+    r.fail("/gpus", std::to_string(s.gpus) + " GPUs requested but cluster \"" + c.name +
+                        "\" has only " + std::to_string(c.total_gpus()) + " (" +
+                        plural(c.nodes, "node") + " x " + std::to_string(c.gpus_per_node) + ")");
+  }
+  if (s.gpus > c.gpus_per_node && s.gpus % c.gpus_per_node != 0) {
+    r.fail("/gpus", std::to_string(s.gpus) + " GPUs do not fill whole nodes of " +
+                        std::to_string(c.gpus_per_node) + " GPUs");
+  }
+  const std::int64_t product = std::int64_t(p.dp) * p.tp * p.pp * p.cp;
+  if (product != s.gpus) {
+    r.fail("/parallelism", "dp x tp x pp x cp = " + std::to_string(p.dp) + " x " +
+                               std::to_string(p.tp) + " x " + std::to_string(p.pp) + " x " +
+                               std::to_string(p.cp) + " = " + std::to_string(product) +
+                               ", but the scenario uses " + std::to_string(s.gpus) + " GPUs");
+  }
+}
+
+void check_tensor_parallel(const Rules& r) {
+  const int tp = r.s.parallelism.tp;
+  const ModelSpec& m = r.s.model;
+  const int per_node = r.s.cluster.gpus_per_node;
+  const std::string tp_text = "tp " + std::to_string(tp);
+  if (m.num_heads % tp != 0) {
+    r.fail("/parallelism/tp", tp_text + " does not divide the model's " +
+                                  std::to_string(m.num_heads) + " attention heads");
+  }
+  if (m.num_kv_heads % tp != 0 && tp % m.num_kv_heads != 0) {
+    r.fail("/parallelism/tp", tp_text + " does not divide the model's " +
+                                  std::to_string(m.num_kv_heads) + " KV heads");
+  }
+  if (m.ffn_hidden % tp != 0) {
+    r.fail("/parallelism/tp",
+           tp_text + " does not divide ffn_hidden_size " + std::to_string(m.ffn_hidden));
+  }
+  if (tp > per_node) {
+    r.warn(tp_text + " spans nodes (" + std::to_string(per_node) +
+           " GPUs per node): tensor-parallel traffic crosses the network");
+  } else if (per_node % tp != 0) {
+    r.fail("/parallelism/tp",
+           tp_text + " does not divide " + std::to_string(per_node) + " GPUs per node");
+  }
+  if (r.s.parallelism.sequence_parallel && tp == 1) {
+    r.fail("/parallelism/sequence_parallel", "sequence parallelism needs tp > 1");
+  }
+}
+
+void check_schedule(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  if (p.vpp > 1 && p.pp == 1) {
+    r.fail("/parallelism/vpp",
+           "vpp " + std::to_string(p.vpp) + " (virtual pipeline stages) needs pp > 1");
+  }
+  if (p.vpp > 1 && p.schedule != PipelineSchedule::interleaved) {
+    r.fail("/parallelism/schedule",
+           std::string("vpp > 1 needs the \"interleaved\" schedule, not \"") +
+               to_string(p.schedule) + "\"");
+  }
+  if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
+    r.fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
+  }
+}
+
+// Megatron-Core's account_for_{embedding,loss}_in_pipeline_split.
+void check_embedding_loss_split(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const int num_layers = r.s.model.num_layers;
+  const int split_extra = p.layers_added_to_split();
+  const char* key = p.embedding_in_pipeline_split
+                        ? "/parallelism/account_for_embedding_in_pipeline_split"
+                        : "/parallelism/account_for_loss_in_pipeline_split";
+  const int chunks = p.pp * p.vpp;
+  const int split_layers = num_layers + split_extra;
+  if (!p.layers_per_stage.empty()) {
+    r.fail(key,
+           "cannot be combined with parallelism.layers_per_stage (Megatron-Core refuses "
+           "it with an uneven split too)");
+  }
+  if (split_layers % chunks != 0) {
+    r.fail(key, "the model's " + std::to_string(num_layers) + " layers + " +
+                    std::to_string(split_extra) + " = " + std::to_string(split_layers) +
+                    " do not split evenly over pp x vpp = " + std::to_string(chunks) +
+                    " virtual stages");
+  }
+  if (split_layers / chunks <= (split_extra == 2 && chunks == 1 ? 2 : 1)) {
+    r.fail(key, "leaves a virtual stage without a Transformer layer (" +
+                    std::to_string(split_layers / chunks) +
+                    " per virtual stage); the simulator needs at least one in each");
+  }
+}
+
+void check_uneven_split(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const int num_layers = r.s.model.num_layers;
+  if (static_cast<int>(p.layers_per_stage.size()) != p.pp) {
+    r.fail("/parallelism/layers_per_stage",
+           "gives " + plural(static_cast<std::int64_t>(p.layers_per_stage.size()), "stage") +
+               " but pp is " + std::to_string(p.pp));
+  }
+  const int sum = std::accumulate(p.layers_per_stage.begin(), p.layers_per_stage.end(), 0);
+  if (sum != num_layers) {
+    r.fail("/parallelism/layers_per_stage", "adds up to " + std::to_string(sum) +
+                                                " layers but the model has " +
+                                                std::to_string(num_layers));
+  }
+  if (p.vpp > 1) {
+    r.fail("/parallelism/layers_per_stage", "an uneven split cannot be combined with vpp > 1");
+  }
+}
+
+void check_layer_split(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const int num_layers = r.s.model.num_layers;
+  if (p.layers_added_to_split() > 0) {
+    check_embedding_loss_split(r);
+  } else if (!p.layers_per_stage.empty()) {
+    check_uneven_split(r);
+  } else if (num_layers % (p.pp * p.vpp) != 0) {
+    r.fail(p.vpp > 1 ? "/parallelism/vpp" : "/parallelism/pp",
+           "pp x vpp = " + std::to_string(p.pp * p.vpp) + " does not divide the model's " +
+               std::to_string(num_layers) +
+               " layers; give parallelism.layers_per_stage for an uneven split");
+  }
+}
+
+void check_overlap_and_attention(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const Training& t = r.s.training;
+  const GpuSpec& gpu = r.s.cluster.gpu;
+  if (t.tp_comm_overlap && !(p.tp > 1 && p.sequence_parallel)) {
+    r.fail("/training/tp_comm_overlap",
+           "TP communication overlap needs tp > 1 and sequence_parallel (it pipelines the "
+           "sequence-parallel all-gathers and reduce-scatters with their GEMMs; Megatron-Bridge "
+           "CommOverlapConfig refuses it otherwise)");
+  }
+  const int overlap_sms = std::max(t.tp_overlap_proj_fprop_sms, t.tp_overlap_fc2_fprop_sms);
+  if (overlap_sms > 0 && overlap_sms >= gpu.sm_count) {
+    r.fail("/training/tp_comm_overlap_sms",
+           gpu.sm_count == 0
+               ? "GPU " + gpu.name + " has no sm_count to take SMs from"
+               : std::to_string(overlap_sms) + " SMs leave none of the " +
+                     std::to_string(gpu.sm_count) + " of GPU " + gpu.name + " to the GEMM");
+  }
+  if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
+    r.fail("/training/attention",
+           "context parallelism (cp " + std::to_string(p.cp) +
+               ") needs \"flash\" attention: Megatron-LM's ring attention is built on fused "
+               "attention kernels");
+  }
+  if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0) {
+    r.fail("/parallelism/cp", "cp " + std::to_string(p.cp) + " needs seq_len divisible by 2 x cp");
+  }
+}
+
+void check_batch(const Rules& r) {
+  const Scenario& s = r.s;
+  const Parallelism& p = s.parallelism;
+  const Training& t = s.training;
+  const std::int64_t per_step = std::int64_t(p.dp) * t.micro_batch;
+  if (t.global_batch % per_step != 0) {
+    r.fail("/training/global_batch",
+           "global batch " + std::to_string(t.global_batch) +
+               " is not divisible by dp x micro_batch = " + std::to_string(p.dp) + " x " +
+               std::to_string(t.micro_batch) + " = " + std::to_string(per_step));
+  }
+  const std::int64_t micro_batches = s.micro_batches();
+  if (p.schedule == PipelineSchedule::interleaved && micro_batches % p.pp != 0) {
+    r.fail("/training/global_batch",
+           "the interleaved schedule needs the " + plural(micro_batches, "micro-batch") +
+               " per step to be a multiple of pp " + std::to_string(p.pp));
+  }
+  if (p.pp > 1 && micro_batches < p.pp) {
+    r.warn(plural(micro_batches, "micro-batch") + " per step for " + std::to_string(p.pp) +
+           " pipeline stages: the pipeline never fills and most of the step is bubble");
+  }
+  if (t.seq_len > s.model.max_seq_len) {
+    r.warn("seq_len " + std::to_string(t.seq_len) + " exceeds the model's trained context " +
+           std::to_string(s.model.max_seq_len));
+  }
+}
+
+void check_precision_and_compression(const Rules& r) {
+  const Scenario& s = r.s;
+  const Parallelism& p = s.parallelism;
+  const Training& t = s.training;
+  if (t.precision == Dtype::fp8 && !s.cluster.gpu.peak_flops.count(Dtype::fp8)) {
+    r.fail("/training/precision", "GPU " + s.cluster.gpu.name + " has no FP8 tensor cores");
+  }
+  const bool onebit = s.comm.compression.kind == Compression::onebit_adam;
+  if (onebit && p.zero_stage > 1) {
+    // 1-bit Adam compresses an all-reduce of the whole momentum with error feedback on every
+    // rank (Tang et al. 2021, Alg. 1); ZeRO-2/3 replace that all-reduce by a reduce-scatter of
+    // gradients into shards, so the two do not compose.
+    r.fail("/comm/compression", "1-bit Adam cannot be combined with ZeRO stage " +
+                                    std::to_string(p.zero_stage) +
+                                    " (DeepSpeed supports it without ZeRO partitioning of "
+                                    "gradients)");
+  }
+  if (s.comm.grad_dtype == Dtype::fp8 && onebit) {
+    r.fail("/comm/grad_dtype", "fp8 gradients and 1-bit Adam are alternatives; choose one");
+  }
+  if (t.tokens_total > 0 && t.tokens_total < s.tokens_per_step()) {
+    r.fail("/training/tokens_total",
+           "the run's tokens_total is smaller than one step's " +
+               std::to_string(static_cast<long long>(s.tokens_per_step())) + " tokens");
+  }
+}
+
+}  // namespace
+
+void validate_scenario(Scenario& scenario) {
+  const Rules rules{scenario};
+  check_gpus(rules);
+  check_tensor_parallel(rules);
+  check_schedule(rules);
+  check_layer_split(rules);
+  check_overlap_and_attention(rules);
+  check_batch(rules);
+  check_precision_and_compression(rules);
+}
+
+}  // namespace clustersim
