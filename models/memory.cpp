@@ -192,175 +192,208 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::in
   return out;
 }
 
-MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
-  const ModelSpec& m = s.model;
+namespace {
+
+// What every stage's estimate is built from: bytes per parameter and per-layer activations.
+struct MemorySizes {
+  double layer_params = 0;  // parameters of one layer on one TP rank
+  double weight_bytes = 0;  // per parameter, resident
+  double grad_bytes = 0;    // per parameter, accumulated
+  double embedding_grad_bytes = 0;
+  double head_grad_bytes = 0;
+  // The ranks ZeRO shards over: dp x cp, since context-parallel ranks hold the same weights
+  // (Megatron-Core's distributed optimizer and NeMo's distributed Adam both take
+  // get_data_parallel_group(with_context_parallel=True); NeMo v2.0.0rc0
+  // nemo/core/optim/distributed_adam.py).
+  double shard_ranks = 1;
+  int seq_per_gpu = 1;
+  LayerActivations act;   // a layer under training.recompute
+  LayerActivations kept;  // a layer left out of a partial full recomputation
+};
+
+MemorySizes memory_sizes(const Scenario& s) {
   const Parallelism& par = s.parallelism;
   const Training& tr = s.training;
-  const ParameterCounts params = count_parameters(m);
-  const int tp = par.tp;
-  const int pp = par.pp;
-  const int dp = par.dp;
-  const int cp = par.cp;
-  const std::vector<int> layers = layers_per_stage(s);
-  const std::int64_t micro_batches = s.micro_batches();
-  const double layer_params = layer_parameters_per_tp_rank(m, tp);
-
-  MemoryEstimate est;
-  est.reserve = reserve;
-  est.hbm_bytes = s.cluster.gpu.hbm_bytes;
-  est.reserved_bytes =
-      reserve.cuda_context_bytes + reserve.allocator_fragmentation_fraction * est.hbm_bytes;
-
-  const double weight_bytes =
-      kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
-  const double grad_bytes =
-      std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
-  const double embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : grad_bytes;
-  const double head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : grad_bytes;
+  MemorySizes z;
+  z.layer_params = layer_parameters_per_tp_rank(s.model, par.tp);
+  z.weight_bytes = kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
+  z.grad_bytes = std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
+  z.embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : z.grad_bytes;
+  z.head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : z.grad_bytes;
+  z.shard_ranks = static_cast<double>(par.dp) * par.cp;
   // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp
   // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
-  const int seq_per_gpu = std::max(1, tr.seq_len / cp);
-
+  z.seq_per_gpu = std::max(1, tr.seq_len / par.cp);
   const bool fp8_linears = tr.precision == Dtype::fp8;
-  const LayerActivations act =
-      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel,
+  z.act =
+      layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
                              tr.recompute, tr.attention, tr.dropout, fp8_linears);
-  // Layers left out of a partial full recomputation (training.recompute_layers) keep theirs.
-  const LayerActivations kept =
-      layer_activation_bytes(m, seq_per_gpu, tr.micro_batch, tp, par.sequence_parallel,
+  z.kept =
+      layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
                              Recompute::none, tr.attention, tr.dropout, fp8_linears);
+  return z;
+}
 
-  // NCCL channels for collectives.
-  const NcclSettings& nccl = s.comm.nccl;
+// NCCL channels of a collective communicator under NCCL_MIN/MAX_NCHANNELS.
+int nccl_channels(const NcclSettings& nccl) {
   int channels = kNcclChannelsAssumed;
   if (nccl.min_channels > 0) channels = nccl.min_channels;
   if (nccl.max_channels > 0) channels = std::min(std::max(channels, 1), nccl.max_channels);
-  channels = std::min(channels, kNcclMaxChannels);
-  double nccl_bytes = 0;
+  return std::min(channels, kNcclMaxChannels);
+}
+
+// NCCL buffers on one GPU: one collective communicator per parallel dimension larger than 1,
+// and the pipeline's point-to-point connections.
+struct NcclBuffers {
+  double bytes = 0;
   int collective_comms = 0;
-  for (int size : {dp, tp, cp}) {
+};
+NcclBuffers nccl_buffers(const Scenario& s, int channels) {
+  const Parallelism& par = s.parallelism;
+  NcclBuffers b;
+  for (int size : {par.dp, par.tp, par.cp}) {
     if (size > 1) {
-      nccl_bytes += collective_buffers(nccl, channels);
-      ++collective_comms;
+      b.bytes += collective_buffers(s.comm.nccl, channels);
+      ++b.collective_comms;
     }
   }
-  if (pp > 1) nccl_bytes += 2 * kNcclP2pChannelsPerPeer * nccl.buffsize_bytes;
+  if (par.pp > 1) b.bytes += 2 * kNcclP2pChannelsPerPeer * s.comm.nccl.buffsize_bytes;
+  return b;
+}
 
-  for (int stage = 0; stage < pp; ++stage) {
-    StageMemory st;
-    st.stage = stage;
-    st.layers = layers[static_cast<std::size_t>(stage)];
-    const bool first = stage == 0;
-    const bool last = stage == pp - 1;
-
-    // Parameters on this GPU: layers split by tp; the vocab-parallel embedding (and learned
-    // positions, replicated) on the first stage; final norm and the output layer on the last.
-    // With tied embeddings and pp > 1 Megatron keeps a copy of the word embeddings on the last
-    // stage and all-reduces their gradients (Shoeybi et al. 2019; megatron/core/models/common/
-    // language_module.py).
-    double embedding_params = 0;
-    double head_params = 0;
-    double other_params = st.layers * layer_params;
-    if (first) {
-      embedding_params = params.embedding / tp;
-      other_params += params.position_embedding;
-    }
-    if (last) {
-      other_params += params.final_norm;
-      if (params.lm_head > 0) {
-        head_params = params.lm_head / tp;
-      } else if (pp > 1) {
-        head_params = params.embedding / tp;
-      }
-    }
-    st.parameters = embedding_params + head_params + other_params;
-
-    // Model states under ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer
-    // states, stage 2 also the gradients, stage 3 also the weights, each over the ranks that
-    // reduce the gradients: dp x cp, since context-parallel ranks hold the same weights
-    // (Megatron-Core's distributed optimizer and NeMo's distributed Adam both take
-    // get_data_parallel_group(with_context_parallel=True); NeMo v2.0.0rc0
-    // nemo/core/optim/distributed_adam.py).
-    const double shard_ranks = static_cast<double>(dp) * cp;
-    const double weight_shard = par.zero_stage >= 3 ? shard_ranks : 1.0;
-    const double grad_shard = par.zero_stage >= 2 ? shard_ranks : 1.0;
-    const double opt_shard = par.zero_stage >= 1 ? shard_ranks : 1.0;
-    st.weights_bytes = st.parameters * weight_bytes / weight_shard;
-    st.gradients_bytes = (embedding_params * embedding_grad_bytes + head_params * head_grad_bytes +
-                          other_params * grad_bytes) /
-                         grad_shard;
-    st.optimizer_bytes =
-        st.parameters * adam_state_bytes_per_param(tr.optimizer_state_dtype) / opt_shard;
-    if (par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
-      // DeepSpeed 2021 gathers one weight matrix at a time and waits for it (no prefetch in
-      // flight; workload/workload.cpp), and each gradient lives until it is copied into the
-      // reduction bucket (counted with the DP buckets).
-      const std::vector<double> matrices = layer_weight_matrices_per_tp_rank(m, tp);
-      const double unit = std::max({*std::max_element(matrices.begin(), matrices.end()),
-                                    first ? embedding_params : 0.0, last ? head_params : 0.0});
-      st.zero3_gathered_bytes = unit * (weight_bytes + grad_bytes);
-    } else if (par.zero_stage >= 3) {
-      const double unit =
-          std::max({layer_params, first ? embedding_params : 0.0, last ? head_params : 0.0});
-      st.zero3_gathered_bytes =
-          unit * (kZero3GatheredUnits * weight_bytes + kZero3UnshardedGradUnits * grad_bytes);
-    }
-
-    // Activations.
-    st.micro_batches_in_flight =
-        micro_batches_in_flight(stage, pp, par.vpp, micro_batches, par.schedule);
-    const double tokens = static_cast<double>(seq_per_gpu) * static_cast<double>(tr.micro_batch);
-    const double sp_div = par.sequence_parallel ? tp : 1.0;
-    // Layers whose activations follow tr.recompute; with partial full recomputation only the
-    // recomputed ones, the others keep everything.
-    const int act_layers =
-        tr.recompute == Recompute::full ? recomputed_layers_on_stage(s, stage) : st.layers;
-    double per_micro_batch = act.stored * act_layers + kept.stored * (st.layers - act_layers);
-    // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
-    // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
-    // vocab-parallel output layer) on the last.
-    if (first && tr.dropout) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
-    if (last) {
-      per_micro_batch += tokens * 2 * kActivationBytes * m.hidden / sp_div;
-      per_micro_batch += tokens * kLogitBytes * m.vocab / tp;
-    }
-    st.activation_per_micro_batch_bytes = per_micro_batch;
-    st.activation_transient_bytes = act_layers > 0 ? act.transient : 0.0;
-    st.activations_bytes =
-        per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
-
-    st.nccl_buffers_bytes = nccl_bytes;
-    if (shard_ranks > 1 && par.zero_stage >= 2)
-      st.dp_bucket_bytes = kZeroReduceBuckets * tr.grad_bucket_bytes;
-
-    if (s.comm.compression.kind == Compression::onebit_adam && shard_ranks > 1) {
-      st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes                  // worker error
-                             + st.parameters * kOnebitErrorBytes / shard_ranks  // server error
-                             + st.parameters * kOnebitSignBytes * kOnebitSignBuffers;
-    }
-    est.stages.push_back(st);
+// Parameters on one GPU of a stage: layers split by tp; the vocab-parallel embedding (and
+// learned positions, replicated) on the first stage; final norm and the output layer on the
+// last. With tied embeddings and pp > 1 Megatron keeps a copy of the word embeddings on the last
+// stage and all-reduces their gradients (Shoeybi et al. 2019; megatron/core/models/common/
+// language_module.py).
+struct StageParameters {
+  double embedding = 0;
+  double head = 0;
+  double other = 0;
+};
+StageParameters stage_parameters(const Scenario& s, const MemorySizes& z, int stage, int layers) {
+  const ParameterCounts params = count_parameters(s.model);
+  const int tp = s.parallelism.tp;
+  const int pp = s.parallelism.pp;
+  StageParameters sp;
+  sp.other = layers * z.layer_params;
+  if (stage == 0) {
+    sp.embedding = params.embedding / tp;
+    sp.other += params.position_embedding;
   }
-  for (std::size_t i = 1; i < est.stages.size(); ++i) {
-    if (est.stages[i].total_bytes() >
-        est.stages[static_cast<std::size_t>(est.worst_stage)].total_bytes()) {
-      est.worst_stage = static_cast<int>(i);
+  if (stage == pp - 1) {
+    sp.other += params.final_norm;
+    if (params.lm_head > 0) {
+      sp.head = params.lm_head / tp;
+    } else if (pp > 1) {
+      sp.head = params.embedding / tp;
     }
   }
+  return sp;
+}
 
-  est.assumptions.push_back("usable HBM = " + fmt(gib(est.hbm_bytes), 1) + " GiB - CUDA context " +
-                            fmt(gib(reserve.cuda_context_bytes), 2) + " GiB - " +
-                            fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
-                            "% allocator fragmentation reserve (UNVERIFIED) = " +
-                            fmt(gib(est.usable_bytes()), 1) + " GiB");
-  est.assumptions.push_back(
-      "weights " + fmt(weight_bytes, 0) + " B/param, gradients " + fmt(grad_bytes, 0) +
-      " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) + ")" +
-      (s.comm.fp32_layer_groups.empty() ? std::string()
-                                        : ", FP32 (4 B) for the FP32 layer groups") +
-      ", Adam states " + fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype), 0) +
-      " B/param (master copy, momentum, variance in " + to_string(tr.optimizer_state_dtype) +
-      "; ZeRO paper K = 12 for FP32)");
-  est.assumptions.push_back(
+// Model states under ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer states,
+// stage 2 also the gradients, stage 3 also the weights, each over z.shard_ranks.
+void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
+                      const StageParameters& sp) {
+  const Parallelism& par = s.parallelism;
+  const double weight_shard = par.zero_stage >= 3 ? z.shard_ranks : 1.0;
+  const double grad_shard = par.zero_stage >= 2 ? z.shard_ranks : 1.0;
+  const double opt_shard = par.zero_stage >= 1 ? z.shard_ranks : 1.0;
+  st.weights_bytes = st.parameters * z.weight_bytes / weight_shard;
+  st.gradients_bytes = (sp.embedding * z.embedding_grad_bytes + sp.head * z.head_grad_bytes +
+                        sp.other * z.grad_bytes) /
+                       grad_shard;
+  st.optimizer_bytes =
+      st.parameters * adam_state_bytes_per_param(s.training.optimizer_state_dtype) / opt_shard;
+  if (par.zero_stage < 3) return;
+  const bool first = st.stage == 0;
+  const bool last = st.stage == par.pp - 1;
+  if (par.zero3_implementation == Zero3Implementation::deepspeed_2021) {
+    // DeepSpeed 2021 gathers one weight matrix at a time and waits for it (no prefetch in
+    // flight; workload/param_gathers.cpp), and each gradient lives until it is copied into the
+    // reduction bucket (counted with the DP buckets).
+    const std::vector<double> matrices = layer_weight_matrices_per_tp_rank(s.model, par.tp);
+    const double unit = std::max({*std::max_element(matrices.begin(), matrices.end()),
+                                  first ? sp.embedding : 0.0, last ? sp.head : 0.0});
+    st.zero3_gathered_bytes = unit * (z.weight_bytes + z.grad_bytes);
+  } else {
+    const double unit =
+        std::max({z.layer_params, first ? sp.embedding : 0.0, last ? sp.head : 0.0});
+    st.zero3_gathered_bytes =
+        unit * (kZero3GatheredUnits * z.weight_bytes + kZero3UnshardedGradUnits * z.grad_bytes);
+  }
+}
+
+void add_activations(StageMemory& st, const Scenario& s, const MemorySizes& z) {
+  const ModelSpec& m = s.model;
+  const Parallelism& par = s.parallelism;
+  const Training& tr = s.training;
+  st.micro_batches_in_flight =
+      micro_batches_in_flight(st.stage, par.pp, par.vpp, s.micro_batches(), par.schedule);
+  const double tokens = static_cast<double>(z.seq_per_gpu) * static_cast<double>(tr.micro_batch);
+  const double sp_div = par.sequence_parallel ? par.tp : 1.0;
+  // Layers whose activations follow tr.recompute; with partial full recomputation only the
+  // recomputed ones, the others keep everything.
+  const int act_layers =
+      tr.recompute == Recompute::full ? recomputed_layers_on_stage(s, st.stage) : st.layers;
+  double per_micro_batch = z.act.stored * act_layers + z.kept.stored * (st.layers - act_layers);
+  // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
+  // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
+  // vocab-parallel output layer) on the last.
+  if (st.stage == 0 && tr.dropout) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
+  if (st.stage == par.pp - 1) {
+    per_micro_batch += tokens * 2 * kActivationBytes * m.hidden / sp_div;
+    per_micro_batch += tokens * kLogitBytes * m.vocab / par.tp;
+  }
+  st.activation_per_micro_batch_bytes = per_micro_batch;
+  st.activation_transient_bytes = act_layers > 0 ? z.act.transient : 0.0;
+  st.activations_bytes =
+      per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
+}
+
+// Communication buffers: NCCL's, ZeRO-2/3's reduction buckets, 1-bit Adam's error feedback.
+void add_buffers(StageMemory& st, const Scenario& s, const MemorySizes& z, double nccl_bytes) {
+  st.nccl_buffers_bytes = nccl_bytes;
+  if (z.shard_ranks > 1 && s.parallelism.zero_stage >= 2)
+    st.dp_bucket_bytes = kZeroReduceBuckets * s.training.grad_bucket_bytes;
+  if (s.comm.compression.kind == Compression::onebit_adam && z.shard_ranks > 1) {
+    st.onebit_adam_bytes = st.parameters * kOnebitErrorBytes                    // worker error
+                           + st.parameters * kOnebitErrorBytes / z.shard_ranks  // server error
+                           + st.parameters * kOnebitSignBytes * kOnebitSignBuffers;
+  }
+}
+
+int worst_stage(const std::vector<StageMemory>& stages) {
+  int worst = 0;
+  for (std::size_t i = 1; i < stages.size(); ++i) {
+    if (stages[i].total_bytes() > stages[static_cast<std::size_t>(worst)].total_bytes()) {
+      worst = static_cast<int>(i);
+    }
+  }
+  return worst;
+}
+
+std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstimate& est,
+                                            const MemorySizes& z, const NcclBuffers& nccl,
+                                            int channels) {
+  const Training& tr = s.training;
+  const HbmReserve& reserve = est.reserve;
+  std::vector<std::string> out;
+  out.push_back("usable HBM = " + fmt(gib(est.hbm_bytes), 1) + " GiB - CUDA context " +
+                fmt(gib(reserve.cuda_context_bytes), 2) + " GiB - " +
+                fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
+                "% allocator fragmentation reserve (UNVERIFIED) = " +
+                fmt(gib(est.usable_bytes()), 1) + " GiB");
+  out.push_back("weights " + fmt(z.weight_bytes, 0) + " B/param, gradients " +
+                fmt(z.grad_bytes, 0) + " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) +
+                ")" +
+                (s.comm.fp32_layer_groups.empty() ? std::string()
+                                                  : ", FP32 (4 B) for the FP32 layer groups") +
+                ", Adam states " + fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype), 0) +
+                " B/param (master copy, momentum, variance in " +
+                to_string(tr.optimizer_state_dtype) + "; ZeRO paper K = 12 for FP32)");
+  out.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +
       (tr.attention == AttentionKernel::flash
@@ -372,9 +405,38 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
            : std::string()) +
       ", " + fmt(est.stages.front().micro_batches_in_flight, 2) +
       " micro-batch(es) in flight on stage 0");
-  est.assumptions.push_back("NCCL buffers: " + std::to_string(collective_comms) +
-                            " collective communicator(s) x " + std::to_string(channels) +
-                            " channels" + (pp > 1 ? " + pipeline p2p" : ""));
+  out.push_back("NCCL buffers: " + std::to_string(nccl.collective_comms) +
+                " collective communicator(s) x " + std::to_string(channels) + " channels" +
+                (s.parallelism.pp > 1 ? " + pipeline p2p" : ""));
+  return out;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
+  const MemorySizes z = memory_sizes(s);
+  const int channels = nccl_channels(s.comm.nccl);
+  const NcclBuffers nccl = nccl_buffers(s, channels);
+  const std::vector<int> layers = layers_per_stage(s);
+
+  MemoryEstimate est;
+  est.reserve = reserve;
+  est.hbm_bytes = s.cluster.gpu.hbm_bytes;
+  est.reserved_bytes =
+      reserve.cuda_context_bytes + reserve.allocator_fragmentation_fraction * est.hbm_bytes;
+  for (int stage = 0; stage < s.parallelism.pp; ++stage) {
+    StageMemory st;
+    st.stage = stage;
+    st.layers = layers[static_cast<std::size_t>(stage)];
+    const StageParameters sp = stage_parameters(s, z, stage, st.layers);
+    st.parameters = sp.embedding + sp.head + sp.other;
+    add_model_states(st, s, z, sp);
+    add_activations(st, s, z);
+    add_buffers(st, s, z, nccl.bytes);
+    est.stages.push_back(st);
+  }
+  est.worst_stage = worst_stage(est.stages);
+  est.assumptions = memory_assumptions(s, est, z, nccl, channels);
   return est;
 }
 
