@@ -74,7 +74,10 @@ int ClusterGraph::add_link(std::string name, LinkClass cls, int a, int b, double
   return id;
 }
 
-ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
+namespace {
+
+// Throws std::invalid_argument naming the first parameter that cannot form a cluster.
+void check_spec(const ClusterSpec& spec, int gpus) {
   require(spec.gpus_per_node >= 1, "gpus_per_node", "must be >= 1, got " + num(spec.gpus_per_node));
   require(spec.nodes >= 1, "nodes", "must be >= 1, got " + num(spec.nodes));
   require(
@@ -93,172 +96,220 @@ ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
   require(spec.nvlink_latency_s >= 0 && spec.fabric.nic_latency_s >= 0 &&
               spec.fabric.switch_latency_s >= 0,
           "latencies", "must be >= 0");
+}
 
+}  // namespace
+
+// The shape build() lays out: counts and per-hop latencies derived from the spec.
+struct ClusterGraph::Layout {
+  int gpn = 1;  // GPUs per node
+  int npn = 1;  // NICs per node
+  bool rails = false;
+  int num_rails = 1;
+  int num_leaves = 0;
+  int num_spines = 0;
+  double nvlink_hop_s = 0, nic_hop_s = 0, uplink_hop_s = 0, pcie_hop_s = 0;
+};
+
+ClusterGraph ClusterGraph::build(const ClusterSpec& spec, int gpus) {
+  check_spec(spec, gpus);
   ClusterGraph g;
   g.spec_ = spec;
-  const int gpn = spec.gpus_per_node;
-  const int npn = spec.nics_per_node;
   g.num_gpus_ = gpus;
-  g.num_nodes_ = (gpus + gpn - 1) / gpn;
-  const int nodes = g.num_nodes_;
-  const bool rails = spec.rail_optimized;
-  const int num_rails = rails ? npn : 1;
-  g.num_groups_ = (nodes + spec.fabric.nodes_per_leaf - 1) / spec.fabric.nodes_per_leaf;
+  const Layout layout = g.lay_out();
+  g.reserve(layout);
+  g.add_switches(layout);
+  for (int node = 0; node < g.num_nodes_; ++node) g.add_node(layout, node);
+  g.add_uplinks(layout);
+  g.graph_ = BoostGraph(g.vertices_.size());
+  for (const Link& l : g.links_) {
+    boost::add_edge(static_cast<std::size_t>(l.a), static_cast<std::size_t>(l.b), l.id, g.graph_);
+  }
+  return g;
+}
+
+// Sets the node, group and capacity members from spec_ and num_gpus_.
+ClusterGraph::Layout ClusterGraph::lay_out() {
+  const ClusterSpec& spec = spec_;
+  Layout layout;
+  layout.gpn = spec.gpus_per_node;
+  layout.npn = spec.nics_per_node;
+  num_nodes_ = (num_gpus_ + layout.gpn - 1) / layout.gpn;
+  layout.rails = spec.rail_optimized;
+  layout.num_rails = layout.rails ? layout.npn : 1;
+  num_groups_ = (num_nodes_ + spec.fabric.nodes_per_leaf - 1) / spec.fabric.nodes_per_leaf;
   // A GPU with its own NIC behind the same PCIe switch reaches it directly with GPUDirect RDMA;
   // otherwise the data is staged through the host (the CPU root complex and host memory).
-  g.has_hosts_ = !(npn == gpn && spec.gpudirect_rdma);
+  has_hosts_ = !(layout.npn == layout.gpn && spec.gpudirect_rdma);
 
   // Latency split. nvlink_latency_s is GPU-to-GPU through the NVSwitch: half on each link.
   // A NIC-to-NIC path under one leaf is two NIC hops and one switch traversal, so each NIC link
   // carries nic_latency_s plus half a switch traversal; each leaf-spine link one switch
   // traversal (a cross-leaf path crosses leaf, spine, leaf). PCIe links add no latency of their
   // own: nic_latency_s already covers the NIC's DMA over PCIe.
-  const double nvlink_hop_s = spec.nvlink_latency_s / 2;
-  const double nic_hop_s = spec.fabric.nic_latency_s + spec.fabric.switch_latency_s / 2;
-  const double uplink_hop_s = spec.fabric.switch_latency_s;
-  const double pcie_hop_s = 0;
+  layout.nvlink_hop_s = spec.nvlink_latency_s / 2;
+  layout.nic_hop_s = spec.fabric.nic_latency_s + spec.fabric.switch_latency_s / 2;
+  layout.uplink_hop_s = spec.fabric.switch_latency_s;
+  layout.pcie_hop_s = 0;
 
   // Leaf capacities (design values: a full leaf of nodes_per_leaf nodes).
-  const int nics_per_node_on_leaf = rails ? 1 : npn;
+  const int nics_per_node_on_leaf = layout.rails ? 1 : layout.npn;
   const int down_ports = spec.fabric.nodes_per_leaf * nics_per_node_on_leaf;
-  g.leaf_downlink_Bps_ = down_ports * spec.nic_Bps;
-  g.leaf_uplink_Bps_ = g.leaf_downlink_Bps_ / spec.fabric.oversubscription;
-  const int num_leaves = g.num_groups_ * num_rails;
+  leaf_downlink_Bps_ = down_ports * spec.nic_Bps;
+  leaf_uplink_Bps_ = leaf_downlink_Bps_ / spec.fabric.oversubscription;
+  layout.num_leaves = num_groups_ * layout.num_rails;
   // One uplink port per oversubscribed downlink port (rounded up), each carrying an equal
   // share of the leaf's uplink capacity; one spine per uplink port.
-  const int num_spines =
-      num_leaves > 1
+  layout.num_spines =
+      layout.num_leaves > 1
           ? std::max(1,
                      static_cast<int>(std::ceil(down_ports / spec.fabric.oversubscription - 1e-9)))
           : 0;
+  return layout;
+}
 
+void ClusterGraph::reserve(const Layout& layout) {
+  const int gpus = num_gpus_;
+  const int nodes = num_nodes_;
+  const int npn = layout.npn;
   const std::size_t expected_vertices = static_cast<std::size_t>(gpus) + 2u * nodes +
-                                        static_cast<std::size_t>(nodes) * npn + num_leaves +
-                                        num_spines;
-  g.vertices_.reserve(expected_vertices);
-  g.vertex_by_name_.reserve(expected_vertices);
-  g.links_.reserve(static_cast<std::size_t>(gpus) * 2 + static_cast<std::size_t>(nodes) * npn * 2 +
-                   static_cast<std::size_t>(num_leaves) * num_spines);
-  g.link_by_name_.reserve(g.links_.capacity());
-  g.nic_vertex_.assign(static_cast<std::size_t>(nodes) * npn, -1);
-  g.nic_pcie_link_.assign(g.nic_vertex_.size(), -1);
-  g.nic_leaf_link_.assign(g.nic_vertex_.size(), -1);
-  g.nic_leaf_.assign(g.nic_vertex_.size(), -1);
-  g.gpu_vertex_.reserve(static_cast<std::size_t>(gpus));
-  g.gpu_nvlink_link_.reserve(static_cast<std::size_t>(gpus));
-  g.gpu_pcie_link_.reserve(static_cast<std::size_t>(gpus));
+                                        static_cast<std::size_t>(nodes) * npn + layout.num_leaves +
+                                        layout.num_spines;
+  vertices_.reserve(expected_vertices);
+  vertex_by_name_.reserve(expected_vertices);
+  links_.reserve(static_cast<std::size_t>(gpus) * 2 + static_cast<std::size_t>(nodes) * npn * 2 +
+                 static_cast<std::size_t>(layout.num_leaves) * layout.num_spines);
+  link_by_name_.reserve(links_.capacity());
+  nic_vertex_.assign(static_cast<std::size_t>(nodes) * npn, -1);
+  nic_pcie_link_.assign(nic_vertex_.size(), -1);
+  nic_leaf_link_.assign(nic_vertex_.size(), -1);
+  nic_leaf_.assign(nic_vertex_.size(), -1);
+  gpu_vertex_.reserve(static_cast<std::size_t>(gpus));
+  gpu_nvlink_link_.reserve(static_cast<std::size_t>(gpus));
+  gpu_pcie_link_.reserve(static_cast<std::size_t>(gpus));
+}
 
-  // Switch vertices first so that links can name them.
-  for (int l = 0; l < num_leaves; ++l) {
+// Switch vertices first so that links can name them.
+void ClusterGraph::add_switches(const Layout& layout) {
+  for (int l = 0; l < layout.num_leaves; ++l) {
     Vertex v;
     v.kind = VertexKind::leaf;
     v.name = "leaf" + std::to_string(l);
     v.index = l;
-    v.group = l / num_rails;
-    v.rail = rails ? l % num_rails : -1;
-    g.leaf_vertex_.push_back(g.add_vertex(std::move(v)));
+    v.group = l / layout.num_rails;
+    v.rail = layout.rails ? l % layout.num_rails : -1;
+    leaf_vertex_.push_back(add_vertex(std::move(v)));
   }
-  for (int s = 0; s < num_spines; ++s) {
+  for (int s = 0; s < layout.num_spines; ++s) {
     Vertex v;
     v.kind = VertexKind::spine;
     v.name = "spine" + std::to_string(s);
     v.index = s;
-    g.spine_vertex_.push_back(g.add_vertex(std::move(v)));
+    spine_vertex_.push_back(add_vertex(std::move(v)));
+  }
+}
+
+// One node: its NVSwitch, host (when GPU traffic crosses it), NICs and GPUs, then the links.
+void ClusterGraph::add_node(const Layout& layout, int node) {
+  const std::string prefix = node_prefix(node);
+  const int gpus_here = std::min(layout.gpn, num_gpus_ - node * layout.gpn);
+
+  Vertex sw;
+  sw.kind = VertexKind::nvswitch;
+  sw.name = prefix + "nvswitch";
+  sw.node = node;
+  sw.index = node;
+  const int nvs = add_vertex(std::move(sw));
+  nvswitch_vertex_.push_back(nvs);
+
+  int host = -1;
+  if (has_hosts_) {
+    Vertex h;
+    h.kind = VertexKind::host;
+    h.name = prefix + "host";
+    h.node = node;
+    h.index = node;
+    host = add_vertex(std::move(h));
+    host_vertex_.push_back(host);
   }
 
-  for (int node = 0; node < nodes; ++node) {
-    const std::string prefix = node_prefix(node);
-    const int group = node / spec.fabric.nodes_per_leaf;
-    const int gpus_here = std::min(gpn, gpus - node * gpn);
+  // NICs: with direct rails only those of GPUs that exist (a NIC without its GPU would dangle).
+  const int nics_here = has_hosts_ ? layout.npn : gpus_here;
+  add_nics(layout, node, nics_here);
+  add_gpus(layout, node, gpus_here, nvs, host);
+  add_nic_links(layout, node, nics_here, host);
+}
 
-    Vertex sw;
-    sw.kind = VertexKind::nvswitch;
-    sw.name = prefix + "nvswitch";
-    sw.node = node;
-    sw.index = node;
-    const int nvs = g.add_vertex(std::move(sw));
-    g.nvswitch_vertex_.push_back(nvs);
+void ClusterGraph::add_nics(const Layout& layout, int node, int nics_here) {
+  const int group = node / spec_.fabric.nodes_per_leaf;
+  for (int j = 0; j < nics_here; ++j) {
+    const int nic = node * layout.npn + j;
+    Vertex v;
+    v.kind = VertexKind::nic;
+    v.name = node_prefix(node) + "nic" + std::to_string(j);
+    v.node = node;
+    v.local = j;
+    v.index = nic;
+    v.rail = layout.rails ? j : -1;
+    const int nv = add_vertex(std::move(v));
+    nic_vertex_[static_cast<std::size_t>(nic)] = nv;
+    ++num_nics_;
+    nic_leaf_[static_cast<std::size_t>(nic)] = group * layout.num_rails + (layout.rails ? j : 0);
+  }
+}
 
-    int host = -1;
-    if (g.has_hosts_) {
-      Vertex h;
-      h.kind = VertexKind::host;
-      h.name = prefix + "host";
-      h.node = node;
-      h.index = node;
-      host = g.add_vertex(std::move(h));
-      g.host_vertex_.push_back(host);
+// The node's GPUs with their NVLink (to the NVSwitch) and PCIe link (to the host, or to the
+// GPU's own NIC on direct rails).
+void ClusterGraph::add_gpus(const Layout& layout, int node, int gpus_here, int nvswitch, int host) {
+  const std::string prefix = node_prefix(node);
+  for (int i = 0; i < gpus_here; ++i) {
+    const int gpu = node * layout.gpn + i;
+    Vertex v;
+    v.kind = VertexKind::gpu;
+    v.name = prefix + "gpu" + std::to_string(i);
+    v.node = node;
+    v.local = i;
+    v.index = gpu;
+    const int gv = add_vertex(std::move(v));
+    gpu_vertex_.push_back(gv);
+    gpu_nvlink_link_.push_back(add_link(prefix + "gpu" + std::to_string(i) + "-nvlink",
+                                        LinkClass::nvlink, gv, nvswitch, spec_.nvlink_Bps,
+                                        layout.nvlink_hop_s));
+    const int pcie_peer =
+        has_hosts_ ? host : nic_vertex_[static_cast<std::size_t>(node * layout.npn + i)];
+    gpu_pcie_link_.push_back(add_link(prefix + "gpu" + std::to_string(i) + "-pcie", LinkClass::pcie,
+                                      gv, pcie_peer, spec_.gpu.pcie_Bps, layout.pcie_hop_s));
+  }
+}
+
+// Each NIC's PCIe link to the host (when there is one) and its cable to its leaf.
+void ClusterGraph::add_nic_links(const Layout& layout, int node, int nics_here, int host) {
+  const std::string prefix = node_prefix(node);
+  for (int j = 0; j < nics_here; ++j) {
+    const auto nic = static_cast<std::size_t>(node * layout.npn + j);
+    const int nv = nic_vertex_[nic];
+    if (has_hosts_) {
+      nic_pcie_link_[nic] = add_link(prefix + "nic" + std::to_string(j) + "-pcie", LinkClass::pcie,
+                                     host, nv, spec_.gpu.pcie_Bps, layout.pcie_hop_s);
     }
+    nic_leaf_link_[nic] = add_link(prefix + "nic" + std::to_string(j) + "-leaf", LinkClass::nic, nv,
+                                   leaf_vertex_[static_cast<std::size_t>(nic_leaf_[nic])],
+                                   spec_.nic_Bps, layout.nic_hop_s);
+  }
+}
 
-    // NICs: with direct rails only those of GPUs that exist (a NIC without its GPU would dangle).
-    const int nics_here = g.has_hosts_ ? npn : gpus_here;
-    for (int j = 0; j < nics_here; ++j) {
-      const int nic = node * npn + j;
-      Vertex v;
-      v.kind = VertexKind::nic;
-      v.name = prefix + "nic" + std::to_string(j);
-      v.node = node;
-      v.local = j;
-      v.index = nic;
-      v.rail = rails ? j : -1;
-      const int nv = g.add_vertex(std::move(v));
-      g.nic_vertex_[static_cast<std::size_t>(nic)] = nv;
-      ++g.num_nics_;
-      g.nic_leaf_[static_cast<std::size_t>(nic)] = group * num_rails + (rails ? j : 0);
-    }
-
-    for (int i = 0; i < gpus_here; ++i) {
-      const int gpu = node * gpn + i;
-      Vertex v;
-      v.kind = VertexKind::gpu;
-      v.name = prefix + "gpu" + std::to_string(i);
-      v.node = node;
-      v.local = i;
-      v.index = gpu;
-      const int gv = g.add_vertex(std::move(v));
-      g.gpu_vertex_.push_back(gv);
-      g.gpu_nvlink_link_.push_back(g.add_link(prefix + "gpu" + std::to_string(i) + "-nvlink",
-                                              LinkClass::nvlink, gv, nvs, spec.nvlink_Bps,
-                                              nvlink_hop_s));
-      const int pcie_peer =
-          g.has_hosts_ ? host : g.nic_vertex_[static_cast<std::size_t>(node * npn + i)];
-      g.gpu_pcie_link_.push_back(g.add_link(prefix + "gpu" + std::to_string(i) + "-pcie",
-                                            LinkClass::pcie, gv, pcie_peer, spec.gpu.pcie_Bps,
-                                            pcie_hop_s));
-    }
-
-    for (int j = 0; j < nics_here; ++j) {
-      const auto nic = static_cast<std::size_t>(node * npn + j);
-      const int nv = g.nic_vertex_[nic];
-      if (g.has_hosts_) {
-        g.nic_pcie_link_[nic] =
-            g.add_link(prefix + "nic" + std::to_string(j) + "-pcie", LinkClass::pcie, host, nv,
-                       spec.gpu.pcie_Bps, pcie_hop_s);
-      }
-      g.nic_leaf_link_[nic] = g.add_link(
-          prefix + "nic" + std::to_string(j) + "-leaf", LinkClass::nic, nv,
-          g.leaf_vertex_[static_cast<std::size_t>(g.nic_leaf_[nic])], spec.nic_Bps, nic_hop_s);
+// Leaf-spine links: every leaf to every spine, consecutive ids per leaf.
+void ClusterGraph::add_uplinks(const Layout& layout) {
+  if (layout.num_spines == 0) return;
+  const double per_link_Bps = leaf_uplink_Bps_ / layout.num_spines;
+  for (int l = 0; l < layout.num_leaves; ++l) {
+    leaf_spine_base_.push_back(static_cast<int>(links_.size()));
+    for (int s = 0; s < layout.num_spines; ++s) {
+      add_link("leaf" + std::to_string(l) + "-spine" + std::to_string(s), LinkClass::leaf_uplink,
+               leaf_vertex_[static_cast<std::size_t>(l)],
+               spine_vertex_[static_cast<std::size_t>(s)], per_link_Bps, layout.uplink_hop_s);
     }
   }
-
-  // Leaf-spine links: every leaf to every spine, consecutive ids per leaf.
-  if (num_spines > 0) {
-    const double per_link_Bps = g.leaf_uplink_Bps_ / num_spines;
-    for (int l = 0; l < num_leaves; ++l) {
-      g.leaf_spine_base_.push_back(static_cast<int>(g.links_.size()));
-      for (int s = 0; s < num_spines; ++s) {
-        g.add_link("leaf" + std::to_string(l) + "-spine" + std::to_string(s),
-                   LinkClass::leaf_uplink, g.leaf_vertex_[static_cast<std::size_t>(l)],
-                   g.spine_vertex_[static_cast<std::size_t>(s)], per_link_Bps, uplink_hop_s);
-      }
-    }
-  }
-
-  g.graph_ = BoostGraph(g.vertices_.size());
-  for (const Link& l : g.links_) {
-    boost::add_edge(static_cast<std::size_t>(l.a), static_cast<std::size_t>(l.b), l.id, g.graph_);
-  }
-  return g;
 }
 
 int ClusterGraph::num_hosts() const {
@@ -432,111 +483,119 @@ void note(GraphCheck& c, const std::string& problem) {
 
 }  // namespace
 
+namespace {
+
+// The graph is one connected component.
+GraphCheck check_connected(const ClusterGraph& g) {
+  GraphCheck c{"connected", true, {}};
+  std::vector<int> component(static_cast<std::size_t>(g.num_vertices()));
+  const int n =
+      g.num_vertices() == 0 ? 0 : boost::connected_components(g.graph(), component.data());
+  if (n != 1) {
+    note(c, "the graph has " + std::to_string(n) + " connected components, expected 1");
+    for (int v = 0; v < g.num_vertices(); ++v) {
+      if (component[static_cast<std::size_t>(v)] != component[0]) {
+        note(c, g.vertex(v).name + " is not connected to " + g.vertex(0).name);
+      }
+    }
+  }
+  c.passed = c.problems.empty();
+  return c;
+}
+
+// Routes are walks from source to destination: every pair inside a node and, across nodes,
+// each GPU to a sample of peers covering every rail and leaf.
+GraphCheck check_routes(const ClusterGraph& g) {
+  GraphCheck c{"every GPU reaches every other", true, {}};
+  const auto check_pair = [&](int s, int d) {
+    const int end = walk(g, g.gpu_vertex(s), g.route(s, d));
+    if (end != g.gpu_vertex(d)) {
+      note(c, "route " + g.vertex(g.gpu_vertex(s)).name + " -> " + g.vertex(g.gpu_vertex(d)).name +
+                  " is not a walk between them");
+    }
+  };
+  const int gpn = g.gpus_per_node();
+  const int n = g.num_gpus();
+  // Every pair inside every node.
+  for (int node = 0; node < g.num_nodes(); ++node) {
+    const int first = node * gpn;
+    const int last = std::min(n, first + gpn);
+    for (int s = first; s < last; ++s) {
+      for (int d = first; d < last; ++d) check_pair(s, d);
+    }
+  }
+  // Across nodes: each GPU to the same local GPU of the next node (same rail), to the next
+  // local GPU of the next node (another rail), and to a GPU half the cluster away (another
+  // leaf group), covering every rail, leaf and spine choice pattern.
+  if (g.num_nodes() > 1) {
+    for (int s = 0; s < n; ++s) {
+      const int node = g.node_of_gpu(s);
+      const int local = g.local_of_gpu(s);
+      const int next = (node + 1) % g.num_nodes();
+      const int far = (node + std::max(1, g.num_nodes() / 2)) % g.num_nodes();
+      for (int d : {next * gpn + local, next * gpn + (local + 1) % gpn, far * gpn + local}) {
+        if (d < n && d != s) check_pair(s, d);
+      }
+    }
+  }
+  c.passed = c.problems.empty();
+  return c;
+}
+
+// Every NIC has a PCIe side (a GPU or the host) and a link to a leaf.
+GraphCheck check_nics(const ClusterGraph& g) {
+  GraphCheck c{"no dangling NIC", true, {}};
+  for (int vid = 0; vid < g.num_vertices(); ++vid) {
+    const Vertex& v = g.vertex(vid);
+    if (v.kind != VertexKind::nic) continue;
+    const auto id = static_cast<std::size_t>(vid);
+    bool inner = false;
+    bool leaf = false;
+    for (auto [e, end] = boost::out_edges(id, g.graph()); e != end; ++e) {
+      const Link& l = g.link(boost::get(boost::edge_index, g.graph(), *e));
+      if (l.cls == LinkClass::pcie) inner = true;
+      if (l.cls == LinkClass::nic) leaf = true;
+    }
+    if (!inner) note(c, v.name + " has no PCIe link to a GPU or host");
+    if (!leaf) note(c, v.name + " has no link to a leaf switch");
+  }
+  c.passed = c.problems.empty();
+  return c;
+}
+
+// Link counts per class match the counts the spec implies; every link has a bandwidth.
+GraphCheck check_link_counts(const ClusterGraph& g) {
+  GraphCheck c{"link counts", true, {}};
+  const int gpus = g.num_gpus();
+  const int nics = g.num_nics();
+  const int expected[kNumLinkClasses] = {
+      gpus,                                                       // nvlink: one per GPU
+      gpus + (g.has_hosts() ? nics : 0),                          // pcie: per GPU, plus host-NIC
+      nics,                                                       // nic: one per NIC
+      g.num_leaves() > 1 ? g.num_leaves() * g.num_spines() : 0};  // leaf x spine
+  for (int k = 0; k < kNumLinkClasses; ++k) {
+    const auto cls = static_cast<LinkClass>(k);
+    const int got = g.num_links(cls);
+    if (got != expected[k]) {
+      note(c, std::string(to_string(cls)) + " links: " + std::to_string(got) + ", expected " +
+                  std::to_string(expected[k]));
+    }
+  }
+  const int expected_nics_full = g.num_nodes() * g.nics_per_node();
+  if (g.has_hosts() && nics != expected_nics_full) {
+    note(c, "NICs: " + std::to_string(nics) + ", expected " + std::to_string(expected_nics_full));
+  }
+  for (const Link& l : g.links()) {
+    if (!(l.bandwidth_Bps > 0)) note(c, l.name + " has no bandwidth");
+  }
+  c.passed = c.problems.empty();
+  return c;
+}
+
+}  // namespace
+
 std::vector<GraphCheck> check_graph(const ClusterGraph& g) {
-  std::vector<GraphCheck> out;
-
-  {
-    GraphCheck c{"connected", true, {}};
-    std::vector<int> component(static_cast<std::size_t>(g.num_vertices()));
-    const int n =
-        g.num_vertices() == 0 ? 0 : boost::connected_components(g.graph(), component.data());
-    if (n != 1) {
-      note(c, "the graph has " + std::to_string(n) + " connected components, expected 1");
-      for (int v = 0; v < g.num_vertices(); ++v) {
-        if (component[static_cast<std::size_t>(v)] != component[0]) {
-          note(c, g.vertex(v).name + " is not connected to " + g.vertex(0).name);
-        }
-      }
-    }
-    c.passed = c.problems.empty();
-    out.push_back(std::move(c));
-  }
-
-  {
-    GraphCheck c{"every GPU reaches every other", true, {}};
-    const auto check_pair = [&](int s, int d) {
-      const int end = walk(g, g.gpu_vertex(s), g.route(s, d));
-      if (end != g.gpu_vertex(d)) {
-        note(c, "route " + g.vertex(g.gpu_vertex(s)).name + " -> " +
-                    g.vertex(g.gpu_vertex(d)).name + " is not a walk between them");
-      }
-    };
-    const int gpn = g.gpus_per_node();
-    const int n = g.num_gpus();
-    // Every pair inside every node.
-    for (int node = 0; node < g.num_nodes(); ++node) {
-      const int first = node * gpn;
-      const int last = std::min(n, first + gpn);
-      for (int s = first; s < last; ++s) {
-        for (int d = first; d < last; ++d) check_pair(s, d);
-      }
-    }
-    // Across nodes: each GPU to the same local GPU of the next node (same rail), to the next
-    // local GPU of the next node (another rail), and to a GPU half the cluster away (another
-    // leaf group), covering every rail, leaf and spine choice pattern.
-    if (g.num_nodes() > 1) {
-      for (int s = 0; s < n; ++s) {
-        const int node = g.node_of_gpu(s);
-        const int local = g.local_of_gpu(s);
-        const int next = (node + 1) % g.num_nodes();
-        const int far = (node + std::max(1, g.num_nodes() / 2)) % g.num_nodes();
-        for (int d : {next * gpn + local, next * gpn + (local + 1) % gpn, far * gpn + local}) {
-          if (d < n && d != s) check_pair(s, d);
-        }
-      }
-    }
-    c.passed = c.problems.empty();
-    out.push_back(std::move(c));
-  }
-
-  {
-    GraphCheck c{"no dangling NIC", true, {}};
-    for (int vid = 0; vid < g.num_vertices(); ++vid) {
-      const Vertex& v = g.vertex(vid);
-      if (v.kind != VertexKind::nic) continue;
-      const auto id = static_cast<std::size_t>(vid);
-      bool inner = false;
-      bool leaf = false;
-      for (auto [e, end] = boost::out_edges(id, g.graph()); e != end; ++e) {
-        const Link& l = g.link(boost::get(boost::edge_index, g.graph(), *e));
-        if (l.cls == LinkClass::pcie) inner = true;
-        if (l.cls == LinkClass::nic) leaf = true;
-      }
-      if (!inner) note(c, v.name + " has no PCIe link to a GPU or host");
-      if (!leaf) note(c, v.name + " has no link to a leaf switch");
-    }
-    c.passed = c.problems.empty();
-    out.push_back(std::move(c));
-  }
-
-  {
-    GraphCheck c{"link counts", true, {}};
-    const int gpus = g.num_gpus();
-    const int nics = g.num_nics();
-    const int expected[kNumLinkClasses] = {
-        gpus,                                                       // nvlink: one per GPU
-        gpus + (g.has_hosts() ? nics : 0),                          // pcie: per GPU, plus host-NIC
-        nics,                                                       // nic: one per NIC
-        g.num_leaves() > 1 ? g.num_leaves() * g.num_spines() : 0};  // leaf x spine
-    for (int k = 0; k < kNumLinkClasses; ++k) {
-      const auto cls = static_cast<LinkClass>(k);
-      const int got = g.num_links(cls);
-      if (got != expected[k]) {
-        note(c, std::string(to_string(cls)) + " links: " + std::to_string(got) + ", expected " +
-                    std::to_string(expected[k]));
-      }
-    }
-    const int expected_nics_full = g.num_nodes() * g.nics_per_node();
-    if (g.has_hosts() && nics != expected_nics_full) {
-      note(c, "NICs: " + std::to_string(nics) + ", expected " + std::to_string(expected_nics_full));
-    }
-    for (const Link& l : g.links()) {
-      if (!(l.bandwidth_Bps > 0)) note(c, l.name + " has no bandwidth");
-    }
-    c.passed = c.problems.empty();
-    out.push_back(std::move(c));
-  }
-  return out;
+  return {check_connected(g), check_routes(g), check_nics(g), check_link_counts(g)};
 }
 
 bool all_passed(const std::vector<GraphCheck>& checks) {

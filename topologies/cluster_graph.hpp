@@ -163,7 +163,17 @@ class ClusterGraph {
   double bisection_Bps() const;
 
  private:
+  struct Layout;
   ClusterGraph() = default;
+  // Steps of build(), in order.
+  Layout lay_out();
+  void reserve(const Layout& layout);
+  void add_switches(const Layout& layout);
+  void add_node(const Layout& layout, int node);
+  void add_nics(const Layout& layout, int node, int nics_here);
+  void add_gpus(const Layout& layout, int node, int gpus_here, int nvswitch, int host);
+  void add_nic_links(const Layout& layout, int node, int nics_here, int host);
+  void add_uplinks(const Layout& layout);
   int add_vertex(Vertex v);
   int add_link(std::string name, LinkClass cls, int a, int b, double bandwidth_Bps,
                double latency_s);
