@@ -32,17 +32,13 @@ std::string fmt(double v, int digits) {
 
 }  // namespace
 
-nlohmann::json summary_json(const std::string& scenario_name, const CampaignModel& m,
-                            const CampaignSummary& s, const Monitoring* monitoring,
-                            int traced_trial) {
-  nlohmann::json j;
-  j["scenario"] = scenario_name;
-  j["trials"] = s.trials;
-  j["seed"] = s.seed;
+namespace {
+
+// The Monte Carlo's results: days, interruptions, GPU-hours lost, goodput, cost.
+void add_results(nlohmann::json& j, const CampaignModel& m, const CampaignSummary& s) {
   j["days"] = stats_json(s.days);
   j["days"]["standard_error"] = s.days_standard_error;
   j["unfinished_fraction"] = s.unfinished_fraction;
-
   nlohmann::json by_cause = nlohmann::json::object();
   for (const auto& [cause, n] : s.interruptions_by_cause) by_cause[cause] = n;
   j["failures"] = {{"total", s.interruptions.mean},
@@ -66,7 +62,6 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
   j["cost_usd_stats"] = stats_json(s.cost_usd);
   j["usd_per_gpu_hour"] = m.usd_per_gpu_hour;
   j["price_source"] = m.price_source;
-
   j["step"] = {{"step_time_s", m.baseline.step_time_s},
                {"mfu", m.baseline.mfu},
                {"model", m.baseline.model},
@@ -75,9 +70,11 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                {"fault_free_days", m.productive_s / kSecondsPerDay},
                {"gpus", m.gpus},
                {"nodes", m.nodes}};
+}
 
+nlohmann::json checkpointing_json(const CampaignModel& m, const CampaignSummary& s) {
   const double save_stall = m.stall_s;
-  j["checkpointing"] = {
+  nlohmann::json j = {
       {"policy", to_string(m.checkpoint.policy)},
       {"mode", to_string(m.checkpoint.mode)},
       {"interval_min", finite(m.interval_s / 60)},
@@ -95,12 +92,15 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                                         m.interval_s, save_stall, m.restart_s, m.rollback_mtbf_s))
                                   : nlohmann::json()}};
   if (m.checkpoint.policy == IntervalPolicy::young || m.checkpoint.policy == IntervalPolicy::daly) {
-    j["checkpointing"]["formula"] =
-        m.checkpoint.policy == IntervalPolicy::young
-            ? "Young 1974: sqrt(2 x stall x MTBF)"
-            : "Daly 2006 eq. 37: sqrt(2dM)[1 + sqrt(d/2M)/3 + (d/2M)/9] - d";
+    j["formula"] = m.checkpoint.policy == IntervalPolicy::young
+                       ? "Young 1974: sqrt(2 x stall x MTBF)"
+                       : "Daly 2006 eq. 37: sqrt(2dM)[1 + sqrt(d/2M)/3 + (d/2M)/9] - d";
   }
+  return j;
+}
 
+// The failure processes and how long each kind of failure takes to be noticed.
+void add_failure_model(nlohmann::json& j, const CampaignModel& m) {
   nlohmann::json causes = nlohmann::json::array();
   for (const auto& c : m.causes) {
     causes.push_back({{"name", c.name},
@@ -120,7 +120,9 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                     {"watchdog_s", m.watchdog_s},
                     {"network_s", m.network_detection_s},
                     {"crash_s", m.crash_detection_s}};
+}
 
+nlohmann::json scripted_faults_json(const CampaignModel& m) {
   nlohmann::json scripted = nlohmann::json::array();
   for (const auto& f : m.scripted) {
     nlohmann::json e = {{"kind", to_string(f.spec.kind)},
@@ -142,8 +144,10 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
     if (!f.step.note.empty()) e["note"] = f.step.note;
     scripted.push_back(e);
   }
-  j["scripted_faults"] = scripted;
+  return scripted;
+}
 
+nlohmann::json stragglers_json(const CampaignModel& m) {
   nlohmann::json stragglers = nlohmann::json::array();
   for (const auto& st : m.stragglers) {
     stragglers.push_back({{"name", st.spec.name},
@@ -154,11 +158,15 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                           {"slowest", st.step.slowest},
                           {"duration_median_h", st.spec.duration_median_s / kSecondsPerHour}});
   }
-  j["stragglers"] = {{"classes", stragglers},
-                     {"policy", m.policy.replace ? "replace" : "wait"},
-                     {"detect_after_s", m.policy.detect_after_s},
-                     {"threshold", m.policy.threshold}};
+  return {{"classes", stragglers},
+          {"policy", m.policy.replace ? "replace" : "wait"},
+          {"detect_after_s", m.policy.detect_after_s},
+          {"threshold", m.policy.threshold}};
+}
 
+// Loss spikes and the slow drift of the step time, with their mitigations.
+void add_loss_spikes_and_drift(nlohmann::json& j, const CampaignModel& m,
+                               const CampaignSummary& s) {
   const auto& ls = m.spikes;
   j["loss_spikes"] = {
       {"per_Ttokens_before_filter", (ls.outlier_rate_per_token + ls.other_rate_per_token) * 1e12},
@@ -178,21 +186,39 @@ nlohmann::json summary_json(const std::string& scenario_name, const CampaignMode
                 {"mitigation_step_factor", m.mitigation_factor},
                 {"empty_cache_every_steps", m.drift.mitigations.empty_cache_every_steps},
                 {"limit_loader_workers", m.drift.mitigations.limit_loader_workers}};
-  j["notes"] = m.notes;
-  if (monitoring) {
-    nlohmann::json alerts = nlohmann::json::array();
-    for (const auto& a : monitoring->alerts) {
-      alerts.push_back({{"time_s", a.t_s},
-                        {"day", a.t_s / kSecondsPerDay},
-                        {"metric", a.metric},
-                        {"level", a.level},
-                        {"value", finite(a.value)},
-                        {"threshold", finite(a.threshold)},
-                        {"message", a.message}});
-    }
-    j["monitoring"] = {
-        {"trial", traced_trial}, {"rows", monitoring->rows.size()}, {"alerts", alerts}};
+}
+
+nlohmann::json monitoring_json(const Monitoring& monitoring, int traced_trial) {
+  nlohmann::json alerts = nlohmann::json::array();
+  for (const auto& a : monitoring.alerts) {
+    alerts.push_back({{"time_s", a.t_s},
+                      {"day", a.t_s / kSecondsPerDay},
+                      {"metric", a.metric},
+                      {"level", a.level},
+                      {"value", finite(a.value)},
+                      {"threshold", finite(a.threshold)},
+                      {"message", a.message}});
   }
+  return {{"trial", traced_trial}, {"rows", monitoring.rows.size()}, {"alerts", alerts}};
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const std::string& scenario_name, const CampaignModel& m,
+                            const CampaignSummary& s, const Monitoring* monitoring,
+                            int traced_trial) {
+  nlohmann::json j;
+  j["scenario"] = scenario_name;
+  j["trials"] = s.trials;
+  j["seed"] = s.seed;
+  add_results(j, m, s);
+  j["checkpointing"] = checkpointing_json(m, s);
+  add_failure_model(j, m);
+  j["scripted_faults"] = scripted_faults_json(m);
+  j["stragglers"] = stragglers_json(m);
+  add_loss_spikes_and_drift(j, m, s);
+  j["notes"] = m.notes;
+  if (monitoring) j["monitoring"] = monitoring_json(*monitoring, traced_trial);
   return j;
 }
 

@@ -69,6 +69,21 @@ class Trial {
   void replace(const std::string& cause);
   void after_restart();
 
+  // The next event: the earliest candidate, ties going to the first in priority order.
+  struct Next {
+    double t = kInfinity;
+    EventKind kind = EventKind::limit;
+    std::size_t index = 0;  // scripted fault
+  };
+  Next next_event() const;
+  void handle(EventKind kind, std::size_t index);
+  void on_save_end();
+  void on_persist_end();
+  void on_checkpoint();
+  void on_spike();
+  void on_straggler_start();
+  void on_scripted_start(std::size_t i);
+
   const CampaignModel& m_;
   Rng rng_;
   TrialTrace* trace_;
@@ -231,168 +246,24 @@ TrialResult Trial::run() {
   next_checkpoint_t_ = m_.interval_s;
   next_straggler_t_ = rng_.exponential(m_.straggler_rate_per_s);
   next_spike_p_ = rng_.exponential(m_.spike_rate_per_progress_s);
-  const bool can_replace = m_.policy.replace && m_.checkpoint.policy != IntervalPolicy::none;
-
   while (true) {
     if (p_ >= m_.productive_s) {
       r_.finished = true;
       event(t_, "finished", "", "");
       break;
     }
-    // Candidate times, in priority order for ties.
-    const double f = slowdown();
-    const double k = m_.mitigation_factor * f;
-    const double g = m_.drift_growth_per_s;
-    double best_t = kInfinity;
-    EventKind best = EventKind::limit;
-    std::size_t best_index = 0;
-    const auto consider = [&](double when, EventKind kind, std::size_t index = 0) {
-      if (when < best_t) {
-        best_t = when;
-        best = kind;
-        best_index = index;
-      }
-    };
-    if (!saving_) consider(t_ + wall_for(age_, m_.productive_s - p_, k, g), EventKind::done);
-    consider(next_failure_t_, EventKind::failure);
-    if (saving_) consider(save_end_t_, EventKind::save_end);
-    if (persisting_) consider(persist_end_t_, EventKind::persist_end);
-    if (!saving_ && !persisting_) consider(next_checkpoint_t_, EventKind::checkpoint);
-    if (!saving_ && next_spike_p_ < kInfinity) {
-      consider(t_ + wall_for(age_, next_spike_p_ - p_, k, g), EventKind::spike);
+    Next next = next_event();
+    if (m_.max_wall_s < next.t) {
+      next.t = m_.max_wall_s;
+      next.kind = EventKind::limit;
     }
-    consider(next_straggler_t_, EventKind::straggler_start);
-    if (straggler_.active) {
-      consider(straggler_.end_t, EventKind::straggler_end);
-      if (can_replace) consider(straggler_.detect_t, EventKind::straggler_detect);
-    }
-    for (std::size_t i = 0; i < m_.scripted.size(); ++i) {
-      if (scripted_stage_[i] == 0)
-        consider(std::max(t_, m_.scripted[i].spec.from_s), EventKind::scripted_start, i);
-      if (scripted_[i].active) {
-        consider(scripted_[i].end_t, EventKind::scripted_end, i);
-        if (can_replace) consider(scripted_[i].detect_t, EventKind::scripted_detect, i);
-      }
-    }
-    if (m_.max_wall_s < best_t) {
-      best_t = m_.max_wall_s;
-      best = EventKind::limit;
-    }
-    best_t = std::max(best_t, t_);
-    advance_to(best_t);
-    if (best == EventKind::limit) {
+    advance_to(std::max(next.t, t_));
+    if (next.kind == EventKind::limit) {
       event(t_, "limit", "", "the run did not finish within max_days");
       r_.finished = false;
       break;
     }
-
-    switch (best) {
-      case EventKind::limit: break;
-      case EventKind::done: p_ = m_.productive_s; break;
-      case EventKind::failure: {
-        const auto i = rng_.pick(m_.causes, m_.failure_rate_per_s, cause_weight);
-        const auto& c = m_.causes[i];
-        interrupt(c.name, c.detection_s, m_.restart_s, to_string(c.detection));
-        break;
-      }
-      case EventKind::save_end:
-        saving_ = false;
-        if (save_makes_durable_) {
-          p_durable_ = save_progress_;
-          ++r_.checkpoints;
-          event(t_, "checkpoint", "", "durable");
-        } else {
-          persisting_ = true;
-          persist_end_t_ = t_ + m_.persist_s;
-          persist_progress_ = save_progress_;
-        }
-        next_checkpoint_t_ = t_ + m_.interval_s;
-        break;
-      case EventKind::persist_end:
-        persisting_ = false;
-        p_durable_ = persist_progress_;
-        ++r_.checkpoints;
-        event(t_, "checkpoint", "", "durable (async)");
-        next_checkpoint_t_ = std::max(next_checkpoint_t_, t_);
-        break;
-      case EventKind::checkpoint:
-        saving_ = true;
-        save_progress_ = p_;
-        save_end_t_ = t_ + m_.stall_s;
-        save_makes_durable_ = m_.checkpoint.mode == SaveMode::blocking;
-        break;
-      case EventKind::spike: {
-        p_ = std::max(p_, next_spike_p_);
-        const double spike_at = next_spike_p_;
-        r_.skipped_tokens += m_.spikes.skip_batches * m_.tokens_per_step;
-        event(t_, "nan", "loss_nan",
-              "loss became NaN; rolling back and skipping " +
-                  std::to_string(m_.spikes.skip_batches) + " batches");
-        interrupt("loss_nan", m_.spikes.response_s, m_.rollback_s, "NaN loss");
-        next_spike_p_ = spike_at + rng_.exponential(m_.spike_rate_per_progress_s);
-        break;
-      }
-      case EventKind::straggler_start: {
-        const auto i = rng_.pick(m_.stragglers, m_.straggler_rate_per_s, straggler_weight);
-        const auto& s = m_.stragglers[i];
-        const double duration =
-            s.spec.duration_median_s * std::exp(s.spec.duration_sigma * rng_.normal());
-        if (!straggler_.active || s.slowdown > straggler_.factor) {
-          straggler_.factor = s.slowdown;
-          straggler_.ib_factor = s.ib_factor;
-          straggler_.cause = "straggler " + s.spec.name;
-          straggler_.detect_t =
-              s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
-        }
-        straggler_.end_t = std::max(straggler_.active ? straggler_.end_t : t_, t_ + duration);
-        straggler_.active = true;
-        event(t_, "straggler_start", straggler_.cause,
-              "step x" + std::to_string(s.slowdown) + " for " +
-                  std::to_string(duration / kSecondsPerHour) + " h");
-        next_straggler_t_ = t_ + rng_.exponential(m_.straggler_rate_per_s);
-        break;
-      }
-      case EventKind::straggler_end:
-        straggler_.active = false;
-        event(t_, "straggler_end", straggler_.cause);
-        break;
-      case EventKind::straggler_detect:
-        straggler_.active = false;
-        replace(straggler_.cause);
-        break;
-      case EventKind::scripted_start: {
-        const auto& s = m_.scripted[best_index];
-        scripted_stage_[best_index] = 1;
-        if (s.crashes) {
-          scripted_stage_[best_index] = 2;
-          interrupt(s.spec.cause, s.detection_s, m_.restart_s, s.spec.target());
-          break;
-        }
-        auto& state = scripted_[best_index];
-        state.active = true;
-        state.factor = s.slowdown;
-        state.ib_factor = s.ib_factor;
-        state.end_t = s.spec.until_s;
-        state.detect_t =
-            s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
-        state.cause = s.spec.cause + " (" + s.spec.target() + ")";
-        event(t_, "slowdown_start", state.cause,
-              "step x" + std::to_string(s.slowdown) +
-                  (s.step.slowest.empty() ? "" : "; slowest: " + s.step.slowest));
-        break;
-      }
-      case EventKind::scripted_end:
-        scripted_[best_index].active = false;
-        scripted_stage_[best_index] = 2;
-        event(t_, "slowdown_end", scripted_[best_index].cause);
-        break;
-      case EventKind::scripted_detect: {
-        scripted_[best_index].active = false;
-        scripted_stage_[best_index] = 2;
-        replace(scripted_[best_index].cause);
-        break;
-      }
-    }
+    handle(next.kind, next.index);
   }
   r_.wall_s = t_;
   r_.progress_s = p_;
@@ -400,13 +271,155 @@ TrialResult Trial::run() {
   return r_;
 }
 
-double detection_for(Detection d, const CampaignModel& m) {
-  switch (d) {
-    case Detection::crash: return m.crash_detection_s;
-    case Detection::network: return m.network_detection_s;
-    case Detection::hang: return m.watchdog_s;
+Trial::Next Trial::next_event() const {
+  const double f = slowdown();
+  const double k = m_.mitigation_factor * f;
+  const double g = m_.drift_growth_per_s;
+  const bool can_replace = m_.policy.replace && m_.checkpoint.policy != IntervalPolicy::none;
+  Next best;
+  const auto consider = [&](double when, EventKind kind, std::size_t index = 0) {
+    if (when < best.t) best = {when, kind, index};
+  };
+  // Candidate times, in priority order for ties.
+  if (!saving_) consider(t_ + wall_for(age_, m_.productive_s - p_, k, g), EventKind::done);
+  consider(next_failure_t_, EventKind::failure);
+  if (saving_) consider(save_end_t_, EventKind::save_end);
+  if (persisting_) consider(persist_end_t_, EventKind::persist_end);
+  if (!saving_ && !persisting_) consider(next_checkpoint_t_, EventKind::checkpoint);
+  if (!saving_ && next_spike_p_ < kInfinity) {
+    consider(t_ + wall_for(age_, next_spike_p_ - p_, k, g), EventKind::spike);
   }
-  return 0;
+  consider(next_straggler_t_, EventKind::straggler_start);
+  if (straggler_.active) {
+    consider(straggler_.end_t, EventKind::straggler_end);
+    if (can_replace) consider(straggler_.detect_t, EventKind::straggler_detect);
+  }
+  for (std::size_t i = 0; i < m_.scripted.size(); ++i) {
+    if (scripted_stage_[i] == 0)
+      consider(std::max(t_, m_.scripted[i].spec.from_s), EventKind::scripted_start, i);
+    if (scripted_[i].active) {
+      consider(scripted_[i].end_t, EventKind::scripted_end, i);
+      if (can_replace) consider(scripted_[i].detect_t, EventKind::scripted_detect, i);
+    }
+  }
+  return best;
+}
+
+void Trial::handle(EventKind kind, std::size_t index) {
+  switch (kind) {
+    case EventKind::limit: break;
+    case EventKind::done: p_ = m_.productive_s; break;
+    case EventKind::failure: {
+      const auto i = rng_.pick(m_.causes, m_.failure_rate_per_s, cause_weight);
+      const auto& c = m_.causes[i];
+      interrupt(c.name, c.detection_s, m_.restart_s, to_string(c.detection));
+      break;
+    }
+    case EventKind::save_end: on_save_end(); break;
+    case EventKind::persist_end: on_persist_end(); break;
+    case EventKind::checkpoint: on_checkpoint(); break;
+    case EventKind::spike: on_spike(); break;
+    case EventKind::straggler_start: on_straggler_start(); break;
+    case EventKind::straggler_end:
+      straggler_.active = false;
+      event(t_, "straggler_end", straggler_.cause);
+      break;
+    case EventKind::straggler_detect:
+      straggler_.active = false;
+      replace(straggler_.cause);
+      break;
+    case EventKind::scripted_start: on_scripted_start(index); break;
+    case EventKind::scripted_end:
+      scripted_[index].active = false;
+      scripted_stage_[index] = 2;
+      event(t_, "slowdown_end", scripted_[index].cause);
+      break;
+    case EventKind::scripted_detect:
+      scripted_[index].active = false;
+      scripted_stage_[index] = 2;
+      replace(scripted_[index].cause);
+      break;
+  }
+}
+
+void Trial::on_save_end() {
+  saving_ = false;
+  if (save_makes_durable_) {
+    p_durable_ = save_progress_;
+    ++r_.checkpoints;
+    event(t_, "checkpoint", "", "durable");
+  } else {
+    persisting_ = true;
+    persist_end_t_ = t_ + m_.persist_s;
+    persist_progress_ = save_progress_;
+  }
+  next_checkpoint_t_ = t_ + m_.interval_s;
+}
+
+void Trial::on_persist_end() {
+  persisting_ = false;
+  p_durable_ = persist_progress_;
+  ++r_.checkpoints;
+  event(t_, "checkpoint", "", "durable (async)");
+  next_checkpoint_t_ = std::max(next_checkpoint_t_, t_);
+}
+
+void Trial::on_checkpoint() {
+  saving_ = true;
+  save_progress_ = p_;
+  save_end_t_ = t_ + m_.stall_s;
+  save_makes_durable_ = m_.checkpoint.mode == SaveMode::blocking;
+}
+
+void Trial::on_spike() {
+  p_ = std::max(p_, next_spike_p_);
+  const double spike_at = next_spike_p_;
+  r_.skipped_tokens += m_.spikes.skip_batches * m_.tokens_per_step;
+  event(t_, "nan", "loss_nan",
+        "loss became NaN; rolling back and skipping " + std::to_string(m_.spikes.skip_batches) +
+            " batches");
+  interrupt("loss_nan", m_.spikes.response_s, m_.rollback_s, "NaN loss");
+  next_spike_p_ = spike_at + rng_.exponential(m_.spike_rate_per_progress_s);
+}
+
+void Trial::on_straggler_start() {
+  const auto i = rng_.pick(m_.stragglers, m_.straggler_rate_per_s, straggler_weight);
+  const auto& s = m_.stragglers[i];
+  const double duration =
+      s.spec.duration_median_s * std::exp(s.spec.duration_sigma * rng_.normal());
+  if (!straggler_.active || s.slowdown > straggler_.factor) {
+    straggler_.factor = s.slowdown;
+    straggler_.ib_factor = s.ib_factor;
+    straggler_.cause = "straggler " + s.spec.name;
+    straggler_.detect_t =
+        s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
+  }
+  straggler_.end_t = std::max(straggler_.active ? straggler_.end_t : t_, t_ + duration);
+  straggler_.active = true;
+  event(t_, "straggler_start", straggler_.cause,
+        "step x" + std::to_string(s.slowdown) + " for " +
+            std::to_string(duration / kSecondsPerHour) + " h");
+  next_straggler_t_ = t_ + rng_.exponential(m_.straggler_rate_per_s);
+}
+
+void Trial::on_scripted_start(std::size_t i) {
+  const auto& s = m_.scripted[i];
+  scripted_stage_[i] = 1;
+  if (s.crashes) {
+    scripted_stage_[i] = 2;
+    interrupt(s.spec.cause, s.detection_s, m_.restart_s, s.spec.target());
+    return;
+  }
+  auto& state = scripted_[i];
+  state.active = true;
+  state.factor = s.slowdown;
+  state.ib_factor = s.ib_factor;
+  state.end_t = s.spec.until_s;
+  state.detect_t = s.slowdown >= m_.policy.threshold ? t_ + m_.policy.detect_after_s : kInfinity;
+  state.cause = s.spec.cause + " (" + s.spec.target() + ")";
+  event(t_, "slowdown_start", state.cause,
+        "step x" + std::to_string(s.slowdown) +
+            (s.step.slowest.empty() ? "" : "; slowest: " + s.step.slowest));
 }
 
 }  // namespace
@@ -435,174 +448,6 @@ const char* to_string(Phase p) {
     case Phase::restarting: return "restarting";
   }
   return "?";
-}
-
-double fault_free_duration_s(const Scenario& scenario, double step_time_s) {
-  const double tokens_per_step =
-      static_cast<double>(scenario.training.global_batch) * scenario.training.seq_len;
-  if (!(tokens_per_step > 0)) {
-    throw ConfigError(scenario.file, "/training",
-                      "global_batch x seq_len must be positive to time the run");
-  }
-  return scenario.training.tokens_total / tokens_per_step * step_time_s;
-}
-
-CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSettings& settings,
-                                   const FaultsConfig& faults, const CheckpointConfig& checkpoint,
-                                   const CostConfig& cost, const StepModel& step,
-                                   const StepEstimate& baseline, double model_parameters,
-                                   const std::string& representative_link) {
-  CampaignModel m;
-  m.gpus = scenario.gpus;
-  const int gpn = std::max(1, scenario.cluster.gpus_per_node);
-  m.nodes = (scenario.gpus + gpn - 1) / gpn;
-  m.nics = m.nodes * std::max(1, scenario.cluster.nics_per_node);
-  m.tokens_total = scenario.training.tokens_total;
-  m.tokens_per_step =
-      static_cast<double>(scenario.training.global_batch) * scenario.training.seq_len;
-  m.model_parameters = model_parameters;
-  m.baseline = baseline;
-  if (!(baseline.step_time_s > 0) || baseline.hang) {
-    throw std::invalid_argument("build_campaign_model: the fault-free step must finish");
-  }
-  if (!(m.tokens_total > 0)) {
-    throw ConfigError(scenario.file, "/training/tokens_total",
-                      "the campaign needs the run's tokens_total (> 0)");
-  }
-  m.productive_s = fault_free_duration_s(scenario, baseline.step_time_s);
-
-  // Detection latencies.
-  m.ib_detection_s = scenario.comm.nccl.ib_hang_detection_s();
-  m.watchdog_s = faults.watchdog_timeout_s;
-  m.crash_detection_s = faults.crash_detection_s;
-  m.network_detection_s = std::min(m.ib_detection_s, m.watchdog_s);
-
-  // Failure processes.
-  for (const auto& c : faults.causes) {
-    ResolvedCause r;
-    r.name = c.name;
-    switch (c.unit) {
-      case FailureUnit::gpu: r.units = m.gpus; break;
-      case FailureUnit::node: r.units = m.nodes; break;
-      case FailureUnit::nic: r.units = m.nics; break;
-      case FailureUnit::job: r.units = 1; break;
-    }
-    r.rate_per_s = c.rate_per_unit_hour * r.units / kSecondsPerHour;
-    r.detection = c.detection;
-    r.source = c.source;
-    r.detection_s = detection_for(c.detection, m);
-    if (r.rate_per_s > 0) {
-      m.failure_rate_per_s += r.rate_per_s;
-      m.causes.push_back(r);
-    }
-  }
-
-  // Loss spikes, per productive second.
-  m.spikes = faults.loss_spikes;
-  m.spike_rate_per_progress_s = faults.loss_spikes.effective_rate_per_token() * m.tokens_per_s();
-
-  // Checkpointing.
-  m.checkpoint = checkpoint;
-  m.restart_s = checkpoint.reschedule_s + checkpoint.init_s + checkpoint.load_s;
-  m.rollback_s = checkpoint.init_s + checkpoint.load_s;
-  m.stall_s = checkpoint.mode == SaveMode::blocking ? checkpoint.save_s : checkpoint.async_stall_s;
-  m.persist_s =
-      checkpoint.mode == SaveMode::async ? checkpoint.save_s - checkpoint.async_stall_s : 0.0;
-  const double rollback_rate = m.failure_rate_per_s + m.spike_rate_per_progress_s;
-  m.rollback_mtbf_s = rollback_rate > 0 ? 1.0 / rollback_rate : kInfinity;
-  switch (checkpoint.policy) {
-    case IntervalPolicy::none: m.interval_s = kInfinity; break;
-    case IntervalPolicy::fixed: m.interval_s = checkpoint.fixed_interval_s; break;
-    case IntervalPolicy::young:
-    case IntervalPolicy::daly:
-      if (std::isfinite(m.rollback_mtbf_s)) {
-        m.interval_s = checkpoint.policy == IntervalPolicy::young
-                           ? young_interval_s(m.stall_s, m.rollback_mtbf_s)
-                           : daly_interval_s(m.stall_s, m.rollback_mtbf_s);
-      } else {
-        m.notes.push_back(
-            "no failure process is set, so the Young/Daly interval is infinite: "
-            "no checkpoints are taken");
-      }
-      break;
-  }
-  if (checkpoint.mode == SaveMode::async && m.interval_s < m.persist_s) {
-    m.notes.push_back(
-        "the checkpoint interval is shorter than an async save; checkpoints start "
-        "only when the previous one is durable");
-  }
-  if (checkpoint.policy == IntervalPolicy::none && m.failure_rate_per_s > 0) {
-    m.notes.push_back("no checkpointing: every failure restarts the run from the beginning");
-  }
-
-  // Stragglers.
-  m.policy = faults.straggler_policy;
-  for (const auto& s : faults.stragglers) {
-    ResolvedStraggler r;
-    r.spec = s;
-    r.rate_per_s = s.rate_per_gpu_hour * m.gpus / kSecondsPerHour;
-    StepFaults f;
-    if (s.link) {
-      f.links.push_back({representative_link, s.factor, false, 0.0, 0.0});
-    } else {
-      f.slow_gpus.push_back({0, s.factor, 0.0, "straggler " + s.name});
-    }
-    r.step = step(f);
-    r.slowdown = r.step.hang ? kInfinity : r.step.step_time_s / baseline.step_time_s;
-    if (!std::isfinite(r.slowdown)) {
-      throw std::invalid_argument("straggler class " + s.name + " makes the step hang");
-    }
-    if (r.slowdown < 1.0) {
-      m.notes.push_back("straggler class " + s.name +
-                        ": the step model gives a faster step with it; counted as no slowdown");
-      r.slowdown = 1.0;
-    }
-    r.ib_factor = baseline.ib_bps > 0 ? r.step.ib_bps / baseline.ib_bps : 1.0;
-    if (s.link && r.ib_factor == 1.0) r.ib_factor = s.factor;
-    m.straggler_rate_per_s += r.rate_per_s;
-    if (r.rate_per_s > 0) m.stragglers.push_back(r);
-  }
-
-  // Scripted step-level faults.
-  for (const auto& e : faults.events) {
-    ResolvedScriptedFault r;
-    r.spec = e;
-    r.step = step(step_faults_at({e}, e.from_s));
-    r.crashes = e.kind == FaultKind::link_down || e.kind == FaultKind::node_lost;
-    if (r.crashes) {
-      r.detection_s = m.network_detection_s;
-      if (e.kind == FaultKind::link_down && !r.step.hang) {
-        r.crashes = false;
-        m.notes.push_back(e.target() +
-                          " goes down but no collective of this layout crosses it: "
-                          "no effect");
-      }
-    } else {
-      r.slowdown = r.step.step_time_s / baseline.step_time_s;
-      if (r.slowdown < 1.0) {
-        // A fault cannot speed a synchronous step up; a faster step is a step-model artefact.
-        m.notes.push_back(e.target() + ": the step model gives a faster step with this fault (" +
-                          std::to_string(r.step.step_time_s) + " s against " +
-                          std::to_string(baseline.step_time_s) +
-                          " s without); counted as no slowdown");
-        r.slowdown = 1.0;
-      }
-      r.ib_factor = baseline.ib_bps > 0 ? r.step.ib_bps / baseline.ib_bps : 1.0;
-      if (e.kind == FaultKind::link_degraded && r.ib_factor == 1.0) r.ib_factor = e.factor;
-    }
-    m.scripted.push_back(r);
-  }
-
-  // Drift and its mitigations.
-  m.drift = faults.drift;
-  m.drift_growth_per_s = faults.drift.effective_growth_per_s();
-  m.drift_resets_on_restart = faults.drift.resets_on_restart;
-  m.mitigation_factor = faults.drift.mitigation_factor(baseline.step_time_s);
-
-  m.usd_per_gpu_hour = cost.usd_per_gpu_hour;
-  m.price_source = cost.source;
-  m.max_wall_s = settings.max_days * kSecondsPerDay;
-  return m;
 }
 
 std::uint64_t trial_seed(std::uint64_t seed, int trial) {
