@@ -238,6 +238,194 @@ std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint&
   return std::nullopt;
 }
 
+namespace {
+
+// The records an earlier run left in `dir`, a torn last line cut off; the CSV is rebuilt from
+// them (it may have missed the last append when the sweep was killed in between).
+ResultsFile resume(const std::string& dir, const SweepOptions& options) {
+  ResultsFile existing = read_results(jsonl_path(dir), true);
+  if (existing.torn_bytes > 0 && options.progress) {
+    *options.progress << "sweep: cut off an incomplete last line (" << existing.torn_bytes
+                      << " bytes) of " << jsonl_path(dir) << "\n";
+  }
+  std::string csv = csv_append_header();
+  for (const auto& r : latest_per_key(existing.records)) csv += csv_append_row(r);
+  write_file_atomically(csv_path(dir), csv);
+  return existing;
+}
+
+// Keys of the complete records that count as done: with a build given, only that build's.
+std::unordered_set<std::string> done_keys(const ResultsFile& existing,
+                                          const SweepOptions& options) {
+  std::unordered_set<std::string> done;
+  for (const auto& r : existing.records) {
+    if (r.done() && (options.build.empty() || r.build == options.build)) done.insert(r.key);
+  }
+  return done;
+}
+
+// Points of this shard recorded complete by another build (so evaluated again).
+std::size_t other_build_count(const ResultsFile& existing,
+                              const std::unordered_set<std::string>& done,
+                              const std::vector<std::string>& keys) {
+  std::unordered_set<std::string> stale;
+  for (const auto& r : existing.records) {
+    if (r.done() && !done.count(r.key)) stale.insert(r.key);
+  }
+  const std::unordered_set<std::string> mine(keys.begin(), keys.end());
+  std::size_t n = 0;
+  for (const auto& k : stale) n += mine.count(k);
+  return n;
+}
+
+// DIR/sweep.json: what the sweep is, for merge, plots and summaries.
+void write_sweep_meta(const SweepSpec& spec, const SweepOptions& options,
+                      const SweepOutcome& outcome) {
+  json meta = json::object();
+  meta["sweep"] = spec.name;
+  meta["file"] = spec.file;
+  meta["description"] = spec.description;
+  meta["base"] = spec.base_file;
+  meta["evaluator"] = options.evaluator;
+  meta["shard"] = options.shard;
+  meta["shards"] = options.shards;
+  meta["points_total"] = outcome.points_total;
+  meta["points_in_shard"] = outcome.points_in_shard;
+  meta["varying"] = spec.varying;
+  meta["usd_per_gpu_hour"] = spec.ranking.usd_per_gpu_hour;
+  meta["top"] = spec.ranking.top;
+  meta["base_parameters"] = point_parameters(spec.base);
+  write_file_atomically(options.out_dir + "/sweep.json", meta.dump(2) + "\n");
+}
+
+// Screens the points of a shard in order and evaluates the rest in child processes,
+// appending each record as it is decided.
+class PointRunner {
+ public:
+  PointRunner(const SweepSpec& spec, const SweepOptions& options, const FeasibilityCheck& feasible,
+              const std::vector<SweepPoint>& points, const std::vector<std::string>& keys,
+              const std::unordered_set<std::string>& done, Progress& progress)
+      : spec_(spec),
+        options_(options),
+        feasible_(feasible),
+        points_(points),
+        keys_(keys),
+        done_(done),
+        progress_(progress),
+        dir_(options.out_dir),
+        work_(options.out_dir + "/.points") {}
+
+  // False when the pool stopped early.
+  bool run();
+  std::size_t evaluated() const { return evaluated_; }
+  const std::string& work_dir() const { return work_; }
+
+ private:
+  std::optional<std::pair<std::size_t, ProcessJob>> next();
+  void finished(std::size_t i, ProcessResult&& result);
+  void append(const SweepRecord& r);
+  std::string out_file(std::size_t i) const { return work_ + "/" + keys_[i] + ".out.json"; }
+
+  struct Pending {
+    Scenario scenario;
+    std::string file;
+  };
+  const SweepSpec& spec_;
+  const SweepOptions& options_;
+  const FeasibilityCheck& feasible_;
+  const std::vector<SweepPoint>& points_;
+  const std::vector<std::string>& keys_;
+  const std::unordered_set<std::string>& done_;
+  Progress& progress_;
+  const std::string dir_, work_;
+  std::map<std::size_t, Pending> pending_;
+  std::size_t cursor_ = 0;
+  std::size_t evaluated_ = 0;
+};
+
+bool PointRunner::run() {
+  fs::create_directories(work_);
+  PoolOptions pool;
+  pool.parallel = options_.jobs;
+  pool.timeout_s = options_.point_timeout_s;
+  pool.stop = options_.stop;
+  pool.tick = [&] { progress_.tick(); };
+  return run_processes([this] { return next(); },
+                       [this](std::size_t i, ProcessResult&& r) { finished(i, std::move(r)); },
+                       pool);
+}
+
+void PointRunner::append(const SweepRecord& r) {
+  append_record(jsonl_path(dir_), to_json_line(r));
+  append_record(csv_path(dir_), csv_append_row(r));
+  progress_.record(r.status);
+}
+
+// The next point that needs a child; points screened out on the way are recorded.
+std::optional<std::pair<std::size_t, ProcessJob>> PointRunner::next() {
+  while (cursor_ < points_.size()) {
+    if (options_.stop && *options_.stop) return std::nullopt;
+    const std::size_t i = cursor_++;
+    if (done_.count(keys_[i])) continue;
+    std::optional<Scenario> scenario;
+    if (auto r = screen_point(spec_, points_[i], keys_[i], feasible_, scenario, options_.build)) {
+      append(*r);
+      continue;
+    }
+    const std::string file = work_ + "/" + keys_[i] + ".json";
+    write_file_atomically(file, points_[i].scenario.dump(2) + "\n");
+    std::error_code ec;
+    fs::remove(out_file(i), ec);  // left by an interrupted run
+    ProcessJob job;
+    job.argv = evaluator_argv(options_.executable, options_.evaluator, file, out_file(i));
+    job.delay_ms = options_.test_delay_ms;
+    pending_[i] = Pending{std::move(*scenario), file};
+    return std::make_pair(i, std::move(job));
+  }
+  return std::nullopt;
+}
+
+void PointRunner::finished(std::size_t i, ProcessResult&& result) {
+  Pending p = std::move(pending_.at(i));
+  pending_.erase(i);
+  const Evaluation e = interpret_child(result, out_file(i));
+  SweepRecord r = record_for(points_[i], keys_[i], options_.build);
+  r.status = e.status;
+  r.reason = e.reason;
+  r.metrics = e.metrics;
+  r.breakdown = e.breakdown;
+  r.warnings = p.scenario.warnings;
+  for (const auto& w : e.warnings) {
+    if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) {
+      r.warnings.push_back(w);
+    }
+  }
+  if (r.status == kStatusOk) {
+    add_derived_metrics(r.metrics, p.scenario, spec_.ranking.usd_per_gpu_hour);
+  }
+  append(r);
+  ++evaluated_;
+  std::error_code ec;
+  fs::remove(p.file, ec);
+  fs::remove(out_file(i), ec);
+}
+
+// The shard's records (the latest per key) into the outcome, with counts by status.
+void collect(SweepOutcome& outcome, std::vector<SweepRecord> records,
+             const std::vector<std::string>& keys) {
+  const std::unordered_set<std::string> mine(keys.begin(), keys.end());
+  for (auto& r : records) {
+    if (!mine.count(r.key)) continue;
+    if (r.status == kStatusOk) ++outcome.ok;
+    if (r.status == kStatusInvalid) ++outcome.invalid;
+    if (r.status == kStatusInfeasible) ++outcome.infeasible;
+    if (r.status == kStatusFailed) ++outcome.failed;
+    outcome.records.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
                        const FeasibilityCheck& feasible) {
   const auto start = Clock::now();
@@ -255,140 +443,30 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   keys.reserve(points.size());
   for (const auto& p : points) keys.push_back(point_key(p.scenario, options.evaluator));
 
-  // Resume: keep every complete record, cut off a torn last line, rebuild the CSV from the
-  // JSON Lines (it may have missed the last append when the sweep was killed in between).
-  const ResultsFile existing = read_results(jsonl_path(dir), true);
-  if (existing.torn_bytes > 0 && options.progress) {
-    *options.progress << "sweep: cut off an incomplete last line (" << existing.torn_bytes
-                      << " bytes) of " << jsonl_path(dir) << "\n";
-  }
-  std::unordered_set<std::string> done;
-  for (const auto& r : existing.records) {
-    if (r.done() && (options.build.empty() || r.build == options.build)) done.insert(r.key);
-  }
-  {
-    std::string csv = csv_append_header();
-    for (const auto& r : latest_per_key(existing.records)) csv += csv_append_row(r);
-    write_file_atomically(csv_path(dir), csv);
-  }
-  json meta = json::object();
-  meta["sweep"] = spec.name;
-  meta["file"] = spec.file;
-  meta["description"] = spec.description;
-  meta["base"] = spec.base_file;
-  meta["evaluator"] = options.evaluator;
-  meta["shard"] = options.shard;
-  meta["shards"] = options.shards;
-  meta["points_total"] = outcome.points_total;
-  meta["points_in_shard"] = outcome.points_in_shard;
-  meta["varying"] = spec.varying;
-  meta["usd_per_gpu_hour"] = spec.ranking.usd_per_gpu_hour;
-  meta["top"] = spec.ranking.top;
-  meta["base_parameters"] = point_parameters(spec.base);
-  write_file_atomically(dir + "/sweep.json", meta.dump(2) + "\n");
-
+  const ResultsFile existing = resume(dir, options);
+  const std::unordered_set<std::string> done = done_keys(existing, options);
+  write_sweep_meta(spec, options, outcome);
   for (const auto& k : keys) outcome.already_done += done.count(k);
-  {
-    std::unordered_set<std::string> stale;
-    for (const auto& r : existing.records) {
-      if (r.done() && !done.count(r.key)) stale.insert(r.key);
-    }
-    const std::unordered_set<std::string> mine(keys.begin(), keys.end());
-    for (const auto& k : stale) outcome.other_build += mine.count(k);
-    if (outcome.other_build > 0 && options.progress) {
-      *options.progress << "sweep: " << outcome.other_build
-                        << " points were evaluated by another clustersim build; evaluating them "
-                           "again\n";
-    }
+  outcome.other_build = other_build_count(existing, done, keys);
+  if (outcome.other_build > 0 && options.progress) {
+    *options.progress << "sweep: " << outcome.other_build
+                      << " points were evaluated by another clustersim build; evaluating them "
+                         "again\n";
   }
+
   Progress progress(options.progress, options.progress_bar, points.size(), outcome.already_done);
-
-  const std::string work = dir + "/.points";
-  fs::create_directories(work);
-  auto append = [&](const SweepRecord& r) {
-    append_record(jsonl_path(dir), to_json_line(r));
-    append_record(csv_path(dir), csv_append_row(r));
-    progress.record(r.status);
-  };
-
-  struct Pending {
-    Scenario scenario;
-    std::string file;
-  };
-  std::map<std::size_t, Pending> pending;
-  std::size_t cursor = 0;
-  auto next = [&]() -> std::optional<std::pair<std::size_t, ProcessJob>> {
-    while (cursor < points.size()) {
-      if (options.stop && *options.stop) return std::nullopt;
-      const std::size_t i = cursor++;
-      if (done.count(keys[i])) continue;
-      std::optional<Scenario> scenario;
-      if (auto r = screen_point(spec, points[i], keys[i], feasible, scenario, options.build)) {
-        append(*r);
-        continue;
-      }
-      const std::string file = work + "/" + keys[i] + ".json";
-      write_file_atomically(file, points[i].scenario.dump(2) + "\n");
-      std::error_code ec;
-      fs::remove(work + "/" + keys[i] + ".out.json", ec);  // left by an interrupted run
-      ProcessJob job;
-      job.argv = evaluator_argv(options.executable, options.evaluator, file,
-                                work + "/" + keys[i] + ".out.json");
-      job.delay_ms = options.test_delay_ms;
-      pending[i] = Pending{std::move(*scenario), file};
-      return std::make_pair(i, std::move(job));
-    }
-    return std::nullopt;
-  };
-  auto finished = [&](std::size_t i, ProcessResult&& result) {
-    Pending p = std::move(pending.at(i));
-    pending.erase(i);
-    const std::string out_file = work + "/" + keys[i] + ".out.json";
-    const Evaluation e = interpret_child(result, out_file);
-    SweepRecord r = record_for(points[i], keys[i], options.build);
-    r.status = e.status;
-    r.reason = e.reason;
-    r.metrics = e.metrics;
-    r.breakdown = e.breakdown;
-    r.warnings = p.scenario.warnings;
-    for (const auto& w : e.warnings) {
-      if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) {
-        r.warnings.push_back(w);
-      }
-    }
-    if (r.status == kStatusOk) {
-      add_derived_metrics(r.metrics, p.scenario, spec.ranking.usd_per_gpu_hour);
-    }
-    append(r);
-    ++outcome.evaluated;
-    std::error_code ec;
-    fs::remove(p.file, ec);
-    fs::remove(out_file, ec);
-  };
-  PoolOptions pool;
-  pool.parallel = options.jobs;
-  pool.timeout_s = options.point_timeout_s;
-  pool.stop = options.stop;
-  pool.tick = [&] { progress.tick(); };
-  outcome.interrupted =
-      !run_processes(next, finished, pool) || (options.stop != nullptr && *options.stop != 0);
+  PointRunner runner(spec, options, feasible, points, keys, done, progress);
+  outcome.interrupted = !runner.run() || (options.stop != nullptr && *options.stop != 0);
+  outcome.evaluated = runner.evaluated();
   progress.finish();
 
   std::vector<SweepRecord> records = latest_per_key(read_results(jsonl_path(dir), false).records);
   if (!outcome.interrupted) {
     write_results(dir, records);
     std::error_code ec;
-    fs::remove_all(work, ec);
+    fs::remove_all(runner.work_dir(), ec);
   }
-  const std::unordered_set<std::string> mine(keys.begin(), keys.end());
-  for (auto& r : records) {
-    if (!mine.count(r.key)) continue;
-    if (r.status == kStatusOk) ++outcome.ok;
-    if (r.status == kStatusInvalid) ++outcome.invalid;
-    if (r.status == kStatusInfeasible) ++outcome.infeasible;
-    if (r.status == kStatusFailed) ++outcome.failed;
-    outcome.records.push_back(std::move(r));
-  }
+  collect(outcome, std::move(records), keys);
   outcome.wall_s = seconds_since(start);
   return outcome;
 }

@@ -444,60 +444,65 @@ SweepSpec parse_sweep_spec(const JsonDocument& document) {
   return spec;
 }
 
-std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
-  const json& axes = spec.axes;
-  const json& base = spec.base;
-  const bool sp_axis = axes.contains("sequence_parallel");
-  std::vector<Expand> dims;
+namespace {
 
-  if (axes.contains("cluster")) {
-    json clusters = json::array();
-    const JsonDocument doc = JsonDocument::parse(axes.dump(), spec.file + ":/axes");
-    for (const auto& v : doc.root().at("cluster").items()) {
-      clusters.push_back(inline_cluster(v.raw(), v));
+// The presets an axis names ("cluster" or "model"), inlined, as the values of one expansion.
+Expand preset_axis(const SweepSpec& spec, const char* axis) {
+  json values = json::array();
+  const JsonDocument doc = JsonDocument::parse(spec.axes.dump(), spec.file + ":/axes");
+  for (const auto& v : doc.root().at(axis).items()) {
+    if (std::string(axis) == "cluster") {
+      values.push_back(inline_cluster(v.raw(), v));
+    } else {
+      values.push_back(load_preset_json("models/presets", v.as_string(), "model", v));
     }
-    dims.push_back(set_each("/cluster", clusters));
   }
-  if (axes.contains("model")) {
-    json models = json::array();
-    const JsonDocument doc = JsonDocument::parse(axes.dump(), spec.file + ":/axes");
-    for (const auto& v : doc.root().at("model").items()) {
-      models.push_back(load_preset_json("models/presets", v.as_string(), "model", v));
-    }
-    dims.push_back(set_each("/model", models));
-  }
-  if (axes.contains("gpus")) {
-    const bool has_layouts = axes.contains("layouts");
-    dims.push_back([values = axes.at("gpus"), has_layouts](const Variant& in) {
-      std::vector<Variant> out;
-      for (const auto& v : values) {
-        Variant next = in;
-        json& s = next.scenario;
-        const int gpus = v.get<int>();
-        s["gpus"] = gpus;
-        // The cluster grows (whole nodes) when the preset is too small for the GPU count.
-        const int per_node = std::max(1, int_or(s, "/cluster/gpus_per_node", 1));
-        const int nodes = int_or(s, "/cluster/nodes", 1);
-        if (std::int64_t(nodes) * per_node < gpus) {
-          s["cluster"]["nodes"] = (gpus + per_node - 1) / per_node;
-        }
-        if (!has_layouts) {
-          const int tp = int_or(s, "/parallelism/tp", 1);
-          const int pp = int_or(s, "/parallelism/pp", 1);
-          const int cp = int_or(s, "/parallelism/cp", 1);
-          if (gpus % (tp * pp * cp) == 0) {
-            s["parallelism"]["dp"] = gpus / (tp * pp * cp);
-          } else {
-            next.error = std::to_string(gpus) + " GPUs are not divisible by the base layout's " +
-                         "tp x pp x cp = " + std::to_string(tp * pp * cp);
-          }
-        }
-        out.push_back(std::move(next));
+  return set_each(std::string("/") + axis, values);
+}
+
+// The GPU counts; the cluster grows (whole nodes) when the preset is too small for one.
+// Without a layouts axis the base's tp, pp and cp stay and dp = gpus / (tp pp cp).
+Expand gpus_axis(const json& values, bool has_layouts) {
+  return [values, has_layouts](const Variant& in) {
+    std::vector<Variant> out;
+    for (const auto& v : values) {
+      Variant next = in;
+      json& s = next.scenario;
+      const int gpus = v.get<int>();
+      s["gpus"] = gpus;
+      const int per_node = std::max(1, int_or(s, "/cluster/gpus_per_node", 1));
+      const int nodes = int_or(s, "/cluster/nodes", 1);
+      if (std::int64_t(nodes) * per_node < gpus) {
+        s["cluster"]["nodes"] = (gpus + per_node - 1) / per_node;
       }
-      return out;
-    });
+      if (!has_layouts) {
+        const int tp = int_or(s, "/parallelism/tp", 1);
+        const int pp = int_or(s, "/parallelism/pp", 1);
+        const int cp = int_or(s, "/parallelism/cp", 1);
+        if (gpus % (tp * pp * cp) == 0) {
+          s["parallelism"]["dp"] = gpus / (tp * pp * cp);
+        } else {
+          next.error = std::to_string(gpus) + " GPUs are not divisible by the base layout's " +
+                       "tp x pp x cp = " + std::to_string(tp * pp * cp);
+        }
+      }
+      out.push_back(std::move(next));
+    }
+    return out;
+  };
+}
+
+// One expansion per axis present, in the enumeration order of sweep_spec.hpp.
+std::vector<Expand> axis_expansions(const SweepSpec& spec) {
+  const json& axes = spec.axes;
+  std::vector<Expand> dims;
+  if (axes.contains("cluster")) dims.push_back(preset_axis(spec, "cluster"));
+  if (axes.contains("model")) dims.push_back(preset_axis(spec, "model"));
+  if (axes.contains("gpus")) dims.push_back(gpus_axis(axes.at("gpus"), axes.contains("layouts")));
+  if (axes.contains("layouts")) {
+    dims.push_back(
+        expand_layouts(axes.at("layouts"), spec.base, axes.contains("sequence_parallel")));
   }
-  if (axes.contains("layouts")) dims.push_back(expand_layouts(axes.at("layouts"), base, sp_axis));
   const std::vector<std::pair<const char*, const char*>> scalar = {
       {"micro_batch", "/training/micro_batch"},
       {"global_batch", "/training/global_batch"},
@@ -522,8 +527,12 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
   if (axes.contains("oversubscription")) {
     dims.push_back(set_each("/cluster/fabric/oversubscription", axes.at("oversubscription")));
   }
+  return dims;
+}
 
-  std::vector<Variant> current = {{base, ""}};
+// The cross product of the expansions applied to the base, at most kMaxPoints.
+std::vector<Variant> cross(const SweepSpec& spec, const std::vector<Expand>& dims) {
+  std::vector<Variant> current = {{spec.base, ""}};
   for (const auto& expand : dims) {
     std::vector<Variant> next;
     for (const auto& v : current) {
@@ -543,13 +552,20 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
                       "the axes give no point (no layout multiplies to the "
                       "GPU count?)");
   }
+  return current;
+}
+
+}  // namespace
+
+std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
+  std::vector<Variant> variants = cross(spec, axis_expansions(spec));
   std::vector<SweepPoint> points;
-  points.reserve(current.size());
-  for (std::size_t i = 0; i < current.size(); ++i) {
+  points.reserve(variants.size());
+  for (std::size_t i = 0; i < variants.size(); ++i) {
     SweepPoint p;
     p.index = i;
-    p.scenario = std::move(current[i].scenario);
-    p.error = std::move(current[i].error);
+    p.scenario = std::move(variants[i].scenario);
+    p.error = std::move(variants[i].error);
     points.push_back(std::move(p));
   }
   assign_labels(points);
