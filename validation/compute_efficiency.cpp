@@ -81,16 +81,22 @@ nlohmann::json aggregate(const std::vector<Row>& rows, double peak, const std::s
 
 const char* kDtypeNames[] = {"bf16", "fp16", "fp8"};
 
-}  // namespace
+// The measured rows by kind and dtype, each checked against its dtype's peak.
+struct MeasuredRows {
+  std::map<std::string, std::vector<Row>> gemm, attention;
+  std::vector<std::string> devices;  // first-seen order
 
-ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInputs& in) {
-  // Rows by dtype and kind, each checked against its peak.
-  std::map<std::string, std::vector<Row>> gemm_rows, attention_rows;
-  std::vector<std::string> devices;
+  std::string device() const {
+    return devices.empty() ? std::string("(device not stated)") : devices.front();
+  }
+};
+
+MeasuredRows measured_rows(const ComputeEfficiencyInputs& in) {
+  MeasuredRows out;
   for (const auto& log : in.logs) {
     if (!log.device.empty() &&
-        std::find(devices.begin(), devices.end(), log.device) == devices.end())
-      devices.push_back(log.device);
+        std::find(out.devices.begin(), out.devices.end(), log.device) == out.devices.end())
+      out.devices.push_back(log.device);
     for (std::size_t i = 0; i < log.results.size(); ++i) {
       const Row row{&log.results[i], &log, i};
       const std::string dtype = to_string(row.m->dtype);
@@ -107,28 +113,47 @@ ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInpu
         throw ConfigError(log.file, row.pointer(),
                           "measured " + number(tflops) + " TFLOPS exceeds the " + dtype +
                               " dense peak " + number(peak->second) + " TFLOPS");
-      (row.m->kind == "attention" ? attention_rows : gemm_rows)[dtype].push_back(row);
+      (row.m->kind == "attention" ? out.attention : out.gemm)[dtype].push_back(row);
     }
   }
+  return out;
+}
 
-  ComputeEfficiencyResult result;
+// A section of the base file, for what the measurements do not cover.
+const nlohmann::json& base_section(const ComputeEfficiencyInputs& in, const std::string& key) {
+  if (!in.base.is_object() || !in.base.contains(key))
+    throw ConfigError(in.base_file, "/" + key,
+                      "the base file has no \"" + key +
+                          "\" section for what the measurements "
+                          "do not cover");
+  return in.base.at(key);
+}
+
+// Points of a curve: the rows grouped by `axis` (ascending; std::map keeps the order
+// deterministic), each group aggregated, with the axis value under `key`.
+template <typename Axis>
+nlohmann::json grouped_points(const std::vector<Row>& rows, double peak, Axis axis,
+                              const std::string& key, const std::string& what) {
+  std::map<double, std::vector<Row>> groups;
+  for (const auto& r : rows) groups[axis(r)].push_back(r);
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [value, group] : groups) {
+    nlohmann::json p = aggregate(group, peak, what + number(value));
+    p[key] = value;
+    points.push_back(p);
+  }
+  return points;
+}
+
+// One GEMM curve per emitted dtype: measured, else the base file's.
+void add_gemm_curves(ComputeEfficiencyResult& result, const ComputeEfficiencyInputs& in,
+                     const MeasuredRows& measured) {
   nlohmann::json& doc = result.document;
-  const nlohmann::json& base = in.base;
-  auto base_section = [&](const std::string& key) -> const nlohmann::json& {
-    if (!base.is_object() || !base.contains(key))
-      throw ConfigError(in.base_file, "/" + key,
-                        "the base file has no \"" + key +
-                            "\" section for what the measurements "
-                            "do not cover");
-    return base.at(key);
-  };
-
-  // GEMM curves.
   doc["gemm"] = nlohmann::json::object();
   for (const char* dtype : kDtypeNames) {
-    const auto it = gemm_rows.find(dtype);
-    if (it == gemm_rows.end()) {
-      const nlohmann::json& g = base_section("gemm");
+    const auto it = measured.gemm.find(dtype);
+    if (it == measured.gemm.end()) {
+      const nlohmann::json& g = base_section(in, "gemm");
       if (g.contains(dtype)) {
         doc["gemm"][dtype] = g.at(dtype);
         result.kept_parts.push_back(std::string("gemm/") + dtype);
@@ -137,21 +162,13 @@ ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInpu
     }
     const std::vector<Row>& rows = it->second;
     const double peak = in.peaks_tflops.at(rows.front().m->dtype);
-    // Group by smallest dimension, ascending (std::map keeps the order deterministic).
-    std::map<double, std::vector<Row>> by_min_dim;
-    for (const auto& r : rows) by_min_dim[r.min_dim()].push_back(r);
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& [min_dim, group] : by_min_dim) {
-      nlohmann::json p = aggregate(group, peak, "min(m, n, k) = " + number(min_dim));
-      p["min_dim"] = min_dim;
-      points.push_back(p);
-    }
+    const nlohmann::json points = grouped_points(
+        rows, peak, [](const Row& r) { return r.min_dim(); }, "min_dim", "min(m, n, k) = ");
     const Row* best = &rows.front();
     for (const auto& r : rows)
       if (r.m->tflops() > best->m->tflops()) best = &r;
     nlohmann::json curve;
-    curve["series"] = std::string(dtype) + " GEMMs measured on " +
-                      (devices.empty() ? std::string("(device not stated)") : devices.front()) +
+    curve["series"] = std::string(dtype) + " GEMMs measured on " + measured.device() +
                       ", grouped by min(m, n, k); written by clustersim calibrate --compute-out";
     curve["best_shape"] = aggregate({*best}, peak, "fastest measured shape");
     curve["points"] = points;
@@ -160,72 +177,80 @@ ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInpu
                                     count(rows.size(), "shape") + ", " +
                                     count(points.size(), "point") + ")");
   }
+}
 
-  // Attention.
-  if (attention_rows.count("bf16") || attention_rows.count("fp16")) {
-    std::vector<Row> all;
-    for (const auto& entry : attention_rows)
-      all.insert(all.end(), entry.second.begin(), entry.second.end());
-    doc["attention"] = {{"kernel", "as measured in " + files_of(all)}};
-    for (const auto& [dtype, rows] : attention_rows) {
-      if (dtype != "bf16" && dtype != "fp16") continue;
-      // Grouped by sequence length (m = n for attention rows), ascending: the axis of the
-      // attention curve in compute_cost.
-      const double peak = in.peaks_tflops.at(rows.front().m->dtype);
-      std::map<double, std::vector<Row>> by_seq_len;
-      for (const auto& r : rows) by_seq_len[r.m->m].push_back(r);
-      nlohmann::json points = nlohmann::json::array();
-      for (const auto& [seq_len, group] : by_seq_len) {
-        nlohmann::json p =
-            aggregate(group, peak, "attention, " + dtype + ", sequence length " + number(seq_len));
-        p["seq_len"] = seq_len;
-        points.push_back(p);
-      }
-      doc["attention"][dtype] = {
-          {"series", dtype + " attention measured on " +
-                         (devices.empty() ? std::string("(device not stated)") : devices.front()) +
-                         ", grouped by sequence length; written by clustersim calibrate "
-                         "--compute-out"},
-          {"points", points}};
-      result.measured_parts.push_back("attention/" + dtype + " (" + count(rows.size(), "shape") +
-                                      ", " + count(points.size(), "point") + ")");
-    }
-    if (!doc["attention"].contains("bf16")) {
-      // compute_cost needs the bf16 figure; FP16 and BF16 share the tensor-core rate on Hopper
-      // and Ampere (NVIDIA H100 and A100 datasheets), so an fp16-only measurement stands for it.
-      doc["attention"]["bf16"] = doc["attention"]["fp16"];
-      result.measured_parts.push_back("attention/bf16 (the fp16 measurement: same peak)");
-    }
-  } else {
-    doc["attention"] = base_section("attention");
+// The attention curves (bf16, fp16) when measured, else the base file's.
+void add_attention(ComputeEfficiencyResult& result, const ComputeEfficiencyInputs& in,
+                   const MeasuredRows& measured) {
+  nlohmann::json& doc = result.document;
+  const auto& attention_rows = measured.attention;
+  if (!attention_rows.count("bf16") && !attention_rows.count("fp16")) {
+    doc["attention"] = base_section(in, "attention");
     result.kept_parts.push_back("attention");
+    return;
   }
+  std::vector<Row> all;
+  for (const auto& entry : attention_rows)
+    all.insert(all.end(), entry.second.begin(), entry.second.end());
+  doc["attention"] = {{"kernel", "as measured in " + files_of(all)}};
+  for (const auto& [dtype, rows] : attention_rows) {
+    if (dtype != "bf16" && dtype != "fp16") continue;
+    // Grouped by sequence length (m = n for attention rows), ascending: the axis of the
+    // attention curve in compute_cost.
+    const double peak = in.peaks_tflops.at(rows.front().m->dtype);
+    const nlohmann::json points = grouped_points(
+        rows, peak, [](const Row& r) { return r.m->m; }, "seq_len",
+        "attention, " + dtype + ", sequence length ");
+    doc["attention"][dtype] = {
+        {"series", dtype + " attention measured on " + measured.device() +
+                       ", grouped by sequence length; written by clustersim calibrate "
+                       "--compute-out"},
+        {"points", points}};
+    result.measured_parts.push_back("attention/" + dtype + " (" + count(rows.size(), "shape") +
+                                    ", " + count(points.size(), "point") + ")");
+  }
+  if (!doc["attention"].contains("bf16")) {
+    // compute_cost needs the bf16 figure; FP16 and BF16 share the tensor-core rate on Hopper
+    // and Ampere (NVIDIA H100 and A100 datasheets), so an fp16-only measurement stands for it.
+    doc["attention"]["bf16"] = doc["attention"]["fp16"];
+    result.measured_parts.push_back("attention/bf16 (the fp16 measurement: same peak)");
+  }
+}
 
-  // HBM efficiency: GEMM sweeps do not measure it.
-  doc["memory"] = base_section("memory");
-  result.kept_parts.push_back("memory");
-
-  std::string description =
+std::string description(const ComputeEfficiencyResult& result, const ComputeEfficiencyInputs& in) {
+  std::string d =
       "Achieved fraction of dense peak for the kernels of a Transformer layer, read by "
       "models/compute_cost.hpp, written by clustersim calibrate --compute-out";
-  if (!in.created.empty()) description += " on " + in.created;
-  description += ". Measured: ";
+  if (!in.created.empty()) d += " on " + in.created;
+  d += ". Measured: ";
   for (std::size_t i = 0; i < result.measured_parts.size(); ++i)
-    description += (i ? ", " : "") + result.measured_parts[i];
-  description += ", from ";
-  for (std::size_t i = 0; i < in.logs.size(); ++i)
-    description += (i ? "; " : "") + provenance(in.logs[i]);
-  description +=
-      ". Efficiency = total FLOPs / total time / dense peak per smallest GEMM "
-      "dimension; piecewise-linear in log2 of it, clamped at both ends, capped by the "
-      "fastest shape.";
+    d += (i ? ", " : "") + result.measured_parts[i];
+  d += ", from ";
+  for (std::size_t i = 0; i < in.logs.size(); ++i) d += (i ? "; " : "") + provenance(in.logs[i]);
+  d += ". Efficiency = total FLOPs / total time / dense peak per smallest GEMM "
+       "dimension; piecewise-linear in log2 of it, clamped at both ends, capped by the "
+       "fastest shape.";
   if (!result.kept_parts.empty()) {
-    description += " Copied from " + in.base_file + ": ";
+    d += " Copied from " + in.base_file + ": ";
     for (std::size_t i = 0; i < result.kept_parts.size(); ++i)
-      description += (i ? ", " : "") + result.kept_parts[i];
-    description += ".";
+      d += (i ? ", " : "") + result.kept_parts[i];
+    d += ".";
   }
-  doc["description"] = description;
+  return d;
+}
+
+}  // namespace
+
+ComputeEfficiencyResult compute_efficiency_from_gemm(const ComputeEfficiencyInputs& in) {
+  const MeasuredRows measured = measured_rows(in);
+  ComputeEfficiencyResult result;
+  add_gemm_curves(result, in, measured);
+  add_attention(result, in, measured);
+  // HBM efficiency: GEMM sweeps do not measure it.
+  nlohmann::json& doc = result.document;
+  doc["memory"] = base_section(in, "memory");
+  result.kept_parts.push_back("memory");
+  doc["description"] = description(result, in);
   if (!doc["gemm"].contains("bf16") || !doc["gemm"].contains("fp8"))
     throw ConfigError(in.base_file, "/gemm",
                       "compute_cost needs bf16 and fp8 GEMM curves: neither the measurements nor "

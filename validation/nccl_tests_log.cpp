@@ -257,220 +257,245 @@ std::string nccl_version_from_code(long code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& file) {
-  NcclTestsLog log;
-  log.file = file;
-  static const std::regex rank_line(
-      R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$)");
-  static const std::regex nccl_version(R"(NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?)");
-  static const std::regex tests_version(
-      R"(nccl-tests version (\S+)(?:\s+nccl-headers=\d+\s+nccl-library=(\d+))?)");
-  static const std::regex nthread(R"(^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  static const std::regex starting(R"(Collective test starting:\s*(\S+))");
-  static const std::regex env_line(R"(^#\s*clustersim-env\s+([A-Za-z_]+)=(.*)$)");
-  static const std::regex footer_oob(R"(^#\s*Out of bounds values\s*:\s*(\d+))");
-  static const std::regex footer_avg(R"(^#\s*Avg bus bandwidth\s*:\s*(\S+))");
+namespace {
 
-  RunContext run;
-  Declared declared;
-  NcclTestsTable table;
-  std::optional<Columns> columns;
+// Reads a text log line by line: provenance anywhere, then comments (collective, run, device
+// list, footer, column header), command lines and table rows.
+class TextParser {
+ public:
+  explicit TextParser(const std::string& file) { log_.file = file; }
+  NcclTestsLog parse(const std::string& text);
+
+ private:
+  void provenance(const std::string& line);
+  bool env_declaration(const std::string& line);
+  void comment(const std::string& t);
+  void command(const std::string& t);
+  void row(const std::string& t);
+  void header(const std::string& t, const std::vector<std::string>& names);
+  // Closes the table and starts a run of collective `op`.
+  void new_run(NcclTestsOp op, const std::string& program);
+  void close_table() {
+    finish_table(log_, table_, run_, declared_, log_.file);
+    columns_.reset();
+  }
+  void finish();
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError(log_.file, "", "line " + std::to_string(line_no_) + ": " + what);
+  }
+
+  NcclTestsLog log_;
+  RunContext run_;
+  Declared declared_;
+  NcclTestsTable table_;
+  std::optional<Columns> columns_;
+  int line_no_ = 0;
+};
+
+NcclTestsLog TextParser::parse(const std::string& text) {
   std::istringstream in(text);
   std::string line;
-  int line_no = 0;
-  std::smatch m;
-  auto close_table = [&]() {
-    finish_table(log, table, run, declared, file);
-    columns.reset();
-  };
   while (std::getline(in, line)) {
-    ++line_no;
+    ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     // Provenance that may appear anywhere (NCCL_DEBUG=INFO lines are interleaved).
-    if (std::regex_search(line, m, nccl_version)) {
-      if (log.provenance.nccl_version.empty()) log.provenance.nccl_version = m[1].str();
-      if (m[2].matched && log.provenance.cuda_version.empty())
-        log.provenance.cuda_version = m[2].str();
-    }
-    if (std::regex_search(line, m, tests_version)) {
-      log.provenance.nccl_tests_version = m[1].str();
-      if (m[2].matched && log.provenance.nccl_version.empty())
-        log.provenance.nccl_version = nccl_version_from_code(std::stol(m[2].str()));
-    }
-    if (std::regex_search(line, m, env_line)) {
-      const std::string key = m[1].str();
-      const std::string value = trim(m[2].str());
-      if (key == "driver")
-        log.provenance.driver_version = value;
-      else if (key == "cuda" && log.provenance.cuda_version.empty())
-        log.provenance.cuda_version = value;
-      else if (key == "date")
-        log.provenance.date = value;
-      else if (key == "nccl" && log.provenance.nccl_version.empty())
-        log.provenance.nccl_version = value;
-      else if (key == "ranks" || key == "nodes") {
-        const auto v = number_or_absent(value);
-        if (!v || *v < 1 || *v != std::floor(*v))
-          throw ConfigError(file, "",
-                            "line " + std::to_string(line_no) + ": " + key + "=" + value +
-                                " is not a positive whole number");
-        (key == "ranks" ? declared.ranks : declared.nodes) = static_cast<int>(*v);
-      } else if (key == "op") {
-        declared.op = nccl_tests_op_from_name(value);
-        if (declared.op == NcclTestsOp::unknown)
-          throw ConfigError(file, "",
-                            "line " + std::to_string(line_no) + ": op=" + value +
-                                " is not one of " + join_names(nccl_tests_op_names()));
-      } else if (key == "device") {
-        declared.device = value;
-      }
-      continue;
-    }
+    provenance(line);
+    if (env_declaration(line)) continue;
     const std::string t = trim(line);
     if (t.empty()) continue;
     if (t[0] == '#') {
-      if (std::regex_search(t, m, starting)) {
-        close_table();
-        run = RunContext{};
-        run.op = op_in_text(m[1].str(), &run.program);
-        if (run.op == NcclTestsOp::unknown) {
-          run.op = nccl_tests_op_from_name(m[1].str());
-          run.program = m[1].str();
-        }
-        continue;
-      }
-      if (t.rfind("# command:", 0) == 0) {  // written by run_nccl_tests.sh
-        std::string program;
-        const NcclTestsOp op = op_in_text(t, &program);
-        if (op != NcclTestsOp::unknown) {
-          close_table();
-          run = RunContext{};
-          run.op = op;
-          run.program = program;
-        }
-        continue;
-      }
-      if (std::regex_search(t, m, nthread)) {
-        // A new run: keep a collective named just before (starting line or command line).
-        close_table();
-        const std::string program = run.program;
-        const NcclTestsOp op = run.op;
-        run = RunContext{};
-        run.program = program;
-        run.op = op;
-        run.nthread_ngpus = std::stoi(m[1].str()) * std::stoi(m[2].str());
-        continue;
-      }
-      if (std::regex_match(t, m, rank_line)) {
-        run.devices.push_back(trim(m[3].str()));
-        const std::string host = m[2].str();
-        if (std::find(run.hosts.begin(), run.hosts.end(), host) == run.hosts.end())
-          run.hosts.push_back(host);
-        continue;
-      }
-      if (std::regex_search(t, m, footer_oob)) {
-        table.out_of_bounds = std::stoi(m[1].str());
-        continue;
-      }
-      if (std::regex_search(t, m, footer_avg)) {
-        table.avg_busbw_GBps = number_or_absent(m[1].str());
-        close_table();
-        continue;
-      }
-      auto names = tokens(std::string_view(t).substr(1));
-      if (!names.empty() && names[0] == "size") {
-        const auto header = read_header(names);
-        if (!header)
-          throw ConfigError(file, "",
-                            "line " + std::to_string(line_no) +
-                                ": a column header without size, count, time, algbw and "
-                                "busbw columns: \"" +
-                                t + "\"");
-        close_table();
-        columns = header;
-        table = NcclTestsTable{};
-        table.header_line = line_no;
-        table.check_column = header->check_name;
-        table.has_root_column = header->root >= 0;
-        continue;
-      }
-      continue;  // other comments: units line, "Using devices", blank "#"
-    }
-    // A command line naming the binary (e.g. "mpirun ... ./build/all_reduce_perf -b 8").
-    if (!columns && !std::isdigit(static_cast<unsigned char>(t[0]))) {
-      std::string program;
-      const NcclTestsOp op = op_in_text(t, &program);
-      if (op != NcclTestsOp::unknown) {
-        close_table();
-        run = RunContext{};
-        run.op = op;
-        run.program = program;
-      }
-      continue;
-    }
-    const auto row_tokens = tokens(t);
-    if (!columns || row_tokens.empty() || !is_integer(row_tokens[0])) continue;  // stray output
-    const Columns& c = *columns;
-    std::size_t expected = c.width;
-    bool only_in_place = false;
-    if (row_tokens.size() == expected || (c.timestamp && row_tokens.size() == expected + 2)) {
-      // full row (a timestamp prints as date and time: two tokens)
-    } else if (c.time[1] >= 0 && row_tokens.size() + 4 == expected) {
-      only_in_place = true;  // blank out-of-place block (writeBenchMarkLineNullBody)
+      comment(t);
+    } else if (!columns_ && !std::isdigit(static_cast<unsigned char>(t[0]))) {
+      command(t);
     } else {
-      throw ConfigError(file, "",
-                        "line " + std::to_string(line_no) + ": " +
-                            std::to_string(row_tokens.size()) +
-                            " columns, but the header on line " +
-                            std::to_string(table.header_line) + " has " + std::to_string(expected));
+      row(t);
     }
-    auto at = [&](int index) -> std::string {
-      if (index < 0) return "";
-      std::size_t i = static_cast<std::size_t>(index);
-      if (only_in_place && index > c.time[0]) i -= 4;
-      return i < row_tokens.size() ? row_tokens[i] : "";
-    };
-    NcclTestsRow row;
-    row.line = line_no;
-    const auto size = number_or_absent(at(c.size));
-    const auto count = number_or_absent(at(c.count));
-    if (!size || *size < 0 || !count)
-      throw ConfigError(file, "",
-                        "line " + std::to_string(line_no) + ": size and count must be numbers");
-    row.size_bytes = *size;
-    row.count = static_cast<std::int64_t>(*count);
-    row.type = at(c.type);
-    row.redop = at(c.redop);
-    if (c.root >= 0) {
-      const std::string r = at(c.root);
-      if (is_integer(r)) row.root = std::stoi(r);
-    }
-    for (int k = 0; k < 2; ++k) {
-      if (c.time[k] < 0 || (only_in_place && k == 0)) continue;
-      NcclTestsMeasurement& meas = (k == 0) ? row.out_of_place : row.in_place;
-      meas.time_us = number_or_absent(at(c.time[k]));
-      meas.algbw_GBps = number_or_absent(at(c.algbw[k]));
-      meas.busbw_GBps = number_or_absent(at(c.busbw[k]));
-      meas.check = number_or_absent(at(c.check[k]));
-    }
-    table.rows.push_back(std::move(row));
   }
   close_table();
-  // Provenance from the last run's device list.
-  if (!run.devices.empty() || !log.tables.empty()) {
-    log.provenance.devices = run.devices;
-    log.provenance.hosts = run.hosts;
-    if (log.provenance.devices.empty() && !declared.device.empty())
-      log.provenance.devices.assign(static_cast<std::size_t>(std::max(1, declared.ranks)),
-                                    declared.device);
-    log.provenance.nranks =
-        !log.tables.empty() ? log.tables.back().nranks : static_cast<int>(run.devices.size());
+  finish();
+  return std::move(log_);
+}
+
+void TextParser::provenance(const std::string& line) {
+  static const std::regex nccl_version(R"(NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?)");
+  static const std::regex tests_version(
+      R"(nccl-tests version (\S+)(?:\s+nccl-headers=\d+\s+nccl-library=(\d+))?)");
+  NcclTestsProvenance& p = log_.provenance;
+  std::smatch m;
+  if (std::regex_search(line, m, nccl_version)) {
+    if (p.nccl_version.empty()) p.nccl_version = m[1].str();
+    if (m[2].matched && p.cuda_version.empty()) p.cuda_version = m[2].str();
   }
-  if (log.tables.empty())
-    throw ConfigError(file, "",
+  if (std::regex_search(line, m, tests_version)) {
+    p.nccl_tests_version = m[1].str();
+    if (m[2].matched && p.nccl_version.empty())
+      p.nccl_version = nccl_version_from_code(std::stol(m[2].str()));
+  }
+}
+
+// "# clustersim-env KEY=VALUE": false when the line is not one.
+bool TextParser::env_declaration(const std::string& line) {
+  static const std::regex env_line(R"(^#\s*clustersim-env\s+([A-Za-z_]+)=(.*)$)");
+  std::smatch m;
+  if (!std::regex_search(line, m, env_line)) return false;
+  NcclTestsProvenance& p = log_.provenance;
+  const std::string key = m[1].str();
+  const std::string value = trim(m[2].str());
+  if (key == "driver") {
+    p.driver_version = value;
+  } else if (key == "cuda" && p.cuda_version.empty()) {
+    p.cuda_version = value;
+  } else if (key == "date") {
+    p.date = value;
+  } else if (key == "nccl" && p.nccl_version.empty()) {
+    p.nccl_version = value;
+  } else if (key == "ranks" || key == "nodes") {
+    const auto v = number_or_absent(value);
+    if (!v || *v < 1 || *v != std::floor(*v))
+      fail(key + "=" + value + " is not a positive whole number");
+    (key == "ranks" ? declared_.ranks : declared_.nodes) = static_cast<int>(*v);
+  } else if (key == "op") {
+    declared_.op = nccl_tests_op_from_name(value);
+    if (declared_.op == NcclTestsOp::unknown)
+      fail("op=" + value + " is not one of " + join_names(nccl_tests_op_names()));
+  } else if (key == "device") {
+    declared_.device = value;
+  }
+  return true;
+}
+
+void TextParser::new_run(NcclTestsOp op, const std::string& program) {
+  close_table();
+  run_ = RunContext{};
+  run_.op = op;
+  run_.program = program;
+}
+
+void TextParser::comment(const std::string& t) {
+  static const std::regex rank_line(
+      R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)$)");
+  static const std::regex nthread(R"(^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+))");
+  static const std::regex starting(R"(Collective test starting:\s*(\S+))");
+  static const std::regex footer_oob(R"(^#\s*Out of bounds values\s*:\s*(\d+))");
+  static const std::regex footer_avg(R"(^#\s*Avg bus bandwidth\s*:\s*(\S+))");
+  std::smatch m;
+  if (std::regex_search(t, m, starting)) {
+    std::string program;
+    NcclTestsOp op = op_in_text(m[1].str(), &program);
+    if (op == NcclTestsOp::unknown) {
+      op = nccl_tests_op_from_name(m[1].str());
+      program = m[1].str();
+    }
+    new_run(op, program);
+  } else if (t.rfind("# command:", 0) == 0) {  // written by run_nccl_tests.sh
+    std::string program;
+    const NcclTestsOp op = op_in_text(t, &program);
+    if (op != NcclTestsOp::unknown) new_run(op, program);
+  } else if (std::regex_search(t, m, nthread)) {
+    // A new run: keep a collective named just before (starting line or command line).
+    new_run(run_.op, std::string(run_.program));
+    run_.nthread_ngpus = std::stoi(m[1].str()) * std::stoi(m[2].str());
+  } else if (std::regex_match(t, m, rank_line)) {
+    run_.devices.push_back(trim(m[3].str()));
+    const std::string host = m[2].str();
+    if (std::find(run_.hosts.begin(), run_.hosts.end(), host) == run_.hosts.end())
+      run_.hosts.push_back(host);
+  } else if (std::regex_search(t, m, footer_oob)) {
+    table_.out_of_bounds = std::stoi(m[1].str());
+  } else if (std::regex_search(t, m, footer_avg)) {
+    table_.avg_busbw_GBps = number_or_absent(m[1].str());
+    close_table();
+  } else {
+    const auto names = tokens(std::string_view(t).substr(1));
+    if (!names.empty() && names[0] == "size") header(t, names);
+    // Other comments: units line, "Using devices", blank "#".
+  }
+}
+
+void TextParser::header(const std::string& t, const std::vector<std::string>& names) {
+  const auto columns = read_header(names);
+  if (!columns)
+    fail("a column header without size, count, time, algbw and busbw columns: \"" + t + "\"");
+  close_table();
+  columns_ = columns;
+  table_ = NcclTestsTable{};
+  table_.header_line = line_no_;
+  table_.check_column = columns->check_name;
+  table_.has_root_column = columns->root >= 0;
+}
+
+// A command line naming the binary (e.g. "mpirun ... ./build/all_reduce_perf -b 8").
+void TextParser::command(const std::string& t) {
+  std::string program;
+  const NcclTestsOp op = op_in_text(t, &program);
+  if (op != NcclTestsOp::unknown) new_run(op, program);
+}
+
+void TextParser::row(const std::string& t) {
+  const auto row_tokens = tokens(t);
+  if (!columns_ || row_tokens.empty() || !is_integer(row_tokens[0])) return;  // stray output
+  const Columns& c = *columns_;
+  const std::size_t expected = c.width;
+  bool only_in_place = false;
+  if (row_tokens.size() == expected || (c.timestamp && row_tokens.size() == expected + 2)) {
+    // full row (a timestamp prints as date and time: two tokens)
+  } else if (c.time[1] >= 0 && row_tokens.size() + 4 == expected) {
+    only_in_place = true;  // blank out-of-place block (writeBenchMarkLineNullBody)
+  } else {
+    fail(std::to_string(row_tokens.size()) + " columns, but the header on line " +
+         std::to_string(table_.header_line) + " has " + std::to_string(expected));
+  }
+  auto at = [&](int index) -> std::string {
+    if (index < 0) return "";
+    std::size_t i = static_cast<std::size_t>(index);
+    if (only_in_place && index > c.time[0]) i -= 4;
+    return i < row_tokens.size() ? row_tokens[i] : "";
+  };
+  NcclTestsRow row;
+  row.line = line_no_;
+  const auto size = number_or_absent(at(c.size));
+  const auto count = number_or_absent(at(c.count));
+  if (!size || *size < 0 || !count) fail("size and count must be numbers");
+  row.size_bytes = *size;
+  row.count = static_cast<std::int64_t>(*count);
+  row.type = at(c.type);
+  row.redop = at(c.redop);
+  if (c.root >= 0) {
+    const std::string r = at(c.root);
+    if (is_integer(r)) row.root = std::stoi(r);
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (c.time[k] < 0 || (only_in_place && k == 0)) continue;
+    NcclTestsMeasurement& meas = (k == 0) ? row.out_of_place : row.in_place;
+    meas.time_us = number_or_absent(at(c.time[k]));
+    meas.algbw_GBps = number_or_absent(at(c.algbw[k]));
+    meas.busbw_GBps = number_or_absent(at(c.busbw[k]));
+    meas.check = number_or_absent(at(c.check[k]));
+  }
+  table_.rows.push_back(std::move(row));
+}
+
+// Provenance from the last run's device list; a log without a table is an error.
+void TextParser::finish() {
+  NcclTestsProvenance& p = log_.provenance;
+  if (!run_.devices.empty() || !log_.tables.empty()) {
+    p.devices = run_.devices;
+    p.hosts = run_.hosts;
+    if (p.devices.empty() && !declared_.device.empty())
+      p.devices.assign(static_cast<std::size_t>(std::max(1, declared_.ranks)), declared_.device);
+    p.nranks =
+        !log_.tables.empty() ? log_.tables.back().nranks : static_cast<int>(run_.devices.size());
+  }
+  if (log_.tables.empty())
+    throw ConfigError(log_.file, "",
                       "no nccl-tests result table found (expected a \"#  size  count  type ...\" "
                       "header followed by rows)");
-  return log;
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_text(const std::string& text, const std::string& file) {
+  return TextParser(file).parse(text);
 }
 
 namespace {
@@ -497,16 +522,10 @@ NcclTestsMeasurement json_measurement(const JsonNode& row, std::string_view key)
 
 }  // namespace
 
-NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& file) {
-  const JsonDocument doc = JsonDocument::parse(text, file);
-  const JsonNode root = doc.root();
-  root.require_object();
-  NcclTestsLog log;
-  log.file = file;
-  NcclTestsTable table;
-  table.check_column = "nwrong";
-  table.has_root_column = true;
+namespace {
 
+// Versions, date, collective (from the command line in args) and the run script's env.
+void json_provenance(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table) {
   if (const auto v = root.find("nccl_version"); v && v->is_number())
     log.provenance.nccl_version = nccl_version_from_code(static_cast<long>(v->as_number()));
   if (const auto v = root.find("start_time"); v && v->is_string())
@@ -531,6 +550,10 @@ NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& f
       if (s.rfind("CLUSTERSIM_CUDA=", 0) == 0) log.provenance.cuda_version = s.substr(16);
     }
   }
+}
+
+// Devices and hosts of "config", and the ranks they make.
+void json_config(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table) {
   int nthreads = 1, ngpus = 1;
   if (const auto config = root.find("config")) {
     config->require_object();
@@ -553,36 +576,54 @@ NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& f
   table.nranks = std::max(1, processes) * nthreads * ngpus;
   table.nodes = static_cast<int>(log.provenance.hosts.size());
   log.provenance.nranks = table.nranks;
+}
+
+// One entry of "results"; names the collective from experiment_name when nothing did yet.
+NcclTestsRow json_row(const JsonNode& r, NcclTestsTable& table) {
+  r.require_object();
+  NcclTestsRow row;
+  const auto size = json_number(r, "size");
+  if (!size) r.fail_at("size", "missing or not a number");
+  row.size_bytes = *size;
+  row.count = static_cast<std::int64_t>(json_number(r, "count").value_or(0));
+  row.type = r.string_or("type", "");
+  row.redop = r.string_or("redop", "");
+  if (const auto root_node = r.find("root"); root_node && !root_node->is_null()) {
+    if (root_node->is_string()) {
+      const std::string s = trim(root_node->as_string());
+      if (is_integer(s)) row.root = std::stoi(s);
+    } else {
+      row.root = static_cast<int>(root_node->as_int());
+    }
+  }
+  row.out_of_place = json_measurement(r, "out_of_place");
+  row.in_place = json_measurement(r, "in_place");
+  if (table.op == NcclTestsOp::unknown) {
+    if (const auto name = r.find("experiment_name"); name && name->is_string()) {
+      std::string program;
+      table.op = op_in_text(name->as_string(), &program);
+      if (table.op == NcclTestsOp::unknown) table.op = nccl_tests_op_from_name(name->as_string());
+    }
+  }
+  return row;
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& file) {
+  const JsonDocument doc = JsonDocument::parse(text, file);
+  const JsonNode root = doc.root();
+  root.require_object();
+  NcclTestsLog log;
+  log.file = file;
+  NcclTestsTable table;
+  table.check_column = "nwrong";
+  table.has_root_column = true;
+  json_provenance(root, log, table);
+  json_config(root, log, table);
 
   const JsonNode results = root.at("results");
-  for (const auto& r : results.items()) {
-    r.require_object();
-    NcclTestsRow row;
-    const auto size = json_number(r, "size");
-    if (!size) r.fail_at("size", "missing or not a number");
-    row.size_bytes = *size;
-    row.count = static_cast<std::int64_t>(json_number(r, "count").value_or(0));
-    row.type = r.string_or("type", "");
-    row.redop = r.string_or("redop", "");
-    if (const auto root_node = r.find("root"); root_node && !root_node->is_null()) {
-      if (root_node->is_string()) {
-        const std::string s = trim(root_node->as_string());
-        if (is_integer(s)) row.root = std::stoi(s);
-      } else {
-        row.root = static_cast<int>(root_node->as_int());
-      }
-    }
-    row.out_of_place = json_measurement(r, "out_of_place");
-    row.in_place = json_measurement(r, "in_place");
-    if (table.op == NcclTestsOp::unknown) {
-      if (const auto name = r.find("experiment_name"); name && name->is_string()) {
-        std::string program;
-        table.op = op_in_text(name->as_string(), &program);
-        if (table.op == NcclTestsOp::unknown) table.op = nccl_tests_op_from_name(name->as_string());
-      }
-    }
-    table.rows.push_back(std::move(row));
-  }
+  for (const auto& r : results.items()) table.rows.push_back(json_row(r, table));
   if (const auto oob = root.find("out_of_bounds"); oob && oob->is_object())
     if (const auto c = json_number(*oob, "count")) table.out_of_bounds = static_cast<int>(*c);
   if (const auto avg = root.find("average_bus_bandwidth"); avg && avg->is_object())
