@@ -66,74 +66,69 @@ std::string usage_topo() {
          describe_options(topo_options());
 }
 
-int cmd_topo(const std::vector<std::string>& argv) {
-  const Args args(argv, topo_options(), 1);
-  const auto cluster_name = args.value("cluster");
-  if (cluster_name && !args.positional().empty()) {
-    throw UsageError("give either a SCENARIO or --cluster NAME, not both");
-  }
+namespace {
 
+// What to build: the cluster and GPU count of a scenario or of a cluster preset.
+struct TopoInput {
   ClusterSpec cluster;
   std::optional<Scenario> scenario;
   std::string source;
   int gpus = 0;
+};
+
+TopoInput topo_input(const Args& args) {
+  const auto cluster_name = args.value("cluster");
+  if (cluster_name && !args.positional().empty()) {
+    throw UsageError("give either a SCENARIO or --cluster NAME, not both");
+  }
+  TopoInput in;
   if (cluster_name) {
-    cluster = load_cluster_preset(*cluster_name);
-    source = "cluster preset " + *cluster_name;
-    gpus = cluster.total_gpus();
+    in.cluster = load_cluster_preset(*cluster_name);
+    in.source = "cluster preset " + *cluster_name;
+    in.gpus = in.cluster.total_gpus();
   } else {
     const std::string path =
         args.positional().empty() ? default_scenario_path() : args.positional()[0];
-    scenario = load_scenario(path);
-    cluster = scenario->cluster;
-    source = path;
-    gpus = scenario->gpus;
+    in.scenario = load_scenario(path);
+    in.cluster = in.scenario->cluster;
+    in.source = path;
+    in.gpus = in.scenario->gpus;
   }
   if (args.value("gpus")) {
     const long long n = args.int_or("gpus", 0);
-    if (n < 1 || n > cluster.total_gpus()) {
+    if (n < 1 || n > in.cluster.total_gpus()) {
       throw UsageError("--gpus must be between 1 and the cluster's " +
-                       std::to_string(cluster.total_gpus()) + " GPUs, got " + std::to_string(n));
+                       std::to_string(in.cluster.total_gpus()) + " GPUs, got " + std::to_string(n));
     }
-    if (scenario && n != scenario->gpus) {
+    if (in.scenario && n != in.scenario->gpus) {
       throw UsageError("--gpus " + std::to_string(n) + " differs from the scenario's " +
-                       std::to_string(scenario->gpus) + " GPUs; use --cluster to build a subset");
+                       std::to_string(in.scenario->gpus) +
+                       " GPUs; use --cluster to build a subset");
     }
-    gpus = static_cast<int>(n);
+    in.gpus = static_cast<int>(n);
   }
+  return in;
+}
 
-  const auto t0 = std::chrono::steady_clock::now();
-  std::optional<ClusterGraph> built;
-  try {
-    built.emplace(ClusterGraph::build(cluster, gpus));
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(scenario ? scenario->file : "", scenario ? "/cluster" : "", e.what());
-  }
-  const ClusterGraph& g = *built;
-  const double build_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto t1 = std::chrono::steady_clock::now();
-  const auto checks = topologies::check_graph(g);
-  const double check_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  const bool ok = topologies::all_passed(checks);
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
-  std::optional<topologies::Placement> placement;
-  bool tp_in_node = true;
-  if (scenario) {
-    placement = topologies::place_ranks(scenario->parallelism, scenario->gpus);
-    for (const auto& group : placement->tp_groups) {
-      for (int r : group) {
-        if (g.node_of_gpu(placement->gpu_of_rank[static_cast<std::size_t>(r)]) !=
-            g.node_of_gpu(placement->gpu_of_rank[static_cast<std::size_t>(group.front())])) {
-          tp_in_node = false;
-        }
+bool tp_groups_inside_nodes(const ClusterGraph& g, const topologies::Placement& placement) {
+  bool inside = true;
+  for (const auto& group : placement.tp_groups) {
+    for (int r : group) {
+      if (g.node_of_gpu(placement.gpu_of_rank[static_cast<std::size_t>(r)]) !=
+          g.node_of_gpu(placement.gpu_of_rank[static_cast<std::size_t>(group.front())])) {
+        inside = false;
       }
     }
   }
+  return inside;
+}
 
-  std::ostringstream os;
-  os << "Cluster graph of " << source << "\n";
+// The graph's counts, link classes and capacities, one row each.
+void describe_graph(std::ostream& os, const ClusterSpec& cluster, const ClusterGraph& g) {
   row(os, "cluster", cluster.name);
   row(os, "GPUs",
       std::to_string(g.num_gpus()) + " on " + std::to_string(g.num_nodes()) + " nodes (" +
@@ -168,6 +163,83 @@ int cmd_topo(const std::vector<std::string>& argv) {
   row(os, "bisection bandwidth", gbps(g.bisection_Bps()) + " per direction");
   row(os, "NVLink / network per GPU",
       gbps(g.nvlink_Bps_per_gpu()) + " / " + gbps(g.net_Bps_per_gpu()));
+}
+
+void describe_checks(std::ostream& os, const std::vector<topologies::GraphCheck>& checks, bool ok) {
+  os << "Checks: " << (ok ? "all passed" : "FAILED") << "\n";
+  for (const auto& c : checks) {
+    row(os, c.name, c.passed ? "ok" : "FAILED");
+    for (const auto& p : c.problems) os << "      " << p << "\n";
+  }
+}
+
+nlohmann::json topo_json(const TopoInput& in, const ClusterGraph& g,
+                         const std::vector<topologies::GraphCheck>& checks, bool ok,
+                         double build_s) {
+  nlohmann::json links = nlohmann::json::object();
+  for (int k = 0; k < topologies::kNumLinkClasses; ++k) {
+    const auto cls = static_cast<LinkClass>(k);
+    links[topologies::to_string(cls)] = g.num_links(cls);
+  }
+  nlohmann::json check_list = nlohmann::json::array();
+  for (const auto& c : checks) {
+    check_list.push_back({{"name", c.name}, {"passed", c.passed}, {"problems", c.problems}});
+  }
+  return {
+      {"source", in.source},
+      {"cluster", in.cluster.name},
+      {"gpus", g.num_gpus()},
+      {"nodes", g.num_nodes()},
+      {"nvswitches", g.num_nvswitches()},
+      {"nics", g.num_nics()},
+      {"hosts", g.num_hosts()},
+      {"leaves", g.num_leaves()},
+      {"spines", g.num_spines()},
+      {"rails", g.num_rails()},
+      {"links", g.num_links()},
+      {"links_per_class", links},
+      {"leaf_downlink_GBps", g.leaf_downlink_Bps() / 1e9},
+      {"leaf_uplink_GBps", g.leaf_uplink_Bps() / 1e9},
+      {"bisection_GBps", g.bisection_Bps() / 1e9},
+      {"nvlink_GBps_per_gpu", g.nvlink_Bps_per_gpu() / 1e9},
+      {"net_GBps_per_gpu", g.net_Bps_per_gpu() / 1e9},
+      {"build_s", build_s},
+      {"checks_passed", ok},
+      {"checks", check_list},
+  };
+}
+
+}  // namespace
+
+int cmd_topo(const std::vector<std::string>& argv) {
+  const Args args(argv, topo_options(), 1);
+  const TopoInput in = topo_input(args);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<ClusterGraph> built;
+  try {
+    built.emplace(ClusterGraph::build(in.cluster, in.gpus));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(in.scenario ? in.scenario->file : "", in.scenario ? "/cluster" : "",
+                      e.what());
+  }
+  const ClusterGraph& g = *built;
+  const double build_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const auto checks = topologies::check_graph(g);
+  const double check_s = seconds_since(t1);
+  const bool ok = topologies::all_passed(checks);
+
+  std::optional<topologies::Placement> placement;
+  bool tp_in_node = true;
+  if (in.scenario) {
+    placement = topologies::place_ranks(in.scenario->parallelism, in.scenario->gpus);
+    tp_in_node = tp_groups_inside_nodes(g, *placement);
+  }
+
+  std::ostringstream os;
+  os << "Cluster graph of " << in.source << "\n";
+  describe_graph(os, in.cluster, g);
   row(os, "built in", human_seconds(build_s) + " (checks " + human_seconds(check_s) + ")");
   if (placement) {
     const auto& p = *placement;
@@ -176,46 +248,12 @@ int cmd_topo(const std::vector<std::string>& argv) {
             std::to_string(p.dp) + " x pp " + std::to_string(p.pp) + " (Megatron order)");
     row(os, "TP groups inside a node", tp_in_node ? "yes" : "no (TP crosses the network)");
   }
-  os << "Checks: " << (ok ? "all passed" : "FAILED") << "\n";
-  for (const auto& c : checks) {
-    row(os, c.name, c.passed ? "ok" : "FAILED");
-    for (const auto& p : c.problems) os << "      " << p << "\n";
-  }
+  describe_checks(os, checks, ok);
   std::cout << os.str();
 
   if (const auto dot = args.value("dot")) write_file_atomically(*dot, topologies::to_dot(g));
   if (const auto json_path = args.value("json")) {
-    nlohmann::json links = nlohmann::json::object();
-    for (int k = 0; k < topologies::kNumLinkClasses; ++k) {
-      const auto cls = static_cast<LinkClass>(k);
-      links[topologies::to_string(cls)] = g.num_links(cls);
-    }
-    nlohmann::json check_list = nlohmann::json::array();
-    for (const auto& c : checks) {
-      check_list.push_back({{"name", c.name}, {"passed", c.passed}, {"problems", c.problems}});
-    }
-    nlohmann::json out = {
-        {"source", source},
-        {"cluster", cluster.name},
-        {"gpus", g.num_gpus()},
-        {"nodes", g.num_nodes()},
-        {"nvswitches", g.num_nvswitches()},
-        {"nics", g.num_nics()},
-        {"hosts", g.num_hosts()},
-        {"leaves", g.num_leaves()},
-        {"spines", g.num_spines()},
-        {"rails", g.num_rails()},
-        {"links", g.num_links()},
-        {"links_per_class", links},
-        {"leaf_downlink_GBps", g.leaf_downlink_Bps() / 1e9},
-        {"leaf_uplink_GBps", g.leaf_uplink_Bps() / 1e9},
-        {"bisection_GBps", g.bisection_Bps() / 1e9},
-        {"nvlink_GBps_per_gpu", g.nvlink_Bps_per_gpu() / 1e9},
-        {"net_GBps_per_gpu", g.net_Bps_per_gpu() / 1e9},
-        {"build_s", build_s},
-        {"checks_passed", ok},
-        {"checks", check_list},
-    };
+    nlohmann::json out = topo_json(in, g, checks, ok, build_s);
     if (placement) out["tp_groups_inside_nodes"] = tp_in_node;
     write_json_file(*json_path, out);
   }
