@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -79,29 +80,33 @@ std::vector<std::string> evaluator_argv(const std::string& executable, const std
   return {executable, evaluator, scenario_path, "--json", json_path};
 }
 
-Evaluation interpret_child(const ProcessResult& result, const std::string& json_path) {
-  Evaluation e;
-  json out;
-  bool parsed = false;
-  if (!result.timed_out && result.term_signal == 0 && !result.spawn_failed) {
-    std::ifstream in(json_path, std::ios::binary);
-    if (in) {
-      std::stringstream text;
-      text << in.rdbuf();
-      try {
-        out = json::parse(text.str());
-        parsed = out.is_object();
-      } catch (const json::exception&) {
-        parsed = false;
-      }
-    }
+namespace {
+
+// The JSON object the child wrote, if it ended on its own and wrote one.
+std::optional<json> child_json(const ProcessResult& result, const std::string& json_path) {
+  if (result.timed_out || result.term_signal != 0 || result.spawn_failed) return std::nullopt;
+  std::ifstream in(json_path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    json out = json::parse(text.str());
+    if (out.is_object()) return out;
+  } catch (const json::exception&) {
   }
-  if (!parsed) {
-    e.status = result.exit_code == 2 ? kStatusInvalid : kStatusFailed;
-    e.reason = "evaluator " + result.describe();
-    if (!result.err.empty()) e.reason += ": " + tail(result.err);
-    return e;
-  }
+  return std::nullopt;
+}
+
+// A child that failed: invalid input (exit code 2) or any other failure, with its stderr.
+Evaluation child_failure(const ProcessResult& result, Evaluation e) {
+  e.status = result.exit_code == 2 ? kStatusInvalid : kStatusFailed;
+  e.reason = "evaluator " + result.describe();
+  if (!result.err.empty()) e.reason += ": " + tail(result.err);
+  return e;
+}
+
+// Metrics, breakdown and warnings of the child's JSON.
+void collect_results(const json& out, Evaluation& e) {
   collect_numbers(out, e.metrics, "");
   // Common spellings of the memory figure, so that ranking and plots find one name.
   if (!e.metrics.contains("memory_per_gpu_GiB")) {
@@ -122,51 +127,55 @@ Evaluation interpret_child(const ProcessResult& result, const std::string& json_
       if (w.is_string()) e.warnings.push_back(w.get<std::string>());
     }
   }
-  auto is_false = [&](const json& o, const char* key) {
-    const auto it = o.find(key);
-    return it != o.end() && it->is_boolean() && !it->get<bool>();
-  };
-  const json memory = out.value("memory", json::object());
-  const bool infeasible = is_false(out, "fits") || is_false(out, "feasible") ||
-                          is_false(out, "fits_in_memory") ||
+}
+
+bool is_false(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && !it->get<bool>();
+}
+
+// Why a point does not fit: the child's own verdict, else one made from the memory metrics.
+std::string infeasible_reason(const json& out, const json& memory, const json& metrics) {
+  for (const json* o : std::initializer_list<const json*>{&out, &memory}) {
+    for (const char* key : {"verdict", "reason", "memory_verdict"}) {
+      if (o->is_object() && o->contains(key) && o->at(key).is_string()) {
+        return o->at(key).get<std::string>();
+      }
+    }
+  }
+  const double need = metrics.value("memory_per_gpu_GiB", -1.0);
+  const double usable = metrics.value("usable_GiB", metrics.value("memory_usable_GiB", -1.0));
+  if (need >= 0 && usable >= 0) return memory_verdict(need, usable);
+  if (need >= 0) return "does not fit in GPU memory: needs " + fixed2(need) + " GiB per GPU";
+  return "does not fit in GPU memory";
+}
+
+}  // namespace
+
+Evaluation interpret_child(const ProcessResult& result, const std::string& json_path) {
+  const std::optional<json> out = child_json(result, json_path);
+  if (!out) return child_failure(result, Evaluation{});
+  Evaluation e;
+  collect_results(*out, e);
+  const json memory = out->value("memory", json::object());
+  const bool infeasible = is_false(*out, "fits") || is_false(*out, "feasible") ||
+                          is_false(*out, "fits_in_memory") ||
                           (memory.is_object() && is_false(memory, "fits"));
   if (infeasible) {
     e.status = kStatusInfeasible;
-    for (const json* o : std::initializer_list<const json*>{&out, &memory}) {
-      for (const char* key : {"verdict", "reason", "memory_verdict"}) {
-        if (e.reason.empty() && o->is_object() && o->contains(key) && o->at(key).is_string()) {
-          e.reason = o->at(key).get<std::string>();
-        }
-      }
-    }
-    if (e.reason.empty()) {
-      const double need = e.metrics.value("memory_per_gpu_GiB", -1.0);
-      const double usable =
-          e.metrics.value("usable_GiB", e.metrics.value("memory_usable_GiB", -1.0));
-      e.reason = "does not fit in GPU memory";
-      if (need >= 0 && usable >= 0) {
-        e.reason = memory_verdict(need, usable);
-      } else if (need >= 0) {
-        e.reason += ": needs " + fixed2(need) + " GiB per GPU";
-      }
-    }
+    e.reason = infeasible_reason(*out, memory, e.metrics);
     return e;
   }
-  if (is_false(out, "completed")) {
+  if (is_false(*out, "completed")) {
     // The step never finished (a collective hung on a failed link, say).
     e.status = kStatusFailed;
     e.reason = "the simulated step did not complete";
-    if (const auto hang = out.find("hang"); hang != out.end() && hang->is_object()) {
+    if (const auto hang = out->find("hang"); hang != out->end() && hang->is_object()) {
       e.reason += ": " + hang->value("cause", std::string("hang"));
     }
     return e;
   }
-  if (result.exit_code != 0) {
-    e.status = result.exit_code == 2 ? kStatusInvalid : kStatusFailed;
-    e.reason = "evaluator " + result.describe();
-    if (!result.err.empty()) e.reason += ": " + tail(result.err);
-    return e;
-  }
+  if (result.exit_code != 0) return child_failure(result, std::move(e));
   e.status = kStatusOk;
   return e;
 }
