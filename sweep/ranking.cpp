@@ -78,6 +78,67 @@ std::string component_label(const std::string& component) {
   return out;
 }
 
+namespace {
+
+// A breakdown component the runner-up spends more on than the winner.
+struct Delta {
+  std::string name;
+  double per_token = 0;  // GPU-seconds per token more than the winner
+  double step_s = 0;     // seconds per step more than the winner
+};
+
+double component(const SweepRecord& r, const std::string& name) {
+  const auto it = r.breakdown.find(name);
+  return (it != r.breakdown.end() && it->is_number()) ? it->get<double>() : 0.0;
+}
+
+// The components the runner-up spends more GPU-time per token on, largest first.
+std::vector<Delta> component_deltas(const SweepRecord& runner_up, const SweepRecord& winner,
+                                    double scale_r, double scale_w) {
+  std::set<std::string> names;
+  for (const auto& [k, v] : runner_up.breakdown.items()) names.insert(k);
+  for (const auto& [k, v] : winner.breakdown.items()) names.insert(k);
+  std::vector<Delta> deltas;
+  for (const auto& name : names) {
+    const double vr = component(runner_up, name);
+    const double vw = component(winner, name);
+    const double d = vr * scale_r - vw * scale_w;
+    if (d > 0) deltas.push_back({name, d, vr - vw});
+  }
+  std::stable_sort(deltas.begin(), deltas.end(),
+                   [](const Delta& a, const Delta& b) { return a.per_token > b.per_token; });
+  return deltas;
+}
+
+// The first parameter behind a component that differs from the winner's, as " (p a vs b)":
+// more compute comes from recomputation or the GEMM shapes (micro-batch, tp); exposed DP from
+// ZeRO's extra traffic, the gradient dtype or the DP degree (which also decides how much
+// memory a rank needs); exposed TP from the TP degree; the bubble from pp, vpp and the number
+// of micro-batches.
+std::string parameter_behind(const std::string& component_name, const SweepRecord& runner_up,
+                             const SweepRecord& winner) {
+  static const std::map<std::string, std::vector<const char*>> causes = {
+      {"compute_s", {"recompute", "micro_batch", "tp"}},
+      {"dp_s", {"zero_stage", "grad_dtype", "compression", "dp"}},
+      {"tp_s", {"tp", "sequence_parallel"}},
+      {"pp_s", {"pp", "vpp", "micro_batch"}},
+      {"bubble_s", {"pp", "vpp", "micro_batch"}},
+      {"optimizer_s", {"zero_stage", "compression"}}};
+  const auto it = causes.find(component_name);
+  if (it == causes.end()) return "";
+  const auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const char* p : it->second) {
+    const json a = runner_up.parameters.value(p, json());
+    const json b = winner.parameters.value(p, json());
+    if (a != b && !a.is_null() && !b.is_null()) {
+      return std::string(" (") + p + " " + text(a) + " vs " + text(b) + ")";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner) {
   if (runner_up.breakdown.empty() || winner.breakdown.empty()) return "";
   const double scale_r = gpus_of(runner_up) / tokens_per_step(runner_up);
@@ -90,28 +151,8 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
       if (v.is_number()) winner_total += v.get<double>() * scale_w;
     }
   }
-  std::set<std::string> names;
-  for (const auto& [k, v] : runner_up.breakdown.items()) names.insert(k);
-  for (const auto& [k, v] : winner.breakdown.items()) names.insert(k);
-  struct Delta {
-    std::string name;
-    double per_token = 0;  // GPU-seconds per token more than the winner
-    double step_s = 0;     // seconds per step more than the winner
-  };
-  std::vector<Delta> deltas;
-  for (const auto& name : names) {
-    auto value = [&](const SweepRecord& r) {
-      const auto it = r.breakdown.find(name);
-      return (it != r.breakdown.end() && it->is_number()) ? it->get<double>() : 0.0;
-    };
-    const double vr = value(runner_up);
-    const double vw = value(winner);
-    const double d = vr * scale_r - vw * scale_w;
-    if (d > 0) deltas.push_back({name, d, vr - vw});
-  }
+  const std::vector<Delta> deltas = component_deltas(runner_up, winner, scale_r, scale_w);
   if (deltas.empty()) return "";
-  std::stable_sort(deltas.begin(), deltas.end(),
-                   [](const Delta& a, const Delta& b) { return a.per_token > b.per_token; });
   // With the same GPU count and batch, seconds per step compare directly; otherwise only the
   // GPU-time per token does.
   const bool same_shape = gpus_of(runner_up) == gpus_of(winner) &&
@@ -126,32 +167,7 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
     }
     return component_label(d.name) + " " + (share.empty() ? "more" : share) + " GPU-time per token";
   };
-  std::string out = describe(deltas[0]);
-  // Name the parameter behind the component, the first that differs from the winner's:
-  // more compute comes from recomputation or the GEMM shapes (micro-batch, tp); exposed DP
-  // from ZeRO's extra traffic, the gradient dtype or the DP degree (which also decides how
-  // much memory a rank needs); exposed TP from the TP degree; the bubble from pp, vpp and the
-  // number of micro-batches.
-  static const std::map<std::string, std::vector<const char*>> causes = {
-      {"compute_s", {"recompute", "micro_batch", "tp"}},
-      {"dp_s", {"zero_stage", "grad_dtype", "compression", "dp"}},
-      {"tp_s", {"tp", "sequence_parallel"}},
-      {"pp_s", {"pp", "vpp", "micro_batch"}},
-      {"bubble_s", {"pp", "vpp", "micro_batch"}},
-      {"optimizer_s", {"zero_stage", "compression"}}};
-  if (const auto it = causes.find(deltas[0].name); it != causes.end()) {
-    for (const char* p : it->second) {
-      const json a = runner_up.parameters.value(p, json());
-      const json b = winner.parameters.value(p, json());
-      if (a != b && !a.is_null() && !b.is_null()) {
-        const auto text = [](const json& v) {
-          return v.is_string() ? v.get<std::string>() : v.dump();
-        };
-        out += std::string(" (") + p + " " + text(a) + " vs " + text(b) + ")";
-        break;
-      }
-    }
-  }
+  std::string out = describe(deltas[0]) + parameter_behind(deltas[0].name, runner_up, winner);
   if (deltas.size() > 1 && deltas[1].per_token >= kSecondReasonShare * deltas[0].per_token) {
     out += ", " + describe(deltas[1]);
   }
