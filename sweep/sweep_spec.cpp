@@ -114,35 +114,38 @@ std::vector<int> int_list_or_all(const JsonNode& node, int max) {
   return out;
 }
 
+// "layouts": "all", an object of dp/tp/pp/vpp lists (or "all"), or a list of layouts.
+void validate_layouts(const JsonNode& n) {
+  if (n.is_string()) {
+    n.as_enum({"all"});
+  } else if (n.is_object()) {
+    n.only_keys({"dp", "tp", "pp", "vpp"});
+    for (const char* k : {"dp", "tp", "pp", "vpp"}) {
+      if (const auto list = n.find(k)) int_list_or_all(*list, 1 << 20);
+    }
+  } else if (n.is_array()) {
+    for (const auto& item : axis_values(n)) {
+      item.require_object();
+      item.only_keys({"dp", "tp", "pp", "vpp", "cp"});
+      item.int_at("tp", 1, 1 << 12);
+      item.int_at("pp", 1, 1 << 12);
+      item.int_or("dp", 1, 1, 1 << 20);
+      item.int_or("vpp", 1, 1, 1 << 10);
+      item.int_or("cp", 1, 1, 1 << 12);
+    }
+  } else {
+    n.fail("expected \"all\", an object of dp/tp/pp/vpp lists or a list of layouts, got " +
+           n.describe());
+  }
+}
+
 void validate_axes(const JsonNode& axes) {
   axes.require_object();
   axes.only_keys(kAxisNames);
   if (const auto n = axes.find("gpus")) {
     for (const auto& v : axis_values(*n)) v.as_int_in(1, 1 << 24);
   }
-  if (const auto n = axes.find("layouts")) {
-    if (n->is_string()) {
-      n->as_enum({"all"});
-    } else if (n->is_object()) {
-      n->only_keys({"dp", "tp", "pp", "vpp"});
-      for (const char* k : {"dp", "tp", "pp", "vpp"}) {
-        if (const auto list = n->find(k)) int_list_or_all(*list, 1 << 20);
-      }
-    } else if (n->is_array()) {
-      for (const auto& item : axis_values(*n)) {
-        item.require_object();
-        item.only_keys({"dp", "tp", "pp", "vpp", "cp"});
-        item.int_at("tp", 1, 1 << 12);
-        item.int_at("pp", 1, 1 << 12);
-        item.int_or("dp", 1, 1, 1 << 20);
-        item.int_or("vpp", 1, 1, 1 << 10);
-        item.int_or("cp", 1, 1, 1 << 12);
-      }
-    } else {
-      n->fail("expected \"all\", an object of dp/tp/pp/vpp lists or a list of layouts, got " +
-              n->describe());
-    }
-  }
+  if (const auto n = axes.find("layouts")) validate_layouts(*n);
   for (const char* k : {"micro_batch", "global_batch"}) {
     if (const auto n = axes.find(k)) {
       for (const auto& v : axis_values(*n)) v.as_int_in(1, std::int64_t(1) << 40);
