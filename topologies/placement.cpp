@@ -42,6 +42,35 @@ int Placement::pp_group_of(int rank) const {
   return c.tp + tp * (c.cp + cp * c.dp);
 }
 
+namespace {
+
+// The groups of ranks that differ only in coordinate `axis` (0 tp, 1 cp, 2 dp, 3 pp), each in
+// ascending order of that coordinate. The loops run over the other coordinates in Megatron
+// order (fastest first), so the k-th group created is the one *_group_of() numbers k.
+std::vector<std::vector<int>> groups_along(const Placement& p, int axis) {
+  const int size[4] = {p.tp, p.cp, p.dp, p.pp};
+  int others[3];
+  for (int a = 0, k = 0; a < 4; ++a) {
+    if (a != axis) others[k++] = a;  // fastest first
+  }
+  std::vector<std::vector<int>> groups;
+  int c[4] = {0, 0, 0, 0};
+  for (c[others[2]] = 0; c[others[2]] < size[others[2]]; ++c[others[2]]) {
+    for (c[others[1]] = 0; c[others[1]] < size[others[1]]; ++c[others[1]]) {
+      for (c[others[0]] = 0; c[others[0]] < size[others[0]]; ++c[others[0]]) {
+        std::vector<int> g;
+        for (c[axis] = 0; c[axis] < size[axis]; ++c[axis]) {
+          g.push_back(p.rank_of({c[0], c[1], c[2], c[3]}));
+        }
+        groups.push_back(std::move(g));
+      }
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
 Placement place_ranks(const Parallelism& par, int gpus) {
   const auto require_degree = [](int v, const char* name) {
     if (v < 1) {
@@ -65,45 +94,10 @@ Placement place_ranks(const Parallelism& par, int gpus) {
   p.pp = par.pp;
   p.gpu_of_rank.resize(static_cast<std::size_t>(gpus));
   for (int r = 0; r < gpus; ++r) p.gpu_of_rank[static_cast<std::size_t>(r)] = r;
-
-  // Loops run over the other coordinates in Megatron order (fastest first), so the k-th group
-  // created is the one *_group_of() numbers k.
-  for (int pp = 0; pp < p.pp; ++pp) {
-    for (int dp = 0; dp < p.dp; ++dp) {
-      for (int cp = 0; cp < p.cp; ++cp) {
-        std::vector<int> g;
-        for (int tp = 0; tp < p.tp; ++tp) g.push_back(p.rank_of({tp, cp, dp, pp}));
-        p.tp_groups.push_back(std::move(g));
-      }
-    }
-  }
-  for (int pp = 0; pp < p.pp; ++pp) {
-    for (int dp = 0; dp < p.dp; ++dp) {
-      for (int tp = 0; tp < p.tp; ++tp) {
-        std::vector<int> g;
-        for (int cp = 0; cp < p.cp; ++cp) g.push_back(p.rank_of({tp, cp, dp, pp}));
-        p.cp_groups.push_back(std::move(g));
-      }
-    }
-  }
-  for (int pp = 0; pp < p.pp; ++pp) {
-    for (int cp = 0; cp < p.cp; ++cp) {
-      for (int tp = 0; tp < p.tp; ++tp) {
-        std::vector<int> g;
-        for (int dp = 0; dp < p.dp; ++dp) g.push_back(p.rank_of({tp, cp, dp, pp}));
-        p.dp_groups.push_back(std::move(g));
-      }
-    }
-  }
-  for (int dp = 0; dp < p.dp; ++dp) {
-    for (int cp = 0; cp < p.cp; ++cp) {
-      for (int tp = 0; tp < p.tp; ++tp) {
-        std::vector<int> g;
-        for (int pp = 0; pp < p.pp; ++pp) g.push_back(p.rank_of({tp, cp, dp, pp}));
-        p.pp_groups.push_back(std::move(g));
-      }
-    }
-  }
+  p.tp_groups = groups_along(p, 0);
+  p.cp_groups = groups_along(p, 1);
+  p.dp_groups = groups_along(p, 2);
+  p.pp_groups = groups_along(p, 3);
   return p;
 }
 
