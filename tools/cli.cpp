@@ -1,5 +1,7 @@
 #include "tools/cli.hpp"
 
+#include "core/data_root.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -156,10 +158,6 @@ std::string describe_options(const std::vector<OptionSpec>& specs) {
   return os.str();
 }
 
-std::string data_path(const std::string& relative) {
-  const char* env = std::getenv("CLUSTERSIM_DATA_DIR");
-  const std::string root = (env && *env) ? std::string(env) : std::string(CLUSTERSIM_DATA_DIR);
-  return root + "/" + relative;
-}
+std::string data_path(const std::string& relative) { return data_root() + "/" + relative; }
 
 }  // namespace clustersim::cli
