@@ -49,7 +49,7 @@ Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOption
                      bool p2p_nvlink, int actor_stack_KiB, bool stack_guard)
     : graph(g), options(o) {
   namespace sg4 = simgrid::s4u;
-  router = std::make_unique<detail::EndpointRouter>(graph, p2p_nvlink);
+  router = std::make_unique<nccl::EndpointRouter>(graph, p2p_nvlink);
   num_gpus = graph.num_gpus();
 
   engine = new sg4::Engine("clustersim");

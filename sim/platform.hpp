@@ -20,7 +20,7 @@
 // path, a TCP effect) is switched off for the same reason.
 //
 // Latency: SimGrid links carry NO latency. Every latency of an NCCL operation comes from NCCL's
-// own cost model (sim/nccl_model.hpp, tuning.cc hwLat/baseLat), which already includes the wire
+// own cost model (nccl/nccl_model.hpp, tuning.cc hwLat/baseLat), which already includes the wire
 // latency of each hop; adding the graph's physical latencies on top would count them twice. The
 // graph's latencies remain available through ClusterGraph::route_latency_s.
 //

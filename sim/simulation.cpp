@@ -19,13 +19,21 @@
 #include <stdexcept>
 
 #include "core/json_reader.hpp"
-#include "sim/detail/planner.hpp"
+#include "nccl/fluid.hpp"
+#include "nccl/planner.hpp"
 #include "sim/detail/simgrid_platform.hpp"
 #include "sim/subprocess.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace clustersim::sim {
+
+using nccl::CollectiveOp;
+using nccl::CollectivePlan;
+using nccl::CollectiveRequest;
+using nccl::CollectiveResult;
+using nccl::Decomposition;
+using nccl::Granularity;
 
 namespace detail {
 
@@ -44,7 +52,6 @@ struct CollectiveState {
 }  // namespace detail
 
 using detail::CollectiveState;
-using detail::Decomposition;
 
 bool CollectiveHandle::done() const {
   return state_ && state_->done;
@@ -82,10 +89,10 @@ constexpr std::size_t kMaxPendingGets = 4;  // flows carry no data; SimGrid copi
 
 struct Simulation::Impl {
   SimulationOptions options;
-  detail::TransportChoice transport;
+  nccl::TransportChoice transport;
   std::unique_ptr<Platform> platform;
   Platform::Impl* pf = nullptr;
-  std::unique_ptr<detail::Planner> planner;
+  std::unique_ptr<nccl::Planner> planner;
   mutable std::map<std::string, double> uncontended_cache;
   std::map<std::string, std::shared_ptr<CollectiveState>> joins;
   std::vector<std::shared_ptr<CollectiveState>> all;
@@ -261,7 +268,7 @@ struct Simulation::Impl {
   void run_bulk(const std::shared_ptr<CollectiveState>& st) {
     const Decomposition& d = *st->dec;
     const double eff = d.plan.wire_efficiency;
-    std::map<int, std::vector<const detail::BulkFlow*>> out, in;
+    std::map<int, std::vector<const nccl::BulkFlow*>> out, in;
     for (const auto& f : d.bulk_flows) {
       out[f.src].push_back(&f);
       in[f.dst].push_back(&f);
@@ -273,7 +280,7 @@ struct Simulation::Impl {
     const int slot = st->slot;
     const double t = d.bulk_bw_time_s;
     for (int e : endpoints) {
-      std::vector<const detail::BulkFlow*> o = out[e], i = in[e];
+      std::vector<const nccl::BulkFlow*> o = out[e], i = in[e];
       workers.push_back(helper(e, "bulk", [this, slot, t, eff, o, i] {
         std::vector<Get> gets;
         gets.reserve(i.size());
@@ -295,21 +302,21 @@ struct Simulation::Impl {
 
   // Step granularity: NCCL's per-step structure, one program per pattern member.
   void spawn_ring(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
-                  const detail::RingPattern& rp, int pid) {
+                  const nccl::RingPattern& rp, int pid) {
     const int k = static_cast<int>(rp.order.size());
     if (k < 2) return;
     const double eff = st->dec->plan.wire_efficiency;
     const int slot = st->slot;
     const bool chain =
-        rp.kind == detail::RingKind::chain_forward || rp.kind == detail::RingKind::chain_reduce;
-    const int steps = rp.kind == detail::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
+        rp.kind == nccl::RingKind::chain_forward || rp.kind == nccl::RingKind::chain_reduce;
+    const int steps = rp.kind == nccl::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
     for (int i = 0; i < k; ++i) {
       const int me = rp.order[static_cast<std::size_t>(i)];
       const int prev = rp.order[static_cast<std::size_t>((i - 1 + k) % k)];
       const int next = rp.order[static_cast<std::size_t>((i + 1) % k)];
       const bool has_prev = !chain || i > 0;
       const bool has_next = !chain || i < k - 1;
-      const detail::RingPattern* p = &rp;
+      const nccl::RingPattern* p = &rp;
       workers.push_back(helper(me, "ring", [=, this] {
         const double rate = p->edge_rate_Bps;
         if (chain) {
@@ -357,7 +364,7 @@ struct Simulation::Impl {
   }
 
   void spawn_tree(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
-                  const detail::TreePattern& tp, int pid) {
+                  const nccl::TreePattern& tp, int pid) {
     const int nn = static_cast<int>(tp.nodes.size());
     if (nn < 2) return;
     const double eff = st->dec->plan.wire_efficiency;
@@ -368,7 +375,7 @@ struct Simulation::Impl {
       if (pv >= 0)
         children[static_cast<std::size_t>(pv)].push_back(tp.nodes[static_cast<std::size_t>(v)]);
     }
-    const detail::TreePattern* p = &tp;
+    const nccl::TreePattern* p = &tp;
     for (int v = 0; v < nn; ++v) {
       const int me = tp.nodes[static_cast<std::size_t>(v)];
       const int pv = tp.parent[static_cast<std::size_t>(v)];
@@ -429,10 +436,10 @@ struct Simulation::Impl {
   }
 
   void spawn_nvls(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
-                  const detail::NvlsPattern& np, int pid) {
+                  const nccl::NvlsPattern& np, int pid) {
     const double eff = st->dec->plan.wire_efficiency;
     const int slot = st->slot;
-    const detail::NvlsPattern* p = &np;
+    const nccl::NvlsPattern* p = &np;
     for (int g : np.gpus) {
       workers.push_back(helper(g, "nvls-gpu", [=, this] {
         // Outstanding receives are bounded: SimGrid 3.32 removes a finished comm from its
@@ -481,11 +488,11 @@ struct Simulation::Impl {
   }
 
   void spawn_direct(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
-                    const detail::Phase& ph, int pid) {
+                    const nccl::Phase& ph, int pid) {
     const double eff = st->dec->plan.wire_efficiency;
     const int slot = st->slot;
     const double t = ph.bw_time_s;
-    std::map<int, std::vector<const detail::DirectFlow*>> out, in;
+    std::map<int, std::vector<const nccl::DirectFlow*>> out, in;
     for (const auto& f : ph.direct) {
       out[f.src].push_back(&f);
       in[f.dst].push_back(&f);
@@ -494,7 +501,7 @@ struct Simulation::Impl {
     for (const auto& [e, v] : out) endpoints.insert(e);
     for (const auto& [e, v] : in) endpoints.insert(e);
     for (int e : endpoints) {
-      std::vector<const detail::DirectFlow*> o = out[e], i = in[e];
+      std::vector<const nccl::DirectFlow*> o = out[e], i = in[e];
       workers.push_back(helper(e, "p2p", [=, this] {
         std::vector<Get> gets;
         for (const auto* f : i) gets.push_back(post_get(slot, pid, f->src, f->dst));
@@ -513,7 +520,7 @@ struct Simulation::Impl {
     const Decomposition& d = *st->dec;
     int pid = 0;
     std::vector<sg4::ActorPtr> workers;
-    for (const detail::Phase& ph : d.phases) {
+    for (const nccl::Phase& ph : d.phases) {
       sg4::this_actor::sleep_for(ph.alpha_s);
       for (const auto& rp : ph.rings) spawn_ring(workers, st, rp, ++pid);
       for (const auto& tp : ph.trees) spawn_tree(workers, st, tp, ++pid);
@@ -535,8 +542,8 @@ struct Simulation::Impl {
       for (const auto& rp : ph.rings) {
         const long long k = static_cast<long long>(rp.order.size());
         const bool chain =
-            rp.kind == detail::RingKind::chain_forward || rp.kind == detail::RingKind::chain_reduce;
-        const long long steps = rp.kind == detail::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
+            rp.kind == nccl::RingKind::chain_forward || rp.kind == nccl::RingKind::chain_reduce;
+        const long long steps = rp.kind == nccl::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
         flows += chain ? (k - 1) * rp.chunks : k * steps * rp.chunks;
       }
       for (const auto& tp : ph.trees)
@@ -598,13 +605,13 @@ struct Simulation::Impl {
       return pf->graph.link(link).bandwidth_Bps * options.network.bandwidth_factor;
     };
     if (d.bulk_flows.size() <= kFluidMaxFlows) {
-      std::vector<detail::FluidFlow> flows;
+      std::vector<nccl::FluidFlow> flows;
       flows.reserve(d.bulk_flows.size());
       for (const auto& f : d.bulk_flows) {
         flows.push_back({planner->router().route(f.src, f.dst), f.payload / eff,
                          t_bw > 0 ? f.payload / t_bw / eff : 0});
       }
-      makespan = detail::fluid_makespan_s(flows, capacity);
+      makespan = nccl::fluid_makespan_s(flows, capacity);
     } else {
       std::map<std::pair<int, int>, double> load;
       for (const auto& f : d.bulk_flows) {
@@ -626,7 +633,7 @@ struct Simulation::Impl {
 Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  impl_->transport = detail::choose_transport(graph.spec(), impl_->options.nccl);
+  impl_->transport = nccl::choose_transport(graph.spec(), impl_->options.nccl);
   const bool guard = impl_->options.actor_stack_guard.value_or(graph.num_gpus() <= kGuardMaxGpus);
   if ((!impl_->transport.gpudirect_rdma || !impl_->transport.p2p_nvlink) && !graph.has_hosts()) {
     ClusterSpec spec = graph.spec();
@@ -641,9 +648,9 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
                                    impl_->options.actor_stack_KiB, guard);
   }
   impl_->pf = &impl_->platform->impl();
-  impl_->planner =
-      std::make_unique<detail::Planner>(impl_->pf->graph, impl_->options.nccl, impl_->options.arch,
-                                        impl_->options.cpu, impl_->transport);
+  impl_->planner = std::make_unique<nccl::Planner>(
+      impl_->pf->graph, impl_->options.nccl, impl_->options.arch, impl_->options.cpu,
+      impl_->transport, impl_->options.network_calibration);
 }
 
 Simulation::~Simulation() = default;

@@ -32,10 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "core/calibration.hpp"
 #include "core/nccl_settings.hpp"
 #include "core/scenario.hpp"
-#include "sim/collectives.hpp"
-#include "sim/nccl_model.hpp"
+#include "nccl/collectives.hpp"
+#include "nccl/nccl_model.hpp"
 #include "sim/platform.hpp"
 #include "topologies/cluster_graph.hpp"
 
@@ -44,10 +45,14 @@ namespace clustersim::sim {
 struct SimulationOptions {
   NetworkModelOptions network;
   NcclSettings nccl;  // NCCL_* as the scenario gives them
-  Granularity granularity = Granularity::bulk;
+  nccl::Granularity granularity = nccl::Granularity::bulk;
   // Inputs of NCCL's cost model that the cluster spec does not carry.
-  GpuArch arch = GpuArch::hopper;  // H100/H800/H200
-  CpuVendor cpu = CpuVendor::intel;
+  nccl::GpuArch arch = nccl::GpuArch::hopper;  // H100/H800/H200
+  nccl::CpuVendor cpu = nccl::CpuVendor::intel;
+  // The cluster's network calibration (the file ClusterSpec::calibration names, read by the
+  // caller): the collectives it measured take its fitted times instead of NCCL's cost model.
+  // Empty: NCCL's cost model for every collective.
+  std::vector<NetworkCalibration> network_calibration;
   // Stack of each SimGrid actor, KiB (SimGrid contexts/stack-size, default 8192; the Chord
   // 2-million-node runs used 16). Rank programs that recurse deeply may need more.
   int actor_stack_KiB = 64;
@@ -67,8 +72,8 @@ class CollectiveHandle {
  public:
   CollectiveHandle() = default;
   bool valid() const { return state_ != nullptr; }
-  bool done() const;                       // completed (not hung, not running)
-  const CollectiveResult& result() const;  // the result so far (end_s valid when done())
+  bool done() const;                             // completed (not hung, not running)
+  const nccl::CollectiveResult& result() const;  // the result so far (end_s valid when done())
 
  private:
   friend class Simulation;
@@ -113,29 +118,29 @@ class Simulation {
   void compute(int gpu, double seconds);
 
   // Starts a collective now; returns at once.
-  CollectiveHandle start_collective(const CollectiveRequest& request);
+  CollectiveHandle start_collective(const nccl::CollectiveRequest& request);
   // NCCL launch semantics: every member calls with the same `key` (unique per collective
   // instance, e.g. "dp3/step0/bucket7") and its member index; the collective starts when the
   // last member has joined. All members get handles to the same collective. Requests must agree.
   CollectiveHandle join_collective(const std::string& key, int member,
-                                   const CollectiveRequest& request);
+                                   const nccl::CollectiveRequest& request);
   // One point-to-point transfer (NCCL send/recv): `bytes` from GPU `src` to GPU `dst`.
   CollectiveHandle start_send(int src_gpu, int dst_gpu, double bytes,
                               const std::string& label = "");
   // Blocks until done. A collective across a down link never completes: use wait_for.
-  const CollectiveResult& wait(const CollectiveHandle& handle);
+  const nccl::CollectiveResult& wait(const CollectiveHandle& handle);
   // Blocks until done or `timeout_s` of simulated time passed; true when done.
   bool wait_for(const CollectiveHandle& handle, double timeout_s);
   // start_collective + wait.
-  CollectiveResult collective(const CollectiveRequest& request);
+  nccl::CollectiveResult collective(const nccl::CollectiveRequest& request);
 
   // ---- Planning (no simulation; any time) -------------------------------------------------
   // NCCL's choice for the request (cached per shape). Throws std::invalid_argument on a bad
   // request (naming the field), std::runtime_error when NCCL_ALGO/NCCL_PROTO leave nothing.
-  CollectivePlan plan(const CollectiveRequest& request) const;
+  nccl::CollectivePlan plan(const nccl::CollectiveRequest& request) const;
   // Time the request takes alone on an idle cluster (what bulk simulation gives uncontended),
   // seconds; cached per shape (operation, bytes, placement pattern of the group).
-  double uncontended_time_s(const CollectiveRequest& request) const;
+  double uncontended_time_s(const nccl::CollectiveRequest& request) const;
 
   // ---- Faults (any time; `from_s` in simulated seconds, may be in the past = now) ----------
   // Scales the bandwidth of the named graph link (both directions) by `factor` in (0, 1] from
@@ -156,7 +161,7 @@ class Simulation {
   // Bytes per link and per link class, utilisation over [0, now()].
   LinkUsageReport link_usage() const;
   // Every collective and transfer started so far, in start order.
-  std::vector<CollectiveResult> results() const;
+  std::vector<nccl::CollectiveResult> results() const;
 
   struct Impl;
 
@@ -174,7 +179,14 @@ struct GranularityGap {
   double max_relative_gap = 0;  // max |step - bulk| / step over requests
 };
 GranularityGap compare_granularities(const topologies::ClusterGraph& graph,
-                                     const std::vector<CollectiveRequest>& requests,
+                                     const std::vector<nccl::CollectiveRequest>& requests,
                                      const SimulationOptions& options);
+
+// Standalone use: each request simulated alone on an idle cluster, one after the other in
+// simulated time (so results do not interact), in a single SimGrid engine. Uses this process's
+// only engine (see sim/platform.hpp); call it at most once per process.
+std::vector<nccl::CollectiveResult> simulate_collectives(
+    const topologies::ClusterGraph& graph, const std::vector<nccl::CollectiveRequest>& requests,
+    const SimulationOptions& options);
 
 }  // namespace clustersim::sim

@@ -21,6 +21,7 @@
 #include "sim/step_report.hpp"
 #include "sim/subprocess.hpp"
 #include "topologies/placement.hpp"
+#include "validation/calibration.hpp"
 #include "workload/workload.hpp"
 
 namespace clustersim::sim {
@@ -32,6 +33,9 @@ double TimeBreakdown::total() const {
 namespace {
 
 namespace s4u = simgrid::s4u;
+using nccl::bus_bandwidth_factor;
+using nccl::CollectiveRequest;
+using nccl::NcclCollective;
 using workload::CollKind;
 using workload::ComputeKind;
 using workload::Group;
@@ -1039,6 +1043,9 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
 
   SimulationOptions so;
   so.nccl = s.comm.nccl;
+  if (!s.cluster.calibration.empty()) {
+    so.network_calibration = validation::load_calibration(s.cluster.calibration).network;
+  }
   so.actor_stack_guard = opt.actor_stack_guard;
   Simulation sim(graph, so);
   StepFaults net_faults;  // links and lost nodes go to the engine; slow GPUs are ours

@@ -19,12 +19,13 @@
 #include "core/json_reader.hpp"
 #include "input/nccl_settings.hpp"
 #include "input/scenario_loader.hpp"
-#include "sim/collectives.hpp"
+#include "nccl/collectives.hpp"
 #include "sim/simulation.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
 #include "topologies/cluster_graph.hpp"
+#include "validation/calibration.hpp"
 
 namespace clustersim::cli {
 
@@ -106,10 +107,10 @@ int cmd_collective(const std::vector<std::string>& argv) {
   const Args args(argv, collective_options(), 0);
 
   const std::string op_name = args.value_or("op", "allreduce");
-  const auto op = sim::parse_collective_op(op_name);
+  const auto op = nccl::parse_collective_op(op_name);
   if (!op) {
     std::string names;
-    for (const auto& n : sim::collective_op_names()) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : nccl::collective_op_names()) names += (names.empty() ? "" : ", ") + n;
     throw UsageError("--op: \"" + op_name + "\" is not one of " + names);
   }
   const std::string cluster_name = args.value_or("cluster", kDefaultCluster);
@@ -129,12 +130,12 @@ int cmd_collective(const std::vector<std::string>& argv) {
   const long long root = args.int_or("root", 0);
   if (root < 0 || root >= gpus)
     throw UsageError("--root must be a rank in 0.." + std::to_string(gpus - 1));
-  const auto gran = sim::parse_granularity(args.value_or("granularity", "bulk"));
+  const auto gran = nccl::parse_granularity(args.value_or("granularity", "bulk"));
   if (!gran) throw UsageError("--granularity must be bulk or step");
-  std::optional<sim::Algorithm> algo;
+  std::optional<nccl::Algorithm> algo;
   if (auto a = args.value("algo")) {
-    algo = sim::parse_algorithm(*a);
-    if (!algo || *algo == sim::Algorithm::direct) {
+    algo = nccl::parse_algorithm(*a);
+    if (!algo || *algo == nccl::Algorithm::direct) {
       throw UsageError("--algo: \"" + *a +
                        "\" is not one of ring, tree, nvls, nvls_tree, pat, "
                        "hierarchical");
@@ -154,15 +155,16 @@ int cmd_collective(const std::vector<std::string>& argv) {
   sim::SimulationOptions options;
   options.nccl = parse_nccl_settings(nccl_doc.root());
   options.granularity = *gran;
+  options.network_calibration = validation::load_network_calibration(spec);
   for (const auto& w : options.nccl.warnings) std::cerr << "warning: " << w << "\n";
 
   const auto graph = topologies::ClusterGraph::build(spec, static_cast<int>(gpus));
   const int n = static_cast<int>(gpus);
 
   // Sizes as nccl-tests steps them; gathered/scattered sizes are whole elements per rank.
-  const bool per_rank_count = *op == sim::CollectiveOp::all_gather ||
-                              *op == sim::CollectiveOp::reduce_scatter ||
-                              *op == sim::CollectiveOp::all_to_all;
+  const bool per_rank_count = *op == nccl::CollectiveOp::all_gather ||
+                              *op == nccl::CollectiveOp::reduce_scatter ||
+                              *op == nccl::CollectiveOp::all_to_all;
   const double unit = per_rank_count ? dt.bytes * n : dt.bytes;
   std::vector<double> sizes;
   for (double s = min_bytes; s <= max_bytes * (1 + 1e-12);
@@ -171,9 +173,9 @@ int cmd_collective(const std::vector<std::string>& argv) {
     if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
   }
 
-  std::vector<sim::CollectiveRequest> requests;
+  std::vector<nccl::CollectiveRequest> requests;
   for (double s : sizes) {
-    sim::CollectiveRequest r;
+    nccl::CollectiveRequest r;
     r.op = *op;
     r.gpus.resize(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) r.gpus[static_cast<std::size_t>(i)] = i;
@@ -183,7 +185,7 @@ int cmd_collective(const std::vector<std::string>& argv) {
     r.algorithm = algo;
     requests.push_back(std::move(r));
   }
-  std::vector<sim::CollectiveResult> results;
+  std::vector<nccl::CollectiveResult> results;
   try {
     results = sim::simulate_collectives(graph, requests, options);
   } catch (const std::invalid_argument& e) {
@@ -191,13 +193,13 @@ int cmd_collective(const std::vector<std::string>& argv) {
   }
 
   // ---- nccl-tests text ----
-  const bool has_root = *op == sim::CollectiveOp::broadcast || *op == sim::CollectiveOp::reduce;
-  const bool has_redop = *op == sim::CollectiveOp::all_reduce ||
-                         *op == sim::CollectiveOp::reduce_scatter ||
-                         *op == sim::CollectiveOp::reduce;
+  const bool has_root = *op == nccl::CollectiveOp::broadcast || *op == nccl::CollectiveOp::reduce;
+  const bool has_redop = *op == nccl::CollectiveOp::all_reduce ||
+                         *op == nccl::CollectiveOp::reduce_scatter ||
+                         *op == nccl::CollectiveOp::reduce;
   std::ostringstream out;
   char line[512];
-  std::string program = sim::to_string(*op);
+  std::string program = nccl::to_string(*op);
   out << "# Collective test starting: " << program << "_perf\n";
   std::snprintf(
       line, sizeof line,
@@ -251,7 +253,7 @@ int cmd_collective(const std::vector<std::string>& argv) {
                     {"root", has_root ? static_cast<int>(root) : -1},
                     {"out_of_place", m},
                     {"in_place", m},
-                    {"algorithm", sim::to_string(p.algorithm)},
+                    {"algorithm", nccl::to_string(p.algorithm)},
                     {"protocol", to_string(p.protocol)},
                     {"channels", p.channels},
                     {"paths", p.paths},

@@ -17,12 +17,13 @@
 #include "input/scenario_loader.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "validation/calibration.hpp"
 #include "validation/suite.hpp"
 
 // The step simulator and the collective engine are wired in where they are built (they land
 // together: the step simulator runs on the collective engine).
 #if __has_include("sim/step_simulator.hpp")
-#include "sim/collectives.hpp"
+#include "nccl/collectives.hpp"
 #include "sim/simulation.hpp"
 #include "sim/step_simulator.hpp"
 #include "sim/subprocess.hpp"
@@ -81,21 +82,24 @@ std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
   std::string name;
   for (char c : q.op)
     if (c != '_') name += c;  // all_reduce -> allreduce (the CLI's spelling)
-  const auto op = sim::parse_collective_op(name);
+  const auto op = nccl::parse_collective_op(name);
   if (!op) throw std::runtime_error("the collective simulator has no operation " + q.op);
   const ClusterSpec spec = load_cluster_preset(q.cluster);
+  const std::vector<NetworkCalibration> network = validation::load_network_calibration(spec);
   return sim::run_in_subprocess([&]() {
     const auto graph = topologies::ClusterGraph::build(spec, q.nranks);
-    std::vector<sim::CollectiveRequest> requests;
+    std::vector<nccl::CollectiveRequest> requests;
     for (const double bytes : q.sizes_bytes) {
-      sim::CollectiveRequest r;
+      nccl::CollectiveRequest r;
       r.op = *op;
       for (int g = 0; g < q.nranks; ++g) r.gpus.push_back(g);
       r.bytes = bytes;
       r.dtype = Dtype::fp32;
       requests.push_back(r);
     }
-    const auto results = sim::simulate_collectives(graph, requests, sim::SimulationOptions{});
+    sim::SimulationOptions options;
+    options.network_calibration = network;
+    const auto results = sim::simulate_collectives(graph, requests, options);
     std::vector<double> times_us;
     for (const auto& res : results) {
       if (!res.completed) throw std::runtime_error("a simulated collective did not complete");

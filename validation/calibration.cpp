@@ -152,13 +152,6 @@ std::string fmt(double v, int digits) {
 
 }  // namespace
 
-double AlphaBetaFit::time_us(double size_bytes, double factor) const {
-  const double transfer = std::isfinite(busbw_GBps) && busbw_GBps > 0
-                              ? size_bytes * factor * kBytesPerGBpsToUs / busbw_GBps
-                              : 0.0;
-  return latency_us + transfer;
-}
-
 double RegimeFit::time_us(double size_bytes, double factor) const {
   if (regimes.empty()) return 0;
   for (const auto& r : regimes)
@@ -248,16 +241,6 @@ RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regim
   best.r2 = r_squared(log_measured, log_fitted);
   best.worst = worst_of(residuals, 5);
   return best;
-}
-
-std::string link_class_for(int nodes) {
-  return nodes > 1 ? "inter_node" : "intra_node";
-}
-
-double NetworkCalibration::time_us(double size_bytes) const {
-  RegimeFit rf;
-  rf.regimes = regimes;
-  return rf.time_us(size_bytes, busbw_factor(op, nranks));
 }
 
 NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::string& source) {
@@ -389,12 +372,7 @@ ComputeCalibration fit_compute(const std::vector<GemmLog>& logs,
 
 const NetworkCalibration* Calibration::find(const std::string& link_class, NcclTestsOp op,
                                             int nranks) const {
-  const NetworkCalibration* best = nullptr;
-  for (const auto& e : network) {
-    if (e.link_class != link_class || e.op != op) continue;
-    if (!best || std::abs(e.nranks - nranks) < std::abs(best->nranks - nranks)) best = &e;
-  }
-  return best;
+  return find_network_calibration(network, link_class, op, nranks);
 }
 
 nlohmann::json to_json(const Calibration& c) {
@@ -594,6 +572,11 @@ Calibration calibration_from_json(const JsonNode& root) {
 Calibration load_calibration(const std::string& path) {
   const JsonDocument doc = JsonDocument::load(path);
   return calibration_from_json(doc.root());
+}
+
+std::vector<NetworkCalibration> load_network_calibration(const ClusterSpec& cluster) {
+  if (cluster.calibration.empty()) return {};
+  return load_calibration(cluster.calibration).network;
 }
 
 void write_calibration(const std::string& path, const Calibration& calibration) {

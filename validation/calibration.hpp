@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calibration.hpp"
 #include "core/json_reader.hpp"
 #include "core/scenario.hpp"
 #include "validation/gemm_log.hpp"
@@ -32,27 +33,13 @@ namespace clustersim::validation {
 
 // ---- Network -----------------------------------------------------------------------------
 
-struct SizeTime {
-  double size_bytes = 0;
-  double time_us = 0;
-};
-
-// One linear segment of the α–β model.
-struct AlphaBetaFit {
-  double min_bytes = 0, max_bytes = 0;  // sizes covered (inclusive)
-  double latency_us = 0;                // α
-  double busbw_GBps = 0;                // β; +infinity when the segment shows no size effect
-  double r2 = 0;                        // of time, within the segment
-  int points = 0;
-  double time_us(double size_bytes, double factor) const;
-};
-
-struct Residual {
-  double size_bytes = 0;
-  double measured_us = 0;
-  double fitted_us = 0;
-  double relative() const { return (fitted_us - measured_us) / measured_us; }
-};
+// The fit types (SizeTime, AlphaBetaFit, Residual, NetworkCalibration) are plain data in
+// core/calibration.hpp, where the NCCL planner reads them.
+using clustersim::AlphaBetaFit;
+using clustersim::link_class_for;
+using clustersim::NetworkCalibration;
+using clustersim::Residual;
+using clustersim::SizeTime;
 
 struct RegimeFit {
   std::vector<AlphaBetaFit> regimes;  // ascending sizes, contiguous
@@ -67,27 +54,6 @@ AlphaBetaFit fit_alpha_beta(const std::vector<SizeTime>& points, double factor);
 // Segmented fit with at most `max_regimes` segments of at least `min_points` points each.
 RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regimes = 3,
                       int min_points = 4);
-
-// "intra_node" when all ranks share a host, "inter_node" otherwise.
-std::string link_class_for(int nodes);
-
-struct NetworkCalibration {
-  std::string link_class;  // "intra_node" | "inter_node"
-  NcclTestsOp op = NcclTestsOp::all_reduce;
-  int nranks = 0;
-  int nodes = 0;
-  std::string placement;  // "in_place" | "out_of_place": which measurement was fitted
-  std::string source;     // file (and citation, for transcriptions)
-  std::vector<AlphaBetaFit> regimes;
-  double peak_busbw_GBps = 0;  // largest finite β
-  // Measured busbw / peak_busbw per size (the bandwidth efficiency curve), ascending sizes.
-  std::vector<std::pair<double, double>> bw_efficiency;
-  std::vector<SizeTime> points;  // the measurements the fit used
-  double r2 = 0;
-  double max_abs_rel_residual = 0;
-  std::vector<Residual> worst;
-  double time_us(double size_bytes) const;  // the fitted model at one size
-};
 
 // Fits one nccl-tests table (out-of-place times where measured, else in-place).
 // Throws ConfigError if the table has fewer than 2 usable rows.
@@ -163,6 +129,9 @@ nlohmann::json to_json(const Calibration& calibration);
 // Strict reading (unknown keys rejected, ConfigError with file and pointer).
 Calibration calibration_from_json(const JsonNode& root);
 Calibration load_calibration(const std::string& path);
+// The network part of the calibration file the cluster names (ClusterSpec::calibration), for
+// the NCCL planner; empty when it names none. Throws ConfigError like load_calibration.
+std::vector<NetworkCalibration> load_network_calibration(const ClusterSpec& cluster);
 // Atomic write (core/atomic_file.hpp).
 void write_calibration(const std::string& path, const Calibration& calibration);
 

@@ -227,21 +227,6 @@ std::vector<std::string> nccl_tests_op_names() {
   return out;
 }
 
-double busbw_factor(NcclTestsOp op, int nranks) {
-  const double n = nranks;
-  switch (op) {
-    case NcclTestsOp::all_reduce: return 2.0 * (n - 1) / n;
-    case NcclTestsOp::all_gather:
-    case NcclTestsOp::reduce_scatter:
-    case NcclTestsOp::alltoall: return (n - 1) / n;
-    case NcclTestsOp::sendrecv:
-    case NcclTestsOp::broadcast:
-    case NcclTestsOp::reduce: return 1.0;
-    case NcclTestsOp::unknown: break;
-  }
-  return 1.0;
-}
-
 std::string nccl_version_from_code(long code) {
   if (code <= 0) return "";
   long major = 0, minor = 0, patch = 0;

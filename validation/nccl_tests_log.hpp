@@ -26,28 +26,19 @@
 #include <string_view>
 #include <vector>
 
+#include "core/calibration.hpp"
+
 namespace clustersim::validation {
 
-enum class NcclTestsOp {
-  all_reduce,
-  all_gather,
-  reduce_scatter,
-  alltoall,
-  sendrecv,
-  broadcast,
-  reduce,
-  unknown
-};
+// NcclTestsOp and busbw_factor are plain data in core/calibration.hpp.
+using clustersim::busbw_factor;
+using clustersim::NcclTestsOp;
+
 const char* to_string(NcclTestsOp op);
 // Accepts "all_reduce_perf", "all_reduce", "allreduce", "AllReduce", ... Returns unknown if none.
 NcclTestsOp nccl_tests_op_from_name(std::string_view name);
 // The operations `clustersim calibrate` knows, for error messages.
 std::vector<std::string> nccl_tests_op_names();
-
-// nccl-tests' bus-bandwidth factor: busbw = algbw × factor (doc/PERFORMANCE.md):
-// 2(n−1)/n for AllReduce, (n−1)/n for ReduceScatter, AllGather and AlltoAll, 1 for Broadcast,
-// Reduce and SendRecv. Precondition: nranks >= 1; op != unknown.
-double busbw_factor(NcclTestsOp op, int nranks);
 
 // One direction of one row (out-of-place or in-place). Absent values ("N/A", a blank
 // out-of-place block) are std::nullopt.

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/detail/planner.hpp"
+#include "nccl/planner.hpp"
 #include "sim/platform.hpp"
 
 namespace clustersim::sim {
@@ -43,7 +43,7 @@ class GraphZone final : public simgrid::kernel::routing::NetZoneImpl {
 struct Platform::Impl {
   topologies::ClusterGraph graph;
   NetworkModelOptions options;
-  std::unique_ptr<detail::EndpointRouter> router;
+  std::unique_ptr<nccl::EndpointRouter> router;
   simgrid::s4u::Engine* engine = nullptr;
   detail::GraphZone* zone = nullptr;
   std::vector<simgrid::s4u::Host*> hosts;                 // per endpoint

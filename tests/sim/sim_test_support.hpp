@@ -7,7 +7,7 @@
 
 #include "core/scenario.hpp"
 #include "input/scenario_loader.hpp"
-#include "sim/nccl_model.hpp"
+#include "nccl/nccl_model.hpp"
 #include "sim/simulation.hpp"
 #include "sim/subprocess.hpp"
 #include "topologies/cluster_graph.hpp"
@@ -52,14 +52,14 @@ inline std::vector<int> iota_gpus(int first, int count, int stride = 1) {
 }
 
 // NCCL's latency for a Ring/Simple all-reduce on this hardware, by NCCL's own table
-// (sim/nccl_model.hpp, tested against tuning.cc separately), with the ring plateau factor of
+// (nccl/nccl_model.hpp, tested against tuning.cc separately), with the ring plateau factor of
 // docs/nccl.md#cost-model: x1.4 on Ampere and later for multi-node all-reduce when
 // nBytes / (nChannels * nRanks) >= 64.
 inline double ring_simple_latency_s(const topologies::ClusterGraph& g, int ranks, int nodes,
                                     double bytes) {
-  NcclHardware hw;
-  hw.arch = GpuArch::hopper;
-  hw.cpu = CpuVendor::intel;
+  nccl::NcclHardware hw;
+  hw.arch = nccl::GpuArch::hopper;
+  hw.cpu = nccl::CpuVendor::intel;
   hw.nvlink_Bps_per_gpu = g.nvlink_Bps_per_gpu();
   hw.net_Bps_per_gpu = g.net_Bps_per_gpu();
   hw.nics_per_node = g.nics_per_node();
@@ -69,8 +69,8 @@ inline double ring_simple_latency_s(const topologies::ClusterGraph& g, int ranks
   NcclSettings s;
   s.algos = {NcclAlgo::ring};
   s.protos = {NcclProto::simple};
-  const NcclModel m(derive_comm_info(hw, ranks, nodes, s), s);
-  double lat_us = m.latency_us(NcclCollective::all_reduce, NcclAlgo::ring, NcclProto::simple);
+  const nccl::NcclModel m(nccl::derive_comm_info(hw, ranks, nodes, s), s);
+  double lat_us = m.latency_us(nccl::NcclCollective::all_reduce, NcclAlgo::ring, NcclProto::simple);
   const double per = bytes / (static_cast<double>(m.comm().comm_channels) * ranks);
   if (nodes > 1 && per >= 64) lat_us *= 1.4;
   return lat_us * 1e-6;

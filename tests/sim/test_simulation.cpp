@@ -13,6 +13,7 @@
 #include "validation/calibration.hpp"
 
 using namespace clustersim;
+using namespace clustersim::nccl;
 using namespace clustersim::sim;
 using namespace clustersim::sim::testing;
 
@@ -472,25 +473,28 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
   validation::write_calibration(path.string(), cal);
 
   auto spec = small_cluster(1, 8, 1, 50, 64, true, true);
-  const auto plain = topologies::ClusterGraph::build(spec, 8);
+  const auto graph = topologies::ClusterGraph::build(spec, 8);
   spec.calibration = path.string();
-  const auto calibrated = topologies::ClusterGraph::build(spec, 8);
+  // The file the cluster names, read as the tool reads it, is handed to the engine.
+  const std::vector<NetworkCalibration> network = validation::load_network_calibration(spec);
+  REQUIRE(network.size() == 1);
   const std::vector<double> sizes = {256 * KiB, 64 * MiB, 1 * GiB};
-  auto run = [&](const topologies::ClusterGraph& g) {
+  auto run = [&](const std::vector<NetworkCalibration>& calibration) {
     return run_in_subprocess([&] {
       std::vector<CollectiveRequest> rs;
       for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, 8), s));
       CollectiveRequest ag = allreduce(iota_gpus(0, 8), 64 * MiB);
       ag.op = CollectiveOp::all_gather;
       rs.push_back(ag);
+      SimulationOptions o;
+      o.network_calibration = calibration;
       std::vector<double> t;
-      for (const auto& r : simulate_collectives(g, rs, SimulationOptions{}))
-        t.push_back(r.time_s());
+      for (const auto& r : simulate_collectives(graph, rs, o)) t.push_back(r.time_s());
       return t;
     });
   };
-  const auto with = run(calibrated);
-  const auto without = run(plain);
+  const auto with = run(network);
+  const auto without = run({});
   std::filesystem::remove(path);
   const double factor = 2.0 * 7 / 8;
   const double expected[] = {8e-6 + 256 * KiB * factor / 10e9, 30e-6 + 64 * MiB * factor / 40e9,

@@ -12,12 +12,13 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/nccl_settings.hpp"
 #include "core/scenario.hpp"
 
-namespace clustersim::sim {
+namespace clustersim::nccl {
 
 // NCCL functions (ncclFunc_t). all_to_all and send_recv are point-to-point in NCCL and have no
 // entry in its tuning tables; NcclModel gives them a separate, documented estimate.
@@ -156,6 +157,15 @@ class NcclModel {
   static constexpr int kProtos = 3;  // NcclProto values
   const Entry& entry(NcclCollective coll, NcclAlgo algo, NcclProto proto) const;
   NcclDecision decide_p2p(NcclCollective coll, double bytes) const;
+  // The steps of the constructor (indices as NCCL numbers functions, algorithms, protocols).
+  void set_threads();
+  const NcclGraphInfo& graph(int algo) const;
+  void fill_entry(int coll, int algo, int proto);
+  double bus_bandwidth(int coll, int algo, int proto) const;
+  double latency(int coll, int algo, int proto) const;
+  void apply_settings(const NcclSettings& settings);
+  // Channels and threads per channel of the chosen pair (enqueue.cc topoGetAlgoInfo).
+  std::pair<int, int> channels_and_threads(int algo, int proto, double bytes) const;
 
   NcclCommInfo comm_;
   Entry table_[kFuncs][kAlgos][kProtos];
@@ -168,4 +178,4 @@ class NcclModel {
 // Precondition: n >= 1, bandwidth_Bps > 0. Returns 0 for n == 1.
 double ring_allreduce_alpha_beta_s(double bytes, int n, double bandwidth_Bps, double alpha_s);
 
-}  // namespace clustersim::sim
+}  // namespace clustersim::nccl

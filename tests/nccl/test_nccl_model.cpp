@@ -3,10 +3,10 @@
 // them) and written out term by term, never taken from the model's own output.
 #include <catch2/catch.hpp>
 
-#include "sim/nccl_model.hpp"
+#include "nccl/nccl_model.hpp"
 
 using namespace clustersim;
-using namespace clustersim::sim;
+using namespace clustersim::nccl;
 
 namespace {
 
@@ -38,7 +38,7 @@ const NcclCandidate& candidate(const NcclDecision& d, NcclAlgo a, NcclProto p) {
 }  // namespace
 
 TEST_CASE("The worked example of docs/nccl.md: ring latency 9.66 ms, tree 260 us at 1024 ranks",
-          "[sim][nccl]") {
+          "[nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
   // Ring AllReduce Simple: base 8.4 + (nsteps - nInter) * intraLat + nInter * interLat with
   // nsteps = 2 * 1023 = 2046, nInter = 2 * 127 = 254, intraLat = max(NVLINK 3.4, 3 * 1.0 net
@@ -74,7 +74,7 @@ TEST_CASE("The worked example of docs/nccl.md: ring latency 9.66 ms, tree 260 us
 }
 
 TEST_CASE("At 1024 ranks NCCL's model picks Tree for small messages and Ring for large ones",
-          "[sim][nccl]") {
+          "[nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
 
   SECTION("64 KiB: Tree LL") {
@@ -109,7 +109,7 @@ TEST_CASE("At 1024 ranks NCCL's model picks Tree for small messages and Ring for
 TEST_CASE(
     "With NVLS on the seed cluster, small messages go to Tree or NVLSTree and large ones to "
     "NVLSTree",
-    "[sim][nccl]") {
+    "[nccl]") {
   NcclHardware hw;
   hw.nvlink_Bps_per_gpu = 200e9;
   hw.net_Bps_per_gpu = 50e9;
@@ -126,7 +126,7 @@ TEST_CASE(
   CHECK(m.decide(NcclCollective::all_reduce, 64 * GiB).algo == NcclAlgo::nvls_tree);
 }
 
-TEST_CASE("NCCL_ALGO=Ring forces the ring", "[sim][nccl]") {
+TEST_CASE("NCCL_ALGO=Ring forces the ring", "[nccl]") {
   NcclSettings s;
   s.algos = {NcclAlgo::ring};
   const NcclModel m(seed_comm(), s);
@@ -155,7 +155,7 @@ TEST_CASE("NCCL_ALGO=Ring forces the ring", "[sim][nccl]") {
   }
 }
 
-TEST_CASE("Per-channel bandwidth caps bound LL128 and Tree", "[sim][nccl]") {
+TEST_CASE("Per-channel bandwidth caps bound LL128 and Tree", "[nccl]") {
   SECTION("Ring LL128 on one node: min(0.92 busBw, nCh * 36.7)") {
     NcclCommInfo c;
     c.n_ranks = 8;
@@ -187,7 +187,7 @@ TEST_CASE("Per-channel bandwidth caps bound LL128 and Tree", "[sim][nccl]") {
   }
 }
 
-TEST_CASE("Small messages shrink the channel count", "[sim][nccl]") {
+TEST_CASE("Small messages shrink the channel count", "[nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
   // Tree LL: 512 threads x threshold 8 = 4096 bytes per channel. 4 KiB -> 1 channel; 32 KiB ->
   // 8 channels; 64 KiB -> all 16.
@@ -200,7 +200,7 @@ TEST_CASE("Small messages shrink the channel count", "[sim][nccl]") {
   CHECK(m.decide(NcclCollective::all_reduce, 65536).n_channels == 16);
 }
 
-TEST_CASE("LL128 is on by default only on NVLink with GPUDirect paths", "[sim][nccl]") {
+TEST_CASE("LL128 is on by default only on NVLink with GPUDirect paths", "[nccl]") {
   NcclCommInfo c = seed_comm();
   c.ll128_paths_ok = false;
   const NcclModel off(c, NcclSettings{});
@@ -213,7 +213,7 @@ TEST_CASE("LL128 is on by default only on NVLink with GPUDirect paths", "[sim][n
   CHECK(on.decide(NcclCollective::all_reduce, 1048576).proto == NcclProto::ll128);
 }
 
-TEST_CASE("FP8 rings over more than 8 ranks are penalised 1024x", "[sim][nccl]") {
+TEST_CASE("FP8 rings over more than 8 ranks are penalised 1024x", "[nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
   const double bytes = 16 * GiB;
   const double bf16 =
@@ -225,7 +225,7 @@ TEST_CASE("FP8 rings over more than 8 ranks are penalised 1024x", "[sim][nccl]")
 }
 
 TEST_CASE("On one node the ring model is the alpha-beta closed form plus NCCL's base latency",
-          "[sim][nccl]") {
+          "[nccl]") {
   NcclCommInfo c;
   c.n_ranks = 8;
   c.n_nodes = 1;
@@ -241,7 +241,7 @@ TEST_CASE("On one node the ring model is the alpha-beta closed form plus NCCL's 
   CHECK(ring_allreduce_alpha_beta_s(1e9, 1, 100e9, 5e-6) == 0);
 }
 
-TEST_CASE("All-gather and reduce-scatter use ring steps n-1 and no tree", "[sim][nccl]") {
+TEST_CASE("All-gather and reduce-scatter use ring steps n-1 and no tree", "[nccl]") {
   const NcclModel m(seed_comm(), NcclSettings{});
   // Ring AllGather Simple: 8.4 + (1023 - 127) * 3.4 + 127 * 14.
   CHECK(m.latency_us(NcclCollective::all_gather, NcclAlgo::ring, NcclProto::simple) ==
@@ -252,7 +252,7 @@ TEST_CASE("All-gather and reduce-scatter use ring steps n-1 and no tree", "[sim]
   CHECK(m.decide(NcclCollective::reduce_scatter, 1 * GiB).algo == NcclAlgo::ring);
 }
 
-TEST_CASE("The topology search approximation reproduces NCCL's channel arithmetic", "[sim][nccl]") {
+TEST_CASE("The topology search approximation reproduces NCCL's channel arithmetic", "[nccl]") {
   NcclHardware hw;
   hw.nvlink_Bps_per_gpu = 200e9;  // H800
   hw.net_Bps_per_gpu = 50e9;      // one 400 Gb/s NIC per GPU
@@ -292,7 +292,7 @@ TEST_CASE("The topology search approximation reproduces NCCL's channel arithmeti
   }
 }
 
-TEST_CASE("Point-to-point estimates and a single rank", "[sim][nccl]") {
+TEST_CASE("Point-to-point estimates and a single rank", "[nccl]") {
   NcclCommInfo c = seed_comm();
   c.nvlink_GBps_per_gpu = 200;
   c.net_GBps_per_gpu = 50;

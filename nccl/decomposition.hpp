@@ -1,6 +1,6 @@
-// Internal to sim/: a planned collective decomposed into NCCL's data-movement patterns, with no
-// SimGrid type. collectives.cpp builds it; simulation.cpp executes it (bulk: flows merged per
-// endpoint pair; step: one program per pattern and member).
+// A planned collective decomposed into NCCL's data-movement patterns, with no SimGrid type.
+// nccl/planner.hpp builds it (one function per algorithm, nccl/algorithms.hpp); sim/ executes it
+// (bulk: flows merged per endpoint pair; step: one program per pattern and member).
 #pragma once
 
 #include <cstdint>
@@ -8,14 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "sim/collectives.hpp"
-#include "sim/nccl_model.hpp"
+#include "nccl/collectives.hpp"
+#include "nccl/endpoint_router.hpp"
+#include "nccl/nccl_model.hpp"
 #include "topologies/cluster_graph.hpp"
 
-namespace clustersim::sim::detail {
-
-// An endpoint of a flow: a GPU (0 .. G-1) or a node's NVSwitch (G + node).
-using Endpoint = int;
+namespace clustersim::nccl {
 
 // How a ring pattern moves data (NCCL prims, src/device/all_reduce.h and friends).
 enum class RingKind {
@@ -101,4 +99,4 @@ struct Decomposition {
   double bulk_bw_time_s = 0;
 };
 
-}  // namespace clustersim::sim::detail
+}  // namespace clustersim::nccl

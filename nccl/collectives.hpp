@@ -1,7 +1,8 @@
 // NCCL-style collectives as flows: what a collective is (request), how NCCL would run it (plan:
 // algorithm, protocol, channels, latency, bandwidth caps, from NCCL's own cost model), and what
 // the simulation measured (result). The engine that simulates them is sim/simulation.hpp; the
-// decomposition into flows lives in collectives.cpp and uses no SimGrid type.
+// decomposition into flows is nccl/planner.hpp (one function per algorithm in
+// nccl/algorithms.cpp). No SimGrid type here.
 //
 // How a plan becomes flows (both granularities):
 //   - Data movement follows NCCL's algorithm: ring (NCCL's rings; with several NICs per node one
@@ -30,10 +31,10 @@
 
 #include "core/nccl_settings.hpp"
 #include "core/scenario.hpp"
-#include "sim/nccl_model.hpp"
+#include "nccl/nccl_model.hpp"
 #include "topologies/cluster_graph.hpp"
 
-namespace clustersim::sim {
+namespace clustersim::nccl {
 
 // The operations. NCCL's own enum, so plans and the cost model speak the same names.
 using CollectiveOp = NcclCollective;
@@ -56,6 +57,9 @@ double bus_bandwidth_factor(CollectiveOp op, int n_ranks);
 enum class Algorithm { ring, tree, nvls, nvls_tree, pat, hierarchical, direct };
 const char* to_string(Algorithm a);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
+
+// Payload bytes per wire byte of a protocol's line format: LL 0.5, LL128 120/128, Simple 1.
+double wire_efficiency(NcclProto proto);
 
 enum class Granularity { bulk, step };
 const char* to_string(Granularity g);
@@ -124,12 +128,4 @@ struct CollectiveResult {
   double bus_bw_Bps() const;
 };
 
-// Standalone use: each request simulated alone on an idle cluster, one after the other in
-// simulated time (so results do not interact), in a single SimGrid engine. Uses this process's
-// only engine (see sim/platform.hpp); call it at most once per process.
-struct SimulationOptions;  // sim/simulation.hpp
-std::vector<CollectiveResult> simulate_collectives(const topologies::ClusterGraph& graph,
-                                                   const std::vector<CollectiveRequest>& requests,
-                                                   const SimulationOptions& options);
-
-}  // namespace clustersim::sim
+}  // namespace clustersim::nccl
