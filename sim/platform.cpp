@@ -142,7 +142,7 @@ Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOpti
     throw std::logic_error(
         "Platform: this process already created its SimGrid engine; SimGrid 3.32 keeps global "
         "state (clock, configuration) after an engine is destroyed, so each simulation needs its "
-        "own process (see sim/subprocess.hpp)");
+        "own process (see run_isolated in sim/isolated.hpp)");
   }
   if (actor_stack_KiB < 16) throw std::invalid_argument("actor_stack_KiB must be >= 16");
   if (!(options.bandwidth_factor > 0) || !(options.latency_factor >= 0) ||

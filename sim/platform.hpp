@@ -27,7 +27,7 @@
 // SimGrid 3.32 keeps global state (the simulated clock, the configuration) after its engine is
 // destroyed, so ONE Platform (one Simulation) may exist per process, ever. A second construction
 // throws std::logic_error. Run independent simulations in separate processes (see
-// run_in_subprocess in sim/subprocess.hpp, or the `clustersim collective` command).
+// run_isolated in sim/isolated.hpp, or the `clustersim collective` command).
 #pragma once
 
 #include <memory>

@@ -22,7 +22,7 @@
 #include "nccl/fluid.hpp"
 #include "nccl/planner.hpp"
 #include "sim/detail/simgrid_platform.hpp"
-#include "sim/subprocess.hpp"
+#include "sim/isolated.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -898,7 +898,7 @@ GranularityGap compare_granularities(const topologies::ClusterGraph& graph,
                                      const SimulationOptions& options) {
   GranularityGap gap;
   for (Granularity g : {Granularity::bulk, Granularity::step}) {
-    const std::vector<double> times = run_in_subprocess([&] {
+    const std::vector<double> times = run_isolated_numbers([&] {
       SimulationOptions o = options;
       o.granularity = g;
       Simulation sim(graph, o);

@@ -17,9 +17,9 @@
 
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
+#include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
 #include "sim/step_report.hpp"
-#include "sim/subprocess.hpp"
 #include "topologies/placement.hpp"
 #include "validation/calibration.hpp"
 #include "workload/workload.hpp"
@@ -1210,20 +1210,6 @@ StepReport simulate_phase(const Scenario& s, const StepOptions& opt, bool compre
   return r;
 }
 
-// Bytes of a string through run_in_subprocess (which returns numbers).
-std::vector<double> encode(const std::string& text) {
-  std::vector<double> out;
-  out.reserve(text.size());
-  for (unsigned char ch : text) out.push_back(ch);
-  return out;
-}
-std::string decode(const std::vector<double>& v) {
-  std::string out;
-  out.reserve(v.size());
-  for (double x : v) out.push_back(static_cast<char>(static_cast<unsigned char>(x)));
-  return out;
-}
-
 }  // namespace
 
 StepReport simulate_step(const Scenario& s, const StepOptions& options) {
@@ -1268,9 +1254,8 @@ StepReport simulate_step(const Scenario& s, const StepOptions& options) {
 StepReport simulate_step_isolated(const Scenario& s, const StepOptions& options) {
   StepOptions o = options;
   o.record_trace = false;
-  const std::vector<double> bytes =
-      run_in_subprocess([&] { return encode(to_json(simulate_step(s, o)).dump()); });
-  return step_report_from_json(nlohmann::json::parse(decode(bytes)));
+  const std::string text = run_isolated([&] { return to_json(simulate_step(s, o)).dump(); });
+  return step_report_from_json(nlohmann::json::parse(text));
 }
 
 }  // namespace clustersim::sim

@@ -24,9 +24,9 @@
 // together: the step simulator runs on the collective engine).
 #if __has_include("sim/step_simulator.hpp")
 #include "nccl/collectives.hpp"
+#include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
 #include "sim/step_simulator.hpp"
-#include "sim/subprocess.hpp"
 #include "topologies/cluster_graph.hpp"
 #define CLUSTERSIM_VALIDATE_HAS_SIMULATOR 1
 #endif
@@ -86,7 +86,7 @@ std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
   if (!op) throw std::runtime_error("the collective simulator has no operation " + q.op);
   const ClusterSpec spec = load_cluster_preset(q.cluster);
   const std::vector<NetworkCalibration> network = validation::load_network_calibration(spec);
-  return sim::run_in_subprocess([&]() {
+  return sim::run_isolated_numbers([&]() {
     const auto graph = topologies::ClusterGraph::build(spec, q.nranks);
     std::vector<nccl::CollectiveRequest> requests;
     for (const double bytes : q.sizes_bytes) {

@@ -8,8 +8,8 @@
 #include "core/scenario.hpp"
 #include "input/scenario_loader.hpp"
 #include "nccl/nccl_model.hpp"
+#include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
-#include "sim/subprocess.hpp"
 #include "topologies/cluster_graph.hpp"
 
 namespace clustersim::sim::testing {

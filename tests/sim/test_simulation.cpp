@@ -42,7 +42,7 @@ TEST_CASE("An uncontended ring all-reduce takes the alpha-beta closed form withi
   const double B = 20e9;
   const int n = GENERATE(2, 4, 8);
   const std::vector<double> sizes = {1 * MiB, 64 * MiB, 1 * GiB};
-  const auto times = run_in_subprocess([&] {
+  const auto times = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     std::vector<CollectiveRequest> rs;
@@ -67,7 +67,7 @@ TEST_CASE("Bus bandwidth approaches the bottleneck link at large sizes and never
   const double B = 20e9;
   std::vector<double> sizes;
   for (double s = 64 * KiB; s <= 4 * GiB; s *= 8) sizes.push_back(s);
-  const auto busbw = run_in_subprocess([&] {
+  const auto busbw = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     std::vector<CollectiveRequest> rs;
@@ -90,7 +90,7 @@ TEST_CASE(
   SECTION("one NIC per node shared by both rings: each gets half of 50 GB/s") {
     const auto spec = small_cluster(nodes, 2, 1, 50, 64, false, false);
     const auto graph = topologies::ClusterGraph::build(spec, 8);
-    const auto t = run_in_subprocess([&] {
+    const auto t = run_isolated_numbers([&] {
       SimulationOptions o;
       o.nccl = ring_simple();
       Simulation sim(graph, o);
@@ -115,7 +115,7 @@ TEST_CASE(
   SECTION("rail-optimized: one NIC per GPU, the two rings use different rails") {
     const auto spec = small_cluster(nodes, 2, 2, 50, 64, true, true);
     const auto graph = topologies::ClusterGraph::build(spec, 8);
-    const auto t = run_in_subprocess([&] {
+    const auto t = run_isolated_numbers([&] {
       SimulationOptions o;
       o.nccl = ring_simple();
       Simulation sim(graph, o);
@@ -165,7 +165,7 @@ TEST_CASE(
     add(CollectiveOp::all_to_all, iota_gpus(0, 16), s);
   }
   auto run = [&](Granularity g) {
-    return run_in_subprocess([&] {
+    return run_isolated_numbers([&] {
       SimulationOptions o;
       o.granularity = g;
       std::vector<double> t;
@@ -214,7 +214,7 @@ TEST_CASE("NCCL_ALGO=Ring forces the ring where NCCL's model would pick another 
   const auto graph = topologies::ClusterGraph::build(spec, 1024);
   const std::vector<double> sizes = {8, 64 * KiB, 1 * MiB, 64 * MiB, 1 * GiB};
   auto algos = [&](bool force) {
-    return run_in_subprocess([&] {
+    return run_isolated_numbers([&] {
       SimulationOptions o;
       if (force) o.nccl.algos = {NcclAlgo::ring};
       Simulation sim(graph, o);
@@ -244,7 +244,7 @@ TEST_CASE(
                                                             {1 * GiB, 4029.4}, {8 * GiB, 31307}};
   const auto spec = load_cluster_preset("h100-2048x8-rail");
   const auto graph = topologies::ClusterGraph::build(spec, 8);
-  const auto t = run_in_subprocess([&] {
+  const auto t = run_isolated_numbers([&] {
     std::vector<CollectiveRequest> rs;
     for (const auto& [s, us] : published) {
       CollectiveRequest r = allreduce(iota_gpus(0, 8), s);
@@ -273,7 +273,7 @@ TEST_CASE(
   const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const double S = 1 * GiB;
-  const auto t = run_in_subprocess([&] {
+  const auto t = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     Simulation sim(graph, o);
@@ -308,7 +308,7 @@ TEST_CASE("Link statistics count each ring edge's bytes on the NICs and nothing 
   const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const double S = 256 * MiB;
-  const auto v = run_in_subprocess([&] {
+  const auto v = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     Simulation sim(graph, o);
@@ -334,7 +334,7 @@ TEST_CASE(
     "[sim]") {
   const auto spec = load_cluster_preset("h800-128x8-rail");
   const auto graph = topologies::ClusterGraph::build(spec, 64);
-  const auto v = run_in_subprocess([&] {
+  const auto v = run_isolated_numbers([&] {
     Simulation sim(graph, SimulationOptions{});
     std::vector<double> out;
     sim.spawn(0, "driver", [&] {
@@ -358,7 +358,7 @@ TEST_CASE(
 TEST_CASE("join_collective starts the collective when the last member joins", "[sim]") {
   const auto spec = small_cluster(1, 4, 1, 50, 64, false, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
-  const auto v = run_in_subprocess([&] {
+  const auto v = run_isolated_numbers([&] {
     Simulation sim(graph, SimulationOptions{});
     std::vector<double> out(8, -1);
     const CollectiveRequest r = allreduce(iota_gpus(0, 4), 16 * MiB);
@@ -387,7 +387,7 @@ TEST_CASE(
   const auto spec = small_cluster(2, 2, 2, 50, 64, true, true);
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   auto run = [&](bool loc) {
-    return run_in_subprocess([&] {
+    return run_isolated_numbers([&] {
       SimulationOptions o;
       o.nccl = ring_simple();
       if (loc) o.nccl.net_gdr_level = PathLevel::loc;
@@ -421,7 +421,7 @@ TEST_CASE(
 TEST_CASE("A process runs one SimGrid engine: a second Simulation is refused", "[sim]") {
   const auto spec = small_cluster(1, 2, 1, 50, 64, false, true);
   const auto graph = topologies::ClusterGraph::build(spec, 2);
-  const auto v = run_in_subprocess([&] {
+  const auto v = run_isolated_numbers([&] {
     { Simulation first(graph, SimulationOptions{}); }
     try {
       Simulation second(graph, SimulationOptions{});
@@ -439,7 +439,7 @@ TEST_CASE("The network model's bandwidth factor scales what one flow gets of its
   const auto spec = small_cluster(2, 1, 1, 50, 20, false, false);
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const double S = 1 * GiB;
-  const auto t = run_in_subprocess([&] {
+  const auto t = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     o.network.bandwidth_factor = 0.5;
@@ -480,7 +480,7 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
   REQUIRE(network.size() == 1);
   const std::vector<double> sizes = {256 * KiB, 64 * MiB, 1 * GiB};
   auto run = [&](const std::vector<NetworkCalibration>& calibration) {
-    return run_in_subprocess([&] {
+    return run_isolated_numbers([&] {
       std::vector<CollectiveRequest> rs;
       for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, 8), s));
       CollectiveRequest ag = allreduce(iota_gpus(0, 8), 64 * MiB);
