@@ -1,7 +1,7 @@
-// The campaign's StepModel backed by the step simulator (sim/step_simulator.hpp).
+// The campaign's StepModel backed by the step simulator (step/simulate_step.hpp).
 //
 // Header-only on purpose: the campaign library itself stays free of SimGrid and of sim/; only
-// targets that link clustersim::sim (the command-line tool, the step-level tests) include this.
+// targets that link clustersim::step (the command-line tool, the step-level tests) include this.
 #pragma once
 
 #include <algorithm>
@@ -12,14 +12,14 @@
 
 #include "campaign/step_model.hpp"
 #include "core/scenario.hpp"
-#include "sim/step_simulator.hpp"
+#include "step/simulate_step.hpp"
 
 namespace clustersim::campaign {
 
 // StepEstimate from a simulated step. Monitoring bandwidths: the cluster's line rates times the
 // achieved fractions of step_model.hpp, the NIC rate scaled by the smallest bandwidth factor of
 // the degraded links (a probe on the degraded NIC shows that).
-inline StepEstimate estimate_from_report(const Scenario& scenario, const sim::StepReport& r,
+inline StepEstimate estimate_from_report(const Scenario& scenario, const step::StepReport& r,
                                          const StepFaults& faults) {
   StepEstimate e;
   e.model = "step simulator";
@@ -40,9 +40,11 @@ inline StepEstimate estimate_from_report(const Scenario& scenario, const sim::St
 
 // Each distinct fault set is simulated once, in a child process (simulate_step_isolated), and
 // remembered: a campaign asks for the baseline, each scripted fault and each straggler class.
-inline StepModel simulated_step_model(const Scenario& scenario) {
+// `calibrations`: the files the scenario's presets name, read by the caller.
+inline StepModel simulated_step_model(const Scenario& scenario,
+                                      const step::StepCalibrations& calibrations) {
   auto cache = std::make_shared<std::map<std::string, StepEstimate>>();
-  return [scenario, cache](const StepFaults& faults) {
+  return [scenario, calibrations, cache](const StepFaults& faults) {
     // Key of the fault set (ostringstream: GCC 12 warns falsely on chained string operator+).
     std::ostringstream key_stream;
     for (const auto& g : faults.slow_gpus)
@@ -53,10 +55,10 @@ inline StepModel simulated_step_model(const Scenario& scenario) {
     for (const auto& n : faults.lost_nodes) key_stream << 'n' << n.node << ';';
     const std::string key = key_stream.str();
     if (const auto it = cache->find(key); it != cache->end()) return it->second;
-    sim::StepOptions options;
+    step::StepOptions options;
     options.faults = faults;
     options.record_trace = false;
-    const sim::StepReport report = sim::simulate_step_isolated(scenario, options);
+    const step::StepReport report = step::simulate_step_isolated(scenario, calibrations, options);
     const StepEstimate e = estimate_from_report(scenario, report, faults);
     cache->emplace(key, e);
     return e;

@@ -1,7 +1,7 @@
 // What the campaign needs to know about one training step, with and without step-level faults.
 //
 // The campaign does not simulate steps itself: the command-line tool hands it a StepModel that
-// calls the step simulator (sim/step_simulator.hpp), or, when the scenario gives a step time
+// calls the step simulator (step/simulate_step.hpp), or, when the scenario gives a step time
 // (`campaign.step_time_s`), the fixed model below. Keeping this a function keeps the campaign
 // library free of SimGrid and lets tests substitute exact step times.
 #pragma once

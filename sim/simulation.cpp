@@ -710,6 +710,10 @@ void Simulation::compute(int gpu, double seconds) {
   impl_->pf->host(gpu)->execute(seconds * Platform::Impl::kNominalSpeed);
 }
 
+void Simulation::kill_other_actors() {
+  sg4::Actor::kill_all();
+}
+
 CollectiveHandle Simulation::start_collective(const CollectiveRequest& request) {
   auto st = impl_->make_state(request);
   impl_->launch(st);

@@ -116,6 +116,8 @@ class Simulation {
   // Keeps GPU `gpu` busy for `seconds` of work at nominal speed (a slowed GPU takes longer;
   // concurrent compute on one GPU shares it). Blocks the calling actor.
   void compute(int gpu, double seconds);
+  // Ends the simulation early: kills every actor but the calling one (the step ends on a hang).
+  void kill_other_actors();
 
   // Starts a collective now; returns at once.
   CollectiveHandle start_collective(const nccl::CollectiveRequest& request);

@@ -45,7 +45,7 @@ double gpus_of(const SweepRecord& r) {
 }  // namespace
 
 std::string component_label(const std::string& component) {
-  // The step simulator's breakdown (sim/step_simulator.hpp TimeBreakdown): the blocking parts
+  // The step simulator's breakdown (step/step_report.hpp TimeBreakdown): the blocking parts
   // of communication, not the overlapped ones.
   static const std::map<std::string, std::string> known = {
       {"compute_s", "compute"},         {"tp_s", "exposed TP comm"},

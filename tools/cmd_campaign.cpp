@@ -23,6 +23,7 @@
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
@@ -95,7 +96,7 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::fixed_step_model(scenario, *settings.step_time_s, *settings.mfu,
                                       settings.exposed_comm_share);
   } else {
-    step = campaign::simulated_step_model(scenario);
+    step = campaign::simulated_step_model(scenario, load_step_calibrations(scenario));
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
   context.run_end_s = campaign::fault_free_duration_s(scenario, baseline.step_time_s);

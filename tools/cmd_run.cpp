@@ -13,11 +13,12 @@
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
-#include "sim/step_report.hpp"
-#include "sim/step_simulator.hpp"
+#include "step/simulate_step.hpp"
+#include "step/step_report.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
@@ -102,7 +103,7 @@ std::string replicas_text(const std::vector<int>& r) {
   return std::to_string(r.size()) + " replicas";
 }
 
-void print_breakdown(std::ostream& os, const sim::TimeBreakdown& b, double step) {
+void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step) {
   auto line = [&](const char* name, double v) {
     row(os, name, human_seconds(v) + "  " + (step > 0 ? pct(v / step) : std::string("-")));
   };
@@ -115,7 +116,7 @@ void print_breakdown(std::ostream& os, const sim::TimeBreakdown& b, double step)
   line("idle", b.idle_s);
 }
 
-void print_report(std::ostream& os, const Scenario& s, const sim::StepReport& r) {
+void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r) {
   const Parallelism& p = s.parallelism;
   os << "clustersim run: " << s.name << " (" << s.gpus << " GPUs: dp " << p.dp << " x tp " << p.tp
      << " x pp " << p.pp;
@@ -202,7 +203,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       args.positional().empty() ? default_scenario_path() : args.positional().front();
   const Scenario s = load_scenario(path);
 
-  sim::StepOptions options;
+  step::StepOptions options;
   options.exact = args.flag("exact");
   options.free_communication = args.flag("free-comm");
   if (args.flag("no-stack-guard")) options.actor_stack_guard = false;
@@ -249,11 +250,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     return 1;
   }
 
-  const sim::StepReport r = sim::simulate_step(s, options);
+  const step::StepReport r = step::simulate_step(s, load_step_calibrations(s), options);
   print_report(std::cout, s, r);
-  if (const auto json = args.value("json")) write_json_file(*json, sim::to_json(r));
+  if (const auto json = args.value("json")) write_json_file(*json, step::to_json(r));
   if (const auto trace = args.value("trace")) {
-    write_file_atomically(*trace, sim::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));
+    write_file_atomically(*trace, step::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));
   }
   return r.completed ? 0 : 1;
 }

@@ -22,11 +22,12 @@
 
 // The step simulator and the collective engine are wired in where they are built (they land
 // together: the step simulator runs on the collective engine).
-#if __has_include("sim/step_simulator.hpp")
+#if __has_include("step/simulate_step.hpp")
 #include "nccl/collectives.hpp"
 #include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
-#include "sim/step_simulator.hpp"
+#include "step/simulate_step.hpp"
+#include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
 #define CLUSTERSIM_VALIDATE_HAS_SIMULATOR 1
 #endif
@@ -60,15 +61,16 @@ std::string today_utc() {
 #ifdef CLUSTERSIM_VALIDATE_HAS_SIMULATOR
 // One step of the scenario, in a child process (SimGrid allows one engine per process).
 validation::StepPrediction predict_step(const Scenario& scenario) {
-  sim::StepOptions options;
+  step::StepOptions options;
   options.record_trace = false;
-  const sim::StepReport report = sim::simulate_step_isolated(scenario, options);
+  const step::StepReport report =
+      step::simulate_step_isolated(scenario, load_step_calibrations(scenario), options);
   if (!report.completed) throw std::runtime_error("the simulated step hung");
   validation::StepPrediction p;
   p.step_time_s = report.step_time_s;
   p.mfu = report.mfu;
   p.hfu = report.hfu;
-  const sim::TimeBreakdown& b = report.breakdown;
+  const step::TimeBreakdown& b = report.breakdown;
   p.breakdown = {b.compute_s, b.tp_s, b.pp_s, b.dp_s, b.bubble_s, b.optimizer_s, b.idle_s};
   p.fits_in_memory = report.fits_in_memory;
   p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kGiB;
@@ -110,7 +112,7 @@ std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
 }
 #else
 validation::StepPrediction predict_step(const Scenario&) {
-  throw std::runtime_error("the step simulator (sim/step_simulator.hpp) is not built yet");
+  throw std::runtime_error("the step simulator (step/simulate_step.hpp) is not built yet");
 }
 std::vector<double> predict_collective(const validation::CollectiveQuery&) {
   throw std::runtime_error("the collective simulator (sim/) is not built yet");

@@ -7,6 +7,7 @@
 #include "campaign/simulated_step.hpp"
 #include "models/transformer.hpp"
 #include "tests/workload/fixtures.hpp"
+#include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
 
 using namespace clustersim;
@@ -16,7 +17,7 @@ namespace {
 
 // The scenario's campaign model with simulated steps.
 CampaignModel simulated_model(const Scenario& s) {
-  const StepModel step = simulated_step_model(s);
+  const StepModel step = simulated_step_model(s, cli::load_step_calibrations(s));
   const StepEstimate baseline = step(StepFaults{});
   FaultContext context;
   const auto graph = topologies::ClusterGraph::build(s.cluster, s.gpus);

@@ -10,9 +10,10 @@
 #include <sstream>
 
 #include "core/nccl_settings.hpp"
-#include "sim/step_report.hpp"
-#include "sim/step_simulator.hpp"
+#include "step/simulate_step.hpp"
+#include "step/step_report.hpp"
 #include "tests/workload/fixtures.hpp"
+#include "tools/step_inputs.hpp"
 #include "workload/workload.hpp"
 
 using namespace clustersim;
@@ -21,9 +22,9 @@ using clustersim::test::small_scenario;
 
 namespace {
 
-sim::StepReport run(const Scenario& s, sim::StepOptions o = {}) {
+step::StepReport run(const Scenario& s, step::StepOptions o = {}) {
   o.record_trace = false;
-  return sim::simulate_step_isolated(s, o);
+  return step::simulate_step_isolated(s, cli::load_step_calibrations(s), o);
 }
 
 // Pipeline stages of equal cost: a one-token vocabulary (the embedding and the head have no work
@@ -53,7 +54,7 @@ nlohmann::json medium(nlohmann::json j) {
   return j;
 }
 
-double nic_bytes(const sim::StepReport& r) {
+double nic_bytes(const step::StepReport& r) {
   for (const auto& l : r.links) {
     if (l.link_class == "nic") return l.bytes;
   }
@@ -73,7 +74,7 @@ TEST_CASE("A single-GPU step takes exactly the time of its kernels") {
   nlohmann::json j = small_scenario(1, 1, 1, 1);
   const Scenario s = load(j);
   const auto w = workload::build_workload(s, test::compute_model(s));
-  const sim::StepReport r = run(s);
+  const step::StepReport r = run(s);
   REQUIRE(r.completed);
   // No communication at all: the step is the sum of the kernels, optimizer included.
   CHECK(r.step_time_s == Approx(w.stages.at(0).compute_s).epsilon(1e-9));
@@ -97,7 +98,7 @@ TEST_CASE("A GPU preset's own compute calibration times its kernels") {
   const models::ComputeCostModel a100(
       s.cluster.gpu, models::load_compute_calibration(
                          test::source_path("validation/data/compute_efficiency-a100.json")));
-  const sim::StepReport r = run(s);
+  const step::StepReport r = run(s);
   REQUIRE(r.completed);
   CHECK(r.step_time_s ==
         Approx(workload::build_workload(s, a100).stages.at(0).compute_s).epsilon(1e-9));
@@ -112,9 +113,9 @@ TEST_CASE("With free communication the 1F1B bubble is (p - 1) / (m + p - 1) of t
   nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
   j["training"]["global_batch"] = m;
   const Scenario s = load(j);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.free_communication = true;
-  const sim::StepReport r = run(s, o);
+  const step::StepReport r = run(s, o);
   REQUIRE(r.completed);
   const auto& b = r.breakdown;
   // Pipeline part of the step on the critical stage: compute plus bubble.
@@ -130,9 +131,9 @@ TEST_CASE("With free communication the interleaved bubble shrinks by the number 
   j["parallelism"]["vpp"] = v;
   j["parallelism"]["schedule"] = "interleaved";
   const Scenario s = load(j);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.free_communication = true;
-  const sim::StepReport r = run(s, o);
+  const step::StepReport r = run(s, o);
   const auto& b = r.breakdown;
   const double share = b.bubble_s / (b.compute_s + b.bubble_s);
   CHECK(share == Approx(double(p - 1) / (v * m + p - 1)).epsilon(0.002));
@@ -157,9 +158,9 @@ TEST_CASE("TP communication overlap hides TP collectives down to one chunk each"
   // TP 8 with sequence parallelism: every all-gather / reduce-scatter is pipelined in 8 chunks
   // with its GEMM, so it exposes at least 1/8 of itself and never more than all of it.
   nlohmann::json j = medium(small_scenario(32, 4, 8, 1));
-  const sim::StepReport off = run(load(j));
+  const step::StepReport off = run(load(j));
   j["training"]["tp_comm_overlap"] = true;
-  const sim::StepReport on = run(load(j));
+  const step::StepReport on = run(load(j));
   REQUIRE(off.breakdown.tp_s > 0);
   CHECK(on.breakdown.tp_s < off.breakdown.tp_s);
   CHECK(on.breakdown.tp_s >= off.breakdown.tp_s / 8 * (1 - 1e-9));
@@ -208,7 +209,7 @@ TEST_CASE("The shortcuts agree with the full simulation on a small case") {
   j["training"]["grad_bucket_MiB"] = 16;
   const Scenario s = load(j);
   const auto fast = run(s);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.exact = true;
   const auto exact = run(s, o);
   REQUIRE(fast.completed);
@@ -236,7 +237,7 @@ TEST_CASE("Simulating one rail's gradient traffic gives what simulating every ra
   }
   const Scenario s = load(j);
   const auto one = run(s);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.symmetric_rails = false;
   const auto all = run(s, o);
   CHECK(one.step_time_s == Approx(all.step_time_s).epsilon(1e-9));
@@ -252,14 +253,14 @@ TEST_CASE("A slowed GPU slows the step and is named") {
   nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
   const Scenario s = load(j);
   const auto healthy = run(s);
-  sim::StepOptions o;
+  step::StepOptions o;
   // Rank 5 = tp 5 of replica 0, stage 0, at half speed for the whole step.
   o.faults.slow_gpus.push_back({5, 0.5, 0.0, "ECC down-clocking"});
   const auto r = run(s, o);
   REQUIRE(r.completed);
   // Its replica gets a class of its own: 2 classes x 2 stages.
   REQUIRE(r.ranks.size() == 4);
-  const sim::RankClassReport* slow = nullptr;
+  const step::RankClassReport* slow = nullptr;
   for (const auto& c : r.ranks) {
     if (c.stage == 0 && c.replicas == std::vector<int>{0}) slow = &c;
   }
@@ -288,7 +289,7 @@ TEST_CASE("A GPU at half speed in pure data-parallel ZeRO-3 makes the step about
   REQUIRE(s.parallelism.zero_stage == 3);
   const auto healthy = run(s);
   REQUIRE(healthy.completed);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.faults.slow_gpus.push_back({11, 0.5, 0.0, "ECC down-clocking"});
   const auto r = run(s, o);
   REQUIRE(r.completed);
@@ -312,7 +313,7 @@ TEST_CASE("A GPU at half speed in pure data-parallel ZeRO-3 makes the step about
 TEST_CASE("A down link makes the collective crossing it hang until NCCL's timeout") {
   nlohmann::json j = small_scenario(32, 4, 8, 1);
   const Scenario s = load(j);
-  sim::StepOptions o;
+  step::StepOptions o;
   LinkFault f;
   f.link = "node1/nic0-leaf";
   f.down = true;
@@ -330,7 +331,7 @@ TEST_CASE("A down link makes the collective crossing it hang until NCCL's timeou
 TEST_CASE("A lost node makes the step hang and is named") {
   nlohmann::json j = small_scenario(32, 2, 8, 2);
   const Scenario s = load(j);
-  sim::StepOptions o;
+  step::StepOptions o;
   o.faults.lost_nodes.push_back({3, 0.01});
   const auto r = run(s, o);
   CHECK_FALSE(r.completed);
@@ -341,7 +342,7 @@ TEST_CASE("A lost node makes the step hang and is named") {
 
 TEST_CASE("Unknown link names in faults are a configuration error") {
   const Scenario s = load(small_scenario(8, 1, 8, 1));
-  sim::StepOptions o;
+  step::StepOptions o;
   LinkFault f;
   f.link = "node0/nic0-leef";
   o.faults.links.push_back(f);
@@ -354,9 +355,9 @@ TEST_CASE("1-bit Adam reports both phases and its compressed phase moves fewer b
   j["comm"]["grad_dtype"] = "fp16";
   j["comm"]["compression"] = {{"kind", "onebit_adam"}, {"warmup_fraction", 0.2}};
   const Scenario s = load(j);
-  sim::StepOptions warm;
+  step::StepOptions warm;
   warm.single_phase = true;
-  sim::StepOptions comp = warm;
+  step::StepOptions comp = warm;
   comp.compressed_phase = true;
   const auto rw = run(s, warm);
   const auto rc = run(s, comp);
@@ -444,7 +445,7 @@ TEST_CASE("clustersim run writes JSON and a Perfetto trace, and refuses layouts 
 }
 
 TEST_CASE("A step report survives its JSON round trip") {
-  sim::StepReport r;
+  step::StepReport r;
   r.scenario = "x";
   r.gpus = 16;
   r.step_time_s = 1.5;
@@ -454,9 +455,9 @@ TEST_CASE("A step report survives its JSON round trip") {
   r.ranks.push_back({1, 2, 8, {3}, 1.4, 0.5, r.breakdown});
   r.links.push_back({"nic", 64, 1e9, 0.3, 0.6, "node0/nic0-leaf"});
   r.phases.push_back({"warm-up", 0.2, 1.5, 0.4, true});
-  r.hang = sim::HangReport{"link a down", "a", -1, "dp", 1, 2.0, 19.0};
+  r.hang = step::HangReport{"link a down", "a", -1, "dp", 1, 2.0, 19.0};
   r.notes = {"n"};
-  const auto back = sim::step_report_from_json(nlohmann::json::parse(sim::to_json(r).dump()));
+  const auto back = step::step_report_from_json(nlohmann::json::parse(step::to_json(r).dump()));
   CHECK(back.step_time_s == 1.5);
   CHECK(back.breakdown.bubble_s == 0.5);
   CHECK(back.ranks.at(0).replicas == std::vector<int>{3});

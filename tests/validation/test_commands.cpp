@@ -106,7 +106,7 @@ TEST_CASE("validate simulates the CI subset of published runs and the nccl-tests
     REQUIRE(c.contains("predicted"));
     const double t = c["predicted_step_time_s"];
     CHECK(t > 0);
-    // The critical path's parts add up to the step (sim/step_simulator.hpp TimeBreakdown).
+    // The critical path's parts add up to the step (step/step_report.hpp TimeBreakdown).
     double parts = 0;
     for (const auto& [name, seconds] : c["breakdown_s"].items()) parts += seconds.get<double>();
     CHECK(parts == Approx(t).epsilon(0.01));

@@ -1,4 +1,4 @@
-#include "sim/step_report.hpp"
+#include "step/step_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "topologies/placement.hpp"
 
-namespace clustersim::sim {
+namespace clustersim::step {
 
 namespace {
 
@@ -250,4 +250,4 @@ std::string chrome_trace_json(const StepReport& report, const Scenario& scenario
   return out.str();
 }
 
-}  // namespace clustersim::sim
+}  // namespace clustersim::step

@@ -1,0 +1,97 @@
+// Compute ops (issue_comp): consecutive kernels of one pass, and the TP/CP collectives between
+// them that are costed once (Simulation::uncontended_time_s), join one block; the block runs as
+// a timed wait when the pass changes or a communication op comes. A slowed GPU stretches the
+// kernels (stretch), not the costed collectives; a node lost during the block stops its TP
+// group at its next collective.
+#include <algorithm>
+
+#include "step/replay.hpp"
+
+namespace clustersim::step {
+
+using workload::ComputeKind;
+using workload::PassKind;
+
+std::string pass_name(const workload::Op& op, int vpp) {
+  if (op.micro_batch < 0) {
+    return op.compute == ComputeKind::optimizer     ? "optimizer"
+           : op.compute == ComputeKind::compression ? "1-bit compression"
+                                                    : "step";
+  }
+  std::string n = (op.pass == PassKind::forward ? "F" : "B") + std::to_string(op.micro_batch);
+  if (vpp > 1) n += "." + std::to_string(op.chunk);
+  return n;
+}
+
+bool Replay::on_compute(ClassStage& me, const Op& op) {
+  Block& blk = me.block;
+  const std::string name = pass_name(op, w_.vpp);
+  if (!blk.empty() && name != blk.name) {
+    if (!flush(me)) return false;
+  }
+  blk.name = name;
+  if (op.kind == workload::OpKind::compute) {
+    const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
+    blk.parts.push_back({false, opt, op.time_s});
+  } else {
+    const double comm = coll_time_[static_cast<std::size_t>(op.index)];
+    blk.parts.push_back(
+        {true, false,
+         op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm});
+  }
+  return true;
+}
+
+bool Replay::flush(ClassStage& me) {
+  Block& blk = me.block;
+  if (blk.empty()) return true;
+  const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
+  const auto& slow = ci.slow[static_cast<std::size_t>(me.stage)];
+  const double start = sim_.now();
+  double t = start;
+  bool has_tp = false;
+  for (const auto& part : blk.parts) {
+    if (part.tp) {
+      t += part.seconds;
+      me.b.tp_s += part.seconds;
+      has_tp = true;
+    } else {
+      const double end = stretch(t, part.seconds, slow);
+      (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += end - t;
+      t = end;
+    }
+  }
+  // A lost node stops its TP group at its next collective.
+  if (has_tp && !ci.lost.empty()) {
+    if (const auto lost = lost_before(ci, me.stage, t)) {
+      const double at = std::max(start, lost->second);
+      sim_.sleep_until(at);
+      HangReport hr;
+      hr.cause = "node " + std::to_string(lost->first) + " lost";
+      hr.node = lost->first;
+      hr.collective =
+          "tensor-parallel collective, stage " + std::to_string(me.stage) + " (" + blk.name + ")";
+      hr.stage = me.stage;
+      hr.start_s = at;
+      hr.detected_s = at + s_.comm.nccl.ib_hang_detection_s();
+      declare_hang(std::move(hr));
+      return false;
+    }
+  }
+  sim_.sleep_until(t);
+  if (opt_.record_trace && t > start) {
+    trace_.push_back({me.cls, me.stage, 0, start, t, blk.name,
+                      blk.parts.size() == 1 && blk.parts[0].optimizer ? "optimizer" : "compute"});
+  }
+  blk.parts.clear();
+  return true;
+}
+
+void Replay::note_wait(ClassStage& me, double from, double to, double TimeBreakdown::*field,
+                       const std::string& name, const char* cat) {
+  if (to <= from) return;
+  me.b.*field += to - from;
+  if (opt_.record_trace) trace_.push_back({me.cls, me.stage, 0, from, to, name, cat});
+}
+
+}  // namespace clustersim::step

@@ -1,0 +1,129 @@
+// The replay's setup and the class-stage actors' op loop.
+#include "step/replay.hpp"
+
+#include <algorithm>
+
+namespace clustersim::step {
+
+using workload::CollKind;
+using workload::Group;
+using workload::OpKind;
+
+nccl::CollectiveOp nccl_op(CollKind k) {
+  switch (k) {
+    case CollKind::all_reduce: return nccl::CollectiveOp::all_reduce;
+    case CollKind::reduce_scatter: return nccl::CollectiveOp::reduce_scatter;
+    case CollKind::all_gather: return nccl::CollectiveOp::all_gather;
+    case CollKind::all_to_all: return nccl::CollectiveOp::all_to_all;
+  }
+  return nccl::CollectiveOp::all_reduce;
+}
+
+Replay::Replay(const PreparedStep& prepared, const StepOptions& options, sim::Simulation& sim)
+    : s_(*prepared.scenario),
+      opt_(options),
+      w_(prepared.workload),
+      sim_(sim),
+      pl_(prepared.placement) {
+  p_ = w_.pp;
+  tp_ = w_.tp;
+  cp_ = w_.cp;
+  dp_ = w_.dp;
+  build_classes();
+  build_groups();
+  build_streams();
+  cost_collectives();
+  cs_.resize(classes_.size() * static_cast<std::size_t>(p_));
+  for (std::size_t k = 0; k < classes_.size(); ++k) {
+    for (int st = 0; st < p_; ++st) {
+      auto& c = cs(static_cast<int>(k), st);
+      c.cls = static_cast<int>(k);
+      c.stage = st;
+    }
+  }
+}
+
+void Replay::spawn_all() {
+  for (std::size_t k = 0; k < classes_.size(); ++k) {
+    for (int st = 0; st < p_; ++st) {
+      const int gpu = gpu_of(0, 0, classes_[k].replicas.front(), st);
+      const int cls = static_cast<int>(k);
+      sim_.spawn(gpu, "class" + std::to_string(k) + "-stage" + std::to_string(st),
+                 [this, cls, st] { run_class_stage(cls, st); });
+    }
+  }
+}
+
+nccl::CollectiveRequest Replay::tp_request(const workload::Collective& c, int d, int cpi,
+                                           int st) const {
+  nccl::CollectiveRequest req;
+  req.op = nccl_op(c.kind);
+  req.bytes = c.bytes;
+  req.dtype = c.dtype;
+  req.label = c.label;
+  if (c.group == Group::cp) {
+    for (int x = 0; x < cp_; ++x) req.gpus.push_back(gpu_of(0, x, d, st));
+  } else {
+    for (int t = 0; t < tp_; ++t) req.gpus.push_back(gpu_of(t, cpi, d, st));
+  }
+  return req;
+}
+
+// TP/CP collectives: costed once each on an idle node (or zero with free communication).
+void Replay::cost_collectives() {
+  coll_time_.assign(w_.collectives.size(), 0.0);
+  const auto& first = classes_.front();
+  for (std::size_t i = 0; i < w_.collectives.size(); ++i) {
+    const auto& c = w_.collectives[i];
+    if (opt_.free_communication) continue;
+    nccl::CollectiveRequest req = tp_request(c, first.replicas.front(), 0, 0);
+    req.contention_free = true;
+    coll_time_[i] = sim_.uncontended_time_s(req);
+    // NVLink bytes of TP traffic, which no flow carries when costed once: each GPU sends and
+    // receives busbw-factor x size (nccl-tests PERFORMANCE.md), per execution.
+    const double per_gpu =
+        c.bytes * nccl::bus_bandwidth_factor(nccl_op(c.kind), static_cast<int>(req.gpus.size()));
+    double executions = 0;
+    for (const auto& prog : w_.stages) {
+      for (const auto& op : prog.ops) {
+        if (op.kind == OpKind::collective && op.index == static_cast<int>(i)) executions += 1;
+      }
+    }
+    const double gpus_per_stage = static_cast<double>(dp_) * cp_ * tp_;
+    if (req.gpus.size() > 1) tp_nvlink_bytes_ += 2 * per_gpu * executions * gpus_per_stage;
+  }
+}
+
+// One class-stage's program, op by op; the block of pending compute runs at the end.
+void Replay::run_class_stage(int cls, int st) {
+  ClassStage& me = cs(cls, st);
+  for (const Op& op : w_.stages[static_cast<std::size_t>(st)].ops) {
+    if (aborted_) return;
+    if (!handle(me, op)) return;
+  }
+  if (!flush(me)) return;
+  me.end_s = sim_.now();
+  me.finished = true;
+}
+
+// Compute (and, outside exact mode, TP/CP collectives costed once) joins the current block;
+// any other op first runs the block, then goes to its handler.
+bool Replay::handle(ClassStage& me, const Op& op) {
+  if (op.kind == OpKind::compute || (op.kind == OpKind::collective && !opt_.exact)) {
+    return on_compute(me, op);
+  }
+  if (!flush(me)) return false;
+  switch (op.kind) {
+    case OpKind::collective: return on_collective(me, op);
+    case OpKind::send: return on_send(me, op);
+    case OpKind::recv: return on_recv(me, op);
+    case OpKind::grad_ready: return on_grad_ready(me, op);
+    case OpKind::grad_wait: return on_grad_wait(me, op);
+    case OpKind::gather_issue: return on_gather_issue(me, op);
+    case OpKind::gather_wait: return on_gather_wait(me, op);
+    case OpKind::compute: break;
+  }
+  return true;
+}
+
+}  // namespace clustersim::step
