@@ -28,23 +28,6 @@ std::uint64_t pair_key(int a, int b) {
 
 }  // namespace
 
-namespace detail {
-
-void GraphZone::get_local_route(const simgrid::kernel::routing::NetPoint* src,
-                                const simgrid::kernel::routing::NetPoint* dst,
-                                simgrid::kernel::routing::Route* into, double* latency) {
-  const auto& map = owner_->endpoint_of_netpoint;
-  const int a = src->id() < map.size() ? map[src->id()] : -1;
-  const int b = dst->id() < map.size() ? map[dst->id()] : -1;
-  if (a < 0 || b < 0) throw std::logic_error("GraphZone: route between unknown netpoints");
-  if (a == b) return;
-  const CachedRoute& r = owner_->route(a, b);
-  into->link_list_.insert(into->link_list_.end(), r.links.begin(), r.links.end());
-  (void)latency;  // links carry no latency (platform.hpp)
-}
-
-}  // namespace detail
-
 Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o,
                      bool p2p_nvlink, int actor_stack_KiB, bool stack_guard)
     : graph(g), options(o) {
@@ -64,7 +47,7 @@ Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOption
   sg4::Engine::set_config("contexts/stack-size", actor_stack_KiB);
   if (!stack_guard) sg4::Engine::set_config("contexts/guard-size", 0);
 
-  zone = new detail::GraphZone("cluster", this);
+  zone = detail::create_graph_zone("cluster", this);
   const int endpoints = router->num_endpoints();
   hosts.resize(static_cast<std::size_t>(endpoints), nullptr);
   std::vector<double> ladder;
@@ -76,7 +59,7 @@ Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOption
         zone->create_host(router->name(e), gpu ? ladder : std::vector<double>{kNominalSpeed});
     h->seal();
     hosts[static_cast<std::size_t>(e)] = h;
-    const auto id = h->get_netpoint()->id();
+    const auto id = detail::netpoint_id(h);
     if (endpoint_of_netpoint.size() <= id) endpoint_of_netpoint.resize(id + 1, -1);
     endpoint_of_netpoint[id] = e;
   }

@@ -1,13 +1,13 @@
-// Internal to sim/ (platform.cpp, simulation.cpp): the SimGrid side of Platform. Every SimGrid
-// header of the project is included from here or from those two .cpp files.
+// Internal to sim/: the SimGrid side of Platform. SimGrid's public (s4u) headers are included
+// from here; its kernel internals only in simgrid_kernel.cpp.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <simgrid/kernel/routing/NetPoint.hpp>
-#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -24,19 +24,15 @@ struct CachedRoute {
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> links;
 };
 
-// Routing zone whose routes come from the cluster graph, computed on demand and cached: a full
-// zone would hold one explicit route per host pair (16384^2 at our largest scale).
-class GraphZone final : public simgrid::kernel::routing::NetZoneImpl {
- public:
-  explicit GraphZone(const std::string& name, Platform::Impl* owner)
-      : NetZoneImpl(name), owner_(owner) {}
-  void get_local_route(const simgrid::kernel::routing::NetPoint* src,
-                       const simgrid::kernel::routing::NetPoint* dst,
-                       simgrid::kernel::routing::Route* into, double* latency) override;
-
- private:
-  Platform::Impl* owner_;
-};
+// SimGrid kernel internals (sim/simgrid_kernel.cpp), behind plain functions:
+// The routing zone of the platform, whose routes come from the cluster graph (owner->route),
+// computed on demand and cached: a full zone would hold one explicit route per host pair
+// (16384^2 at our largest scale).
+simgrid::s4u::NetZone* create_graph_zone(const std::string& name, Platform::Impl* owner);
+// The routing id of a host's NetPoint (what GraphZone::get_local_route is asked about).
+unsigned long netpoint_id(const simgrid::s4u::Host* host);
+// Calls `f` at simulated time `time_s` from the engine itself (no actor needed).
+void call_at(double time_s, std::function<void()> f);
 
 }  // namespace detail
 
@@ -45,7 +41,7 @@ struct Platform::Impl {
   NetworkModelOptions options;
   std::unique_ptr<nccl::EndpointRouter> router;
   simgrid::s4u::Engine* engine = nullptr;
-  detail::GraphZone* zone = nullptr;
+  simgrid::s4u::NetZone* zone = nullptr;                  // detail::create_graph_zone
   std::vector<simgrid::s4u::Host*> hosts;                 // per endpoint
   std::vector<int> endpoint_of_netpoint;                  // NetPoint id -> endpoint (-1: none)
   std::vector<std::array<simgrid::s4u::Link*, 2>> links;  // per graph link: [up, down]

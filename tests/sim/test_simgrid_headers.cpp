@@ -34,3 +34,24 @@ TEST_CASE("SimGrid headers are included only under sim/", "[sim][layering]") {
   for (const auto& f : offenders) INFO(f);
   CHECK(offenders.empty());
 }
+
+TEST_CASE("SimGrid's kernel internals are included by one file of sim/", "[sim][layering]") {
+  namespace fs = std::filesystem;
+  const fs::path root = CLUSTERSIM_SOURCE_DIR;
+  std::vector<std::string> includers;
+  for (const auto& e : fs::recursive_directory_iterator(root / "sim")) {
+    const auto ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".h")) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    static const std::string kernel_include = std::string("#include <") + "simgrid/kernel/";
+    while (std::getline(in, line)) {
+      if (line.rfind(kernel_include, 0) == 0) {
+        includers.push_back(fs::relative(e.path(), root).string());
+        break;
+      }
+    }
+  }
+  REQUIRE(includers.size() == 1);
+  CHECK(includers.front() == "sim/simgrid_kernel.cpp");
+}

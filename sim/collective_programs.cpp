@@ -1,0 +1,309 @@
+// The helper actors that run one collective's flows: bulk (one flow per endpoint pair) and step
+// granularity (NCCL's per-step structure: rings, trees, NVLS, direct transfers).
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "sim/detail/simulation_impl.hpp"
+
+namespace clustersim::sim {
+
+using detail::kMaxKeyField;
+using detail::kMaxPendingGets;
+
+// Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
+// bandwidth time when nothing else limits it.
+void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
+  const Decomposition& d = *st->dec;
+  const double eff = d.plan.wire_efficiency;
+  std::map<int, std::vector<const nccl::BulkFlow*>> out, in;
+  for (const auto& f : d.bulk_flows) {
+    out[f.src].push_back(&f);
+    in[f.dst].push_back(&f);
+  }
+  std::set<int> endpoints;
+  for (const auto& [e, v] : out) endpoints.insert(e);
+  for (const auto& [e, v] : in) endpoints.insert(e);
+  std::vector<sg4::ActorPtr> workers;
+  const int slot = st->slot;
+  const double t = d.bulk_bw_time_s;
+  for (int e : endpoints) {
+    std::vector<const nccl::BulkFlow*> o = out[e], i = in[e];
+    workers.push_back(helper(e, "bulk", [this, slot, t, eff, o, i] {
+      std::vector<Get> gets;
+      gets.reserve(i.size());
+      for (const auto* f : i) gets.push_back(post_get(slot, 0, f->src, f->dst));
+      std::vector<Put> puts;
+      puts.reserve(o.size());
+      for (const auto* f : o) {
+        puts.push_back(
+            post_put(slot, 0, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+      }
+      for (auto& p : puts) finish_put(p);
+      for (auto& g : gets) finish_get(g);
+    }));
+  }
+  st->result.flows += static_cast<long long>(d.bulk_flows.size());
+  for (const auto& f : d.bulk_flows) st->result.wire_bytes += f.payload / eff;
+  for (auto& w : workers) w->join();
+}
+
+// Step granularity: NCCL's per-step structure, one program per pattern member.
+void Simulation::Impl::spawn_ring(std::vector<sg4::ActorPtr>& workers,
+                                  const std::shared_ptr<CollectiveState>& st,
+                                  const nccl::RingPattern& rp, int pid) {
+  const int k = static_cast<int>(rp.order.size());
+  if (k < 2) return;
+  const double eff = st->dec->plan.wire_efficiency;
+  const int slot = st->slot;
+  const bool chain =
+      rp.kind == nccl::RingKind::chain_forward || rp.kind == nccl::RingKind::chain_reduce;
+  const int steps = rp.kind == nccl::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
+  for (int i = 0; i < k; ++i) {
+    const int me = rp.order[static_cast<std::size_t>(i)];
+    const int prev = rp.order[static_cast<std::size_t>((i - 1 + k) % k)];
+    const int next = rp.order[static_cast<std::size_t>((i + 1) % k)];
+    const bool has_prev = !chain || i > 0;
+    const bool has_next = !chain || i < k - 1;
+    const nccl::RingPattern* p = &rp;
+    workers.push_back(helper(me, "ring", [=, this] {
+      const double rate = p->edge_rate_Bps;
+      if (chain) {
+        const int K = p->chunks;
+        const double b = p->payload / K;
+        std::vector<Get> gets;
+        if (has_prev) gets.push_back(post_get(slot, pid, prev, me));
+        Put put;
+        bool put_live = false;
+        for (int c = 0; c < K; ++c) {
+          if (has_prev) {
+            if (c + 1 < K) gets.push_back(post_get(slot, pid, prev, me));
+            finish_get(gets[static_cast<std::size_t>(c)]);
+          }
+          if (has_next) {
+            if (put_live) finish_put(put);
+            put = post_put(slot, pid, me, next, b, rate, eff);
+            put_live = true;
+          }
+        }
+        if (put_live) finish_put(put);
+        return;
+      }
+      const int L = p->chunks;
+      const double b = p->payload / (static_cast<double>(k) * L);
+      Put put;
+      bool put_live = false;
+      std::vector<Get> gets;
+      gets.reserve(static_cast<std::size_t>(L * steps));
+      std::size_t waited = 0;
+      for (int l = 0; l < L; ++l) {
+        for (int j = 0; j < steps; ++j) {
+          if (j > 0) finish_get(gets[waited++]);
+          gets.push_back(post_get(slot, pid, prev, me));
+          if (put_live) finish_put(put);
+          put = post_put(slot, pid, me, next, b, rate, eff);
+          put_live = true;
+        }
+        // The loop's last arrival ends it; the next loop starts with local data.
+        finish_get(gets[waited++]);
+      }
+      if (put_live) finish_put(put);
+    }));
+  }
+}
+
+void Simulation::Impl::spawn_tree(std::vector<sg4::ActorPtr>& workers,
+                                  const std::shared_ptr<CollectiveState>& st,
+                                  const nccl::TreePattern& tp, int pid) {
+  const int nn = static_cast<int>(tp.nodes.size());
+  if (nn < 2) return;
+  const double eff = st->dec->plan.wire_efficiency;
+  const int slot = st->slot;
+  std::vector<std::vector<int>> children(static_cast<std::size_t>(nn));
+  for (int v = 0; v < nn; ++v) {
+    const int pv = tp.parent[static_cast<std::size_t>(v)];
+    if (pv >= 0)
+      children[static_cast<std::size_t>(pv)].push_back(tp.nodes[static_cast<std::size_t>(v)]);
+  }
+  const nccl::TreePattern* p = &tp;
+  for (int v = 0; v < nn; ++v) {
+    const int me = tp.nodes[static_cast<std::size_t>(v)];
+    const int pv = tp.parent[static_cast<std::size_t>(v)];
+    const int parent = pv >= 0 ? tp.nodes[static_cast<std::size_t>(pv)] : -1;
+    const std::vector<int> kids = children[static_cast<std::size_t>(v)];
+    // The root's reduced chunks feed its broadcast: a semaphore between its two workers.
+    auto ready = sg4::Semaphore::create(0);
+    // Up: reduce from the children, send to the parent.
+    workers.push_back(helper(me, "tree-up", [=, this] {
+      const int K = p->chunks;
+      const double b = p->payload / K;
+      std::vector<std::vector<Get>> gets(kids.size());
+      for (std::size_t c = 0; c < kids.size(); ++c)
+        gets[c].push_back(post_get(slot, pid, kids[c], me));
+      Put put;
+      bool put_live = false;
+      for (int ch = 0; ch < K; ++ch) {
+        for (std::size_t c = 0; c < kids.size(); ++c) {
+          if (ch + 1 < K) gets[c].push_back(post_get(slot, pid, kids[c], me));
+          finish_get(gets[c][static_cast<std::size_t>(ch)]);
+        }
+        if (parent >= 0) {
+          if (put_live) finish_put(put);
+          put = post_put(slot, pid, me, parent, b, p->edge_rate_Bps, eff);
+          put_live = true;
+        } else {
+          ready->release();
+        }
+      }
+      if (put_live) finish_put(put);
+    }));
+    // Down: receive from the parent (or the root's own reduction), send to the children.
+    workers.push_back(helper(me, "tree-down", [=, this] {
+      const int K = p->chunks;
+      const double b = p->payload / K;
+      std::vector<Get> gets;
+      if (parent >= 0) gets.push_back(post_get(slot, pid, parent, me));
+      std::vector<Put> puts(kids.size());
+      std::vector<char> live(kids.size(), 0);
+      for (int ch = 0; ch < K; ++ch) {
+        if (parent >= 0) {
+          if (ch + 1 < K) gets.push_back(post_get(slot, pid, parent, me));
+          finish_get(gets[static_cast<std::size_t>(ch)]);
+        } else {
+          ready->acquire();
+        }
+        for (std::size_t c = 0; c < kids.size(); ++c) {
+          if (live[c]) finish_put(puts[c]);
+          puts[c] = post_put(slot, pid, me, kids[c], b, p->edge_rate_Bps, eff);
+          live[c] = 1;
+        }
+      }
+      for (std::size_t c = 0; c < kids.size(); ++c) {
+        if (live[c]) finish_put(puts[c]);
+      }
+    }));
+  }
+}
+
+void Simulation::Impl::spawn_nvls(std::vector<sg4::ActorPtr>& workers,
+                                  const std::shared_ptr<CollectiveState>& st,
+                                  const nccl::NvlsPattern& np, int pid) {
+  const double eff = st->dec->plan.wire_efficiency;
+  const int slot = st->slot;
+  const nccl::NvlsPattern* p = &np;
+  for (int g : np.gpus) {
+    workers.push_back(helper(g, "nvls-gpu", [=, this] {
+      // Outstanding receives are bounded: SimGrid 3.32 removes a finished comm from its
+      // actor's std::list of activities, a cost linear in what the actor has pending.
+      const int K = p->chunks;
+      std::vector<Get> gets;
+      gets.reserve(static_cast<std::size_t>(K));
+      std::size_t waited = 0;
+      Put put;
+      bool live = false;
+      for (int c = 0; c < K; ++c) {
+        gets.push_back(post_get(slot, pid, p->nvswitch, g));
+        if (gets.size() - waited > kMaxPendingGets) finish_get(gets[waited++]);
+        if (live) finish_put(put);
+        put = post_put(slot, pid, g, p->nvswitch, p->up_bytes / K, p->up_rate_Bps, eff);
+        live = true;
+      }
+      if (live) finish_put(put);
+      for (; waited < gets.size(); ++waited) finish_get(gets[waited]);
+    }));
+  }
+  workers.push_back(helper(np.nvswitch, "nvls-switch", [=, this] {
+    const int K = p->chunks;
+    const std::size_t n = p->gpus.size();
+    std::vector<std::vector<Get>> gets(n);
+    for (std::size_t i = 0; i < n; ++i)
+      gets[i].push_back(post_get(slot, pid, p->gpus[i], p->nvswitch));
+    std::vector<Put> puts(n);
+    std::vector<char> live(n, 0);
+    for (int c = 0; c < K; ++c) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (c + 1 < K) gets[i].push_back(post_get(slot, pid, p->gpus[i], p->nvswitch));
+        finish_get(gets[i][static_cast<std::size_t>(c)]);
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (live[i]) finish_put(puts[i]);
+        puts[i] =
+            post_put(slot, pid, p->nvswitch, p->gpus[i], p->down_bytes / K, p->down_rate_Bps, eff);
+        live[i] = 1;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (live[i]) finish_put(puts[i]);
+    }
+  }));
+}
+
+void Simulation::Impl::spawn_direct(std::vector<sg4::ActorPtr>& workers,
+                                    const std::shared_ptr<CollectiveState>& st,
+                                    const nccl::Phase& ph, int pid) {
+  const double eff = st->dec->plan.wire_efficiency;
+  const int slot = st->slot;
+  const double t = ph.bw_time_s;
+  std::map<int, std::vector<const nccl::DirectFlow*>> out, in;
+  for (const auto& f : ph.direct) {
+    out[f.src].push_back(&f);
+    in[f.dst].push_back(&f);
+  }
+  std::set<int> endpoints;
+  for (const auto& [e, v] : out) endpoints.insert(e);
+  for (const auto& [e, v] : in) endpoints.insert(e);
+  for (int e : endpoints) {
+    std::vector<const nccl::DirectFlow*> o = out[e], i = in[e];
+    workers.push_back(helper(e, "p2p", [=, this] {
+      std::vector<Get> gets;
+      for (const auto* f : i) gets.push_back(post_get(slot, pid, f->src, f->dst));
+      std::vector<Put> puts;
+      for (const auto* f : o) {
+        puts.push_back(
+            post_put(slot, pid, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+      }
+      for (auto& p : puts) finish_put(p);
+      for (auto& g : gets) finish_get(g);
+    }));
+  }
+}
+
+void Simulation::Impl::run_step(const std::shared_ptr<CollectiveState>& st) {
+  const Decomposition& d = *st->dec;
+  int pid = 0;
+  std::vector<sg4::ActorPtr> workers;
+  for (const nccl::Phase& ph : d.phases) {
+    sg4::this_actor::sleep_for(ph.alpha_s);
+    for (const auto& rp : ph.rings) spawn_ring(workers, st, rp, ++pid);
+    for (const auto& tp : ph.trees) spawn_tree(workers, st, tp, ++pid);
+    for (const auto& np : ph.nvls) spawn_nvls(workers, st, np, ++pid);
+    if (!ph.direct.empty()) spawn_direct(workers, st, ph, ++pid);
+    if (pid > kMaxKeyField)
+      throw std::runtime_error("Simulation: too many patterns in one collective");
+    if (!d.pipelined_phases) {
+      for (auto& w : workers) w->join();
+      workers.clear();
+    }
+  }
+  for (auto& w : workers) w->join();
+  // Flows and bytes of the step granularity, from the patterns.
+  const double eff = d.plan.wire_efficiency;
+  for (const auto& f : d.bulk_flows) st->result.wire_bytes += f.payload / eff;
+  long long flows = 0;
+  for (const auto& ph : d.phases) {
+    for (const auto& rp : ph.rings) {
+      const long long k = static_cast<long long>(rp.order.size());
+      const bool chain =
+          rp.kind == nccl::RingKind::chain_forward || rp.kind == nccl::RingKind::chain_reduce;
+      const long long steps = rp.kind == nccl::RingKind::all_reduce ? 2 * (k - 1) : k - 1;
+      flows += chain ? (k - 1) * rp.chunks : k * steps * rp.chunks;
+    }
+    for (const auto& tp : ph.trees)
+      flows += 2 * static_cast<long long>(tp.nodes.size() - 1) * tp.chunks;
+    for (const auto& np : ph.nvls) flows += 2 * static_cast<long long>(np.gpus.size()) * np.chunks;
+    flows += static_cast<long long>(ph.direct.size());
+  }
+  st->result.flows += flows;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,152 @@
+// Internal to sim/: the state of a Simulation, shared by simulation.cpp (the public API and the
+// launch of collectives), flows.cpp (flows between endpoints, link faults) and
+// collective_programs.cpp (the helper actors that run a collective's flows, bulk and step).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nccl/planner.hpp"
+#include "sim/detail/simgrid_platform.hpp"
+#include "sim/simulation.hpp"
+
+namespace clustersim::sim {
+
+namespace sg4 = simgrid::s4u;
+
+using nccl::CollectiveOp;
+using nccl::CollectivePlan;
+using nccl::CollectiveRequest;
+using nccl::CollectiveResult;
+using nccl::Decomposition;
+using nccl::Granularity;
+
+namespace detail {
+
+struct CollectiveState {
+  CollectiveRequest request;
+  std::shared_ptr<const Decomposition> dec;
+  CollectiveResult result;
+  bool launched = false;
+  bool done = false;
+  int slot = -1;
+  std::vector<sg4::SemaphorePtr> waiters;
+  std::vector<char> joined;  // join_collective bookkeeping
+  int joined_count = 0;
+};
+
+// The largest slot and pattern numbers a mailbox key can hold (16 bits each).
+constexpr int kMaxKeyField = 0xffff;
+
+// Stack of the engine's own helper actors: their bodies are flat loops over SimGrid calls
+// (SimGrid's Chord example runs 2 million actors on 16 KiB stacks, docs/simgrid.md).
+// Actor::set_stacksize takes KiB in 3.32: 16 * 1024 gave every helper a 16 MiB stack
+// (200 actors: 3.3 GB of virtual memory against 52 MB with 16).
+constexpr unsigned kHelperStackKiB = 16;
+
+// Receives a step worker keeps posted ahead of the data it waits for (see spawn_nvls).
+constexpr std::size_t kMaxPendingGets = 4;  // flows carry no data; SimGrid copies this pointer
+
+}  // namespace detail
+
+using detail::CollectiveState;
+
+struct Simulation::Impl {
+  SimulationOptions options;
+  nccl::TransportChoice transport;
+  std::unique_ptr<Platform> platform;
+  Platform::Impl* pf = nullptr;
+  std::unique_ptr<nccl::Planner> planner;
+  mutable std::map<std::string, double> uncontended_cache;
+  std::map<std::string, std::shared_ptr<CollectiveState>> joins;
+  std::vector<std::shared_ptr<CollectiveState>> all;
+  std::vector<int> free_slots;
+  int next_slot = 0;
+  std::unordered_map<std::uint64_t, sg4::Mailbox*> mailboxes;
+  struct ActiveFlow {
+    sg4::CommPtr comm;
+    int src = 0;
+    int dst = 0;
+    bool suspended = false;
+  };
+  std::list<ActiveFlow> active;
+  std::vector<sg4::SemaphorePtr> link_up_waiters;
+  std::exception_ptr actor_error;
+  bool ran = false;
+  void* sink = nullptr;
+
+  // ---- flows ----
+  sg4::Mailbox* mailbox(int slot, int pattern, int src, int dst);
+
+  bool route_crosses(int src, int dst, int link);
+
+  struct Put {
+    sg4::CommPtr comm;
+    std::list<ActiveFlow>::iterator reg;
+    int src = 0, dst = 0;
+    double wire = 0;
+  };
+
+  // Posts a flow (sender side). Waits while its route crosses a down link.
+  Put post_put(int slot, int pattern, int src, int dst, double payload, double rate_Bps,
+               double eff);
+  void finish_put(Put& p);
+
+  struct Get {
+    sg4::CommPtr comm;
+    bool registered = false;
+    std::list<ActiveFlow>::iterator reg;
+  };
+  Get post_get(int slot, int pattern, int src, int dst);
+  // Waits for the data; returns when it arrived.
+  double finish_get(Get& g);
+
+  // ---- faults ----
+  void link_down_now(int link);
+  void link_up_now(int link);
+  // Runs f at simulated time time_s (now if that has passed).
+  void at(double time_s, std::function<void()> f);
+  int link_id(const std::string& name) const;
+
+  // ---- collectives ----
+  int take_slot();
+
+  void mark_done(CollectiveState& st);
+
+  sg4::ActorPtr helper(int endpoint, const char* what, std::function<void()> body);
+
+  // Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
+  // bandwidth time when nothing else limits it.
+  void run_bulk(const std::shared_ptr<CollectiveState>& st);
+
+  // Step granularity: NCCL's per-step structure, one program per pattern member.
+  void spawn_ring(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
+                  const nccl::RingPattern& rp, int pid);
+
+  void spawn_tree(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
+                  const nccl::TreePattern& tp, int pid);
+
+  void spawn_nvls(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
+                  const nccl::NvlsPattern& np, int pid);
+
+  void spawn_direct(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,
+                    const nccl::Phase& ph, int pid);
+
+  void run_step(const std::shared_ptr<CollectiveState>& st);
+
+  void launch(const std::shared_ptr<CollectiveState>& st);
+
+  std::shared_ptr<CollectiveState> make_state(const CollectiveRequest& r);
+
+  double uncontended(const CollectiveRequest& r, const Decomposition& d) const;
+};
+
+}  // namespace clustersim::sim
