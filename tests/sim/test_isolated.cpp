@@ -43,7 +43,7 @@ TEST_CASE("A ConfigError in the child comes back with its file, JSON pointer and
   }
 }
 
-TEST_CASE("Other errors of the child keep their message; a dead child is an IsolatedRunError",
+TEST_CASE("Other errors of the child keep their message, and a dead child is an IsolatedRunError",
           "[sim][isolated]") {
   CHECK_THROWS_AS(run_isolated([]() -> std::string { throw std::invalid_argument("bad gpu"); }),
                   std::invalid_argument);

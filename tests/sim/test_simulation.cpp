@@ -82,7 +82,7 @@ TEST_CASE("Bus bandwidth approaches the bottleneck link at large sizes and never
 }
 
 TEST_CASE(
-    "Two all-reduces sharing NICs each slow down as max-min sharing predicts; on disjoint "
+    "Two all-reduces sharing NICs each slow down as max-min sharing predicts, and on disjoint "
     "rails they do not",
     "[sim][contention]") {
   const double S = 1 * GiB;
@@ -267,7 +267,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "A collective across a down link hangs until the link comes back; a degraded link "
+    "A collective across a down link hangs until the link comes back, and a degraded link "
     "slows it by its factor",
     "[sim][faults]") {
   const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);

@@ -95,7 +95,7 @@ TEST_CASE("A pass becomes compute ops for its kernels and collective ops for its
   CHECK(prog.executed_flops == Approx(4e9));
 }
 
-TEST_CASE("Bucket and gather ops carry their index; a reduction wait carries none") {
+TEST_CASE("Bucket and gather ops carry their index, and a reduction wait carries none") {
   StageProgram prog;
   OpBuilder ops(prog);
   ops.grad_ready(4, OpSite{PassKind::backward});
