@@ -23,8 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "campaign/campaign_config.hpp"
 #include "campaign/step_model.hpp"
+#include "core/faults.hpp"
+#include "core/run_sections.hpp"
 #include "core/scenario.hpp"
 
 namespace clustersim::campaign {

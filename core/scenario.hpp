@@ -212,18 +212,8 @@ struct CommSpec {
   NcclSettings nccl;
 };
 
-// Sections filled in by later layers (faults, checkpointing, cost). They are kept as raw JSON
-// text with their location, validated by their own loaders (campaign/), so that scenario
-// loading and those layers stay decoupled.
-struct RawSection {
-  std::string file;
-  std::string pointer;
-  std::string json;  // serialized JSON of the section
-  bool present() const { return !json.empty(); }
-};
-
-// Faults injected into one simulated step (parsed from the scenario's "faults" section by
-// campaign/, consumed by the step simulator in sim/).
+// Faults injected into one simulated step (from the scenario's "faults" events,
+// core/faults.hpp; consumed by the step simulator).
 struct GpuSlowdown {
   int rank = 0;             // global rank whose GPU runs slower
   double speed_factor = 1;  // (0, 1]: 0.5 = half speed
@@ -258,10 +248,6 @@ struct Scenario {
   Parallelism parallelism;
   Training training;
   CommSpec comm;
-  RawSection faults;
-  RawSection checkpointing;
-  RawSection cost;
-  RawSection campaign;
   std::vector<std::string> warnings;  // valid but noteworthy (e.g. tp spans nodes)
 
   // Micro-batches per optimizer step on each DP rank: global_batch / (dp * micro_batch).

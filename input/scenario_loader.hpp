@@ -27,7 +27,8 @@
 //    "comm": {"grad_dtype": "fp32"|"bf16"|"fp16"|"fp8",
 //             "compression": "none"|"onebit_adam"|{"kind", "warmup_fraction"},
 //             "fp32_layer_groups": ["embedding","lm_head"], "nccl": {"NCCL_*": value}},
-//    "faults", "checkpointing", "cost", "campaign": sections of the whole run}
+//    "faults", "checkpointing", "cost", "campaign": sections of the whole run
+//                 (input/faults_section.hpp, input/run_sections.hpp)}
 #pragma once
 
 #include <string>
@@ -40,9 +41,16 @@
 
 namespace clustersim {
 
-// Loads a scenario file and the presets it names. Throws ConfigError on any problem.
+// Loads a scenario file and the presets it names. Throws ConfigError on any problem, in the
+// scenario or in its run sections (which load_input, input/input_loader.hpp, returns too).
 Scenario load_scenario(const std::string& path);
 // Same, from an already-parsed document (tests, sweeps that patch a base scenario).
 Scenario load_scenario(const JsonDocument& document);
+
+namespace input {
+// The scenario alone: model, cluster, execution and the cross-field rules; its run sections
+// are left to load_input.
+Scenario parse_scenario(const JsonDocument& document);
+}  // namespace input
 
 }  // namespace clustersim

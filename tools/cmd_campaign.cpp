@@ -9,7 +9,6 @@
 #include <iostream>
 #include <optional>
 
-#include "campaign/campaign_config.hpp"
 #include "campaign/campaign_plot.hpp"
 #include "campaign/campaign_report.hpp"
 #include "campaign/monitoring.hpp"
@@ -18,10 +17,10 @@
 #include "campaign/step_model.hpp"
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
-#include "input/scenario_loader.hpp"
 #include "models/transformer.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
@@ -75,8 +74,9 @@ int cmd_campaign(const std::vector<std::string>& argv) {
   const Args args(argv, campaign_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional().front();
-  const Scenario scenario = load_scenario(path);
-  campaign::CampaignSettings settings = campaign::parse_campaign_settings(scenario);
+  const InputBundle input = load_command_input(path);
+  const Scenario& scenario = input.scenario;
+  const CampaignSettings& settings = input.campaign;
   const long long trials = args.int_or("trials", settings.trials);
   if (trials < 1 || trials > 10'000'000) throw UsageError("--trials must be in 1..10000000");
   const long long seed = args.int_or("seed", static_cast<long long>(settings.seed));
@@ -87,9 +87,8 @@ int cmd_campaign(const std::vector<std::string>& argv) {
   }
 
   const double parameters = models::count_parameters(scenario.model).total();
+  const CheckpointConfig checkpoint = input.checkpointing.resolved_for(parameters);
   const auto graph = topologies::ClusterGraph::build(scenario.cluster, scenario.gpus);
-  campaign::FaultContext context;
-  for (const auto& link : graph.links()) context.link_names.push_back(link.name);
 
   campaign::StepModel step;
   if (settings.step_time_s) {
@@ -99,13 +98,10 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::simulated_step_model(scenario, load_step_calibrations(scenario));
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
-  context.run_end_s = campaign::fault_free_duration_s(scenario, baseline.step_time_s);
-  const campaign::FaultsConfig faults = campaign::parse_faults(scenario, context);
-  const campaign::CheckpointConfig checkpoint = campaign::parse_checkpointing(scenario, parameters);
-  const campaign::CostConfig cost = campaign::parse_cost(scenario);
+  check_fault_times(input.faults, campaign::fault_free_duration_s(scenario, baseline.step_time_s));
   const campaign::CampaignModel model =
-      campaign::build_campaign_model(scenario, settings, faults, checkpoint, cost, step, baseline,
-                                     parameters, representative_link(graph));
+      campaign::build_campaign_model(scenario, settings, input.faults, checkpoint, input.cost, step,
+                                     baseline, parameters, representative_link(graph));
 
   const auto start = std::chrono::steady_clock::now();
   const campaign::CampaignSummary summary =

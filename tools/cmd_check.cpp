@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "core/units.hpp"
-#include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "validation/calibration.hpp"
 
@@ -147,6 +147,274 @@ nlohmann::json stage_json(const models::StageMemory& st) {
           {"total_GiB", st.total_bytes() / kGiB}};
 }
 
+// What check derives from a scenario: parameters, FLOPs, pipeline bubble and memory.
+struct Derived {
+  models::ParameterCounts params;
+  models::StepFlops megatron;
+  models::StepFlops palm;
+  std::int64_t micro_batches = 0;
+  double bubble_over_ideal = 0;
+  double bubble_of_step = 0;
+  models::MemoryEstimate memory;
+};
+
+Derived derive(const Scenario& s) {
+  const Parallelism& p = s.parallelism;
+  Derived d;
+  d.params = models::count_parameters(s.model);
+  d.megatron = models::flops_per_step(s, FlopConvention::megatron);
+  d.palm = models::flops_per_step(s, FlopConvention::palm);
+  d.micro_batches = s.micro_batches();
+  d.bubble_over_ideal = models::bubble_over_ideal(p.pp, p.vpp, d.micro_batches, p.schedule);
+  d.bubble_of_step = models::bubble_fraction_of_step(p.pp, p.vpp, d.micro_batches, p.schedule);
+  d.memory = models::estimate_memory(s);
+  return d;
+}
+
+// The input as run would read it: the scenario and its sections (tools/load.hpp), the
+// checkpoint resolved for this model, and the calibration files the presets name, which are
+// read when a step is simulated. Bad input anywhere is a ConfigError (exit 2) naming the file
+// and JSON pointer, as run and campaign would report it.
+InputBundle load_checked(const std::string& path) {
+  InputBundle input = load_command_input(path);
+  const Scenario& s = input.scenario;
+  input.checkpointing = input.checkpointing.resolved_for(models::count_parameters(s.model).total());
+  models::load_compute_calibration(models::compute_calibration_path(s.cluster.gpu));
+  if (!s.cluster.calibration.empty()) validation::load_calibration(s.cluster.calibration);
+  return input;
+}
+
+std::string batch_text(const Scenario& s, std::int64_t micro_batches) {
+  std::ostringstream b;
+  b << s.training.global_batch << " sequences x " << s.training.seq_len
+    << " tokens = " << fixed(s.tokens_per_step() / 1e6, 2) << "M tokens per step; micro-batch "
+    << s.training.micro_batch << ", " << micro_batches << " micro-batch"
+    << (micro_batches == 1 ? "" : "es") << " per DP rank per step";
+  return b.str();
+}
+
+std::string training_text(const Scenario& s) {
+  const Training& tr = s.training;
+  std::ostringstream t;
+  t << to_string(tr.precision) << ", " << to_string(tr.recompute) << " recomputation";
+  if (tr.recompute == Recompute::full && tr.recompute_layers > 0) {
+    t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
+      << " layers (the first " << tr.recompute_layers << " of each chunk)";
+  }
+  t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
+    << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
+    << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0
+            ? " (taking " + std::to_string(tr.tp_overlap_proj_fprop_sms) + " and " +
+                  std::to_string(tr.tp_overlap_fc2_fprop_sms) +
+                  " SMs from the forward output-projection and FFN-out GEMMs)"
+            : std::string())
+    << ", DP reduction "
+    << (tr.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
+    << (tr.overlap_grad_reduce ? " (overlapped with backward)" : "");
+  return t.str();
+}
+
+std::string communication_text(const CommSpec& comm) {
+  std::ostringstream c;
+  c << "gradients in " << to_string(comm.grad_dtype);
+  if (!comm.fp32_layer_groups.empty()) {
+    c << " (FP32 for";
+    for (const auto& g : comm.fp32_layer_groups) c << " " << g;
+    c << ")";
+  }
+  c << ", compression " << to_string(comm.compression.kind);
+  if (comm.compression.kind == Compression::onebit_adam) {
+    c << " (warm-up " << fixed(100 * comm.compression.warmup_fraction, 0) << "% of the run)";
+  }
+  return c.str();
+}
+
+void print_notes(std::ostream& os, const Scenario& s) {
+  if (!s.comm.nccl.notes.empty()) {
+    os << "  NCCL settings\n";
+    for (const auto& n : s.comm.nccl.notes) {
+      std::string l = "    " + n.name + "=" + n.value;
+      if (l.size() < 34) l.resize(34, ' ');
+      os << l << (n.modelled ? "modelled: " : "not modelled: ") << n.explanation << "\n";
+    }
+  }
+  if (!s.warnings.empty()) {
+    os << "  warnings\n";
+    for (const auto& w : s.warnings) os << "    - " << w << "\n";
+  }
+}
+
+// The scenario as resolved: model, cluster, layout, batch, training, communication.
+void print_inputs(std::ostream& os, const Scenario& s, const Derived& d) {
+  os << "Scenario " << s.name << "  (" << s.file << ")\n";
+  row(os, "model", describe_model(s.model));
+  row(os, "cluster", describe_cluster(s.cluster));
+  row(os, "GPU", describe_gpu(s.cluster.gpu));
+  row(os, "layout", describe_layout(s));
+  row(os, "batch", batch_text(s, d.micro_batches));
+  row(os, "training", training_text(s));
+  if (s.training.tokens_total > 0) {
+    row(os, "run",
+        fixed(s.training.tokens_total / 1e12, 2) +
+            "T tokens = " + fixed(s.training.tokens_total / s.tokens_per_step(), 0) + " steps");
+  }
+  row(os, "communication", communication_text(s.comm));
+  print_notes(os, s);
+}
+
+void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
+  const models::ParameterCounts& params = d.params;
+  const double peak =
+      s.cluster.gpu.peak(s.training.precision == Dtype::fp8 ? Dtype::fp8 : Dtype::bf16);
+  os << "\nDerived\n";
+  row(os, "parameters",
+      billions(params.total()) + " total: embedding " +
+          billions(params.embedding + params.position_embedding) + ", " +
+          std::to_string(params.num_layers) + " layers x " + billions(params.per_layer()) +
+          ", LM head " + (params.lm_head > 0 ? billions(params.lm_head) : "tied") + "; PaLM N " +
+          billions(params.palm_n()));
+  auto conv_row = [&](const char* label, const models::StepFlops& f) {
+    row(os, label,
+        flops(f.per_token.model()) + "/token model, " + flops(f.per_token.hardware()) +
+            "/token hardware; per step " + flops(f.model()) + " model, " + flops(f.hardware()) +
+            " hardware");
+  };
+  conv_row("FLOPs (Megatron-LM)", d.megatron);
+  conv_row("FLOPs (PaLM 6N+12lhs)", d.palm);
+  row(os, "compute bound",
+      human_seconds(d.megatron.model() / (s.gpus * peak)) + " per step at 100% MFU, " +
+          human_seconds(d.megatron.model() / (s.gpus * peak * 0.5)) + " at 50%");
+  if (s.parallelism.pp > 1) {
+    row(os, "pipeline bubble",
+        "(p-1)/" + std::string(s.parallelism.vpp > 1 ? "(v m)" : "m") + " = " +
+            fixed(100 * d.bubble_over_ideal, 2) + "% of ideal compute, " +
+            fixed(100 * d.bubble_of_step, 2) + "% of the step");
+  } else {
+    row(os, "pipeline bubble", "none (pp = 1)");
+  }
+}
+
+void print_memory_parts(std::ostream& os, const Scenario& s, const models::StageMemory& worst) {
+  const Parallelism& p = s.parallelism;
+  row(os, "weights",
+      gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
+          " parameters in this GPU's model slice" +
+          (p.zero_stage >= 3 ? ", 1/" + std::to_string(p.dp * p.cp) + " of them resident (ZeRO-3)"
+                             : "") +
+          ")");
+  if (worst.zero3_gathered_bytes > 0) {
+    row(os, "ZeRO-3 gathered",
+        gib(worst.zero3_gathered_bytes) +
+            (p.zero3_implementation == Zero3Implementation::deepspeed_2021
+                 ? "  (1 weight matrix at a time + its gradient, DeepSpeed 2021)"
+                 : "  (2 units prefetched + 1 unsharded gradient)"));
+  }
+  row(os, "gradients", gib(worst.gradients_bytes));
+  row(os, "optimizer states", gib(worst.optimizer_bytes));
+  row(os, "activations",
+      gib(worst.activations_bytes) + "  (" + gib(worst.activation_per_micro_batch_bytes) +
+          " per micro-batch x " + fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
+          gib(worst.activation_transient_bytes) + " recompute working set)");
+  row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
+  if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
+  if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
+}
+
+void print_memory(std::ostream& os, const Scenario& s, const models::MemoryEstimate& mem) {
+  const models::StageMemory& worst = mem.worst();
+  os << "\nMemory per GPU";
+  if (s.parallelism.pp > 1) {
+    os << " (stage " << worst.stage << " of " << s.parallelism.pp << ", the largest)";
+  }
+  os << "\n";
+  print_memory_parts(os, s, worst);
+  row(os, "total", gib(worst.total_bytes()));
+  row(os, "usable HBM", gib(mem.usable_bytes()) + " of " + gib(mem.hbm_bytes));
+  if (s.parallelism.pp > 1) {
+    std::string per_stage;
+    for (const auto& st : mem.stages) {
+      per_stage +=
+          (per_stage.empty() ? "" : ", ") + std::to_string(st.stage) + ": " + gib(st.total_bytes());
+    }
+    row(os, "per stage", per_stage);
+  }
+  os << "  assumptions\n";
+  for (const auto& a : mem.assumptions) os << "    - " << a << "\n";
+}
+
+void print_verdict(std::ostream& os, const models::MemoryEstimate& mem) {
+  os << "\nVerdict: ";
+  if (mem.fits()) {
+    os << "FITS - " << gib(mem.peak_bytes()) << " of " << gib(mem.usable_bytes())
+       << " usable per GPU, " << gib(mem.headroom_bytes()) << " to spare\n";
+  } else {
+    os << "DOES NOT FIT - needs " << gib(mem.peak_bytes()) << " per GPU but only "
+       << gib(mem.usable_bytes()) << " is usable: " << gib(-mem.headroom_bytes()) << " over ("
+       << fixed(mem.peak_bytes() / mem.usable_bytes(), 2) << "x)\n";
+  }
+}
+
+nlohmann::json params_json(const models::ParameterCounts& params) {
+  return {{"embedding", params.embedding},
+          {"position_embedding", params.position_embedding},
+          {"per_layer", params.per_layer()},
+          {"attention_per_layer", params.attention_per_layer},
+          {"mlp_per_layer", params.mlp_per_layer},
+          {"norms_per_layer", params.norms_per_layer},
+          {"final_norm", params.final_norm},
+          {"lm_head", params.lm_head},
+          {"palm_n", params.palm_n()}};
+}
+
+nlohmann::json flops_json(const models::StepFlops& f) {
+  return {{"per_token_model", f.per_token.model()},
+          {"per_token_hardware", f.per_token.hardware()},
+          {"per_step_model", f.model()},
+          {"per_step_hardware", f.hardware()}};
+}
+
+nlohmann::json layout_json(const Parallelism& p) {
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"vpp", p.vpp},
+          {"sequence_parallel", p.sequence_parallel},
+          {"zero_stage", p.zero_stage},
+          {"schedule", to_string(p.schedule)}};
+}
+
+nlohmann::json check_json(const Scenario& s, const Derived& d) {
+  const models::MemoryEstimate& mem = d.memory;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& st : mem.stages) stages.push_back(stage_json(st));
+  return {
+      {"scenario", s.name},
+      {"file", s.file},
+      {"model", s.model.name},
+      {"cluster", s.cluster.name},
+      {"gpus", s.gpus},
+      {"layout", layout_json(s.parallelism)},
+      {"params_total", d.params.total()},
+      {"params", params_json(d.params)},
+      {"tokens_per_step", s.tokens_per_step()},
+      {"flops_per_step", d.megatron.model()},
+      {"flops_by_convention", {{"megatron", flops_json(d.megatron)}, {"palm", flops_json(d.palm)}}},
+      {"micro_batches", d.micro_batches},
+      {"bubble_over_ideal", d.bubble_over_ideal},
+      {"bubble_fraction_of_step", d.bubble_of_step},
+      {"memory_per_gpu_GiB", mem.peak_bytes() / kGiB},
+      {"memory_worst_stage", mem.worst_stage},
+      {"memory_stages", stages},
+      {"hbm_GiB", mem.hbm_bytes / kGiB},
+      {"usable_GiB", mem.usable_bytes() / kGiB},
+      {"headroom_GiB", mem.headroom_bytes() / kGiB},
+      {"fits", mem.fits()},
+      {"memory_assumptions", mem.assumptions},
+      {"warnings", s.warnings},
+  };
+}
+
 }  // namespace
 
 std::string usage_check() {
@@ -166,224 +434,14 @@ int cmd_check(const std::vector<std::string>& argv) {
   const Args args(argv, check_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional()[0];
-  const Scenario s = load_scenario(path);
-  // The calibration files the presets name are read when a step is simulated; read them here
-  // too, so that check refuses a malformed one (file and JSON pointer, exit 2) as run would.
-  models::load_compute_calibration(models::compute_calibration_path(s.cluster.gpu));
-  if (!s.cluster.calibration.empty()) validation::load_calibration(s.cluster.calibration);
-
-  const models::ParameterCounts params = models::count_parameters(s.model);
-  const models::StepFlops meg = models::flops_per_step(s, FlopConvention::megatron);
-  const models::StepFlops palm = models::flops_per_step(s, FlopConvention::palm);
-  const std::int64_t micro_batches = s.micro_batches();
-  const double bubble = models::bubble_over_ideal(s.parallelism.pp, s.parallelism.vpp,
-                                                  micro_batches, s.parallelism.schedule);
-  const double bubble_step = models::bubble_fraction_of_step(s.parallelism.pp, s.parallelism.vpp,
-                                                             micro_batches, s.parallelism.schedule);
-  const models::MemoryEstimate mem = models::estimate_memory(s);
-  const models::StageMemory& worst = mem.worst();
-  const double peak_bf16 =
-      s.cluster.gpu.peak(s.training.precision == Dtype::fp8 ? Dtype::fp8 : Dtype::bf16);
-
-  std::ostream& os = std::cout;
-  os << "Scenario " << s.name << "  (" << s.file << ")\n";
-  row(os, "model", describe_model(s.model));
-  row(os, "cluster", describe_cluster(s.cluster));
-  row(os, "GPU", describe_gpu(s.cluster.gpu));
-  row(os, "layout", describe_layout(s));
-  {
-    std::ostringstream b;
-    b << s.training.global_batch << " sequences x " << s.training.seq_len
-      << " tokens = " << fixed(s.tokens_per_step() / 1e6, 2) << "M tokens per step; micro-batch "
-      << s.training.micro_batch << ", " << micro_batches << " micro-batch"
-      << (micro_batches == 1 ? "" : "es") << " per DP rank per step";
-    row(os, "batch", b.str());
-    std::ostringstream t;
-    t << to_string(s.training.precision) << ", " << to_string(s.training.recompute)
-      << " recomputation";
-    if (s.training.recompute == Recompute::full && s.training.recompute_layers > 0) {
-      t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
-        << " layers (the first " << s.training.recompute_layers << " of each chunk)";
-    }
-    t << ", " << to_string(s.training.attention) << " attention"
-      << (s.training.dropout ? "" : ", no dropout")
-      << (s.training.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
-      << (s.training.tp_overlap_proj_fprop_sms + s.training.tp_overlap_fc2_fprop_sms > 0
-              ? " (taking " + std::to_string(s.training.tp_overlap_proj_fprop_sms) + " and " +
-                    std::to_string(s.training.tp_overlap_fc2_fprop_sms) +
-                    " SMs from the forward output-projection and FFN-out GEMMs)"
-              : std::string())
-      << ", DP reduction "
-      << (s.training.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
-      << (s.training.overlap_grad_reduce ? " (overlapped with backward)" : "");
-    row(os, "training", t.str());
-    if (s.training.tokens_total > 0) {
-      row(os, "run",
-          fixed(s.training.tokens_total / 1e12, 2) +
-              "T tokens = " + fixed(s.training.tokens_total / s.tokens_per_step(), 0) + " steps");
-    }
-    std::ostringstream c;
-    c << "gradients in " << to_string(s.comm.grad_dtype);
-    if (!s.comm.fp32_layer_groups.empty()) {
-      c << " (FP32 for";
-      for (const auto& g : s.comm.fp32_layer_groups) c << " " << g;
-      c << ")";
-    }
-    c << ", compression " << to_string(s.comm.compression.kind);
-    if (s.comm.compression.kind == Compression::onebit_adam) {
-      c << " (warm-up " << fixed(100 * s.comm.compression.warmup_fraction, 0) << "% of the run)";
-    }
-    row(os, "communication", c.str());
-  }
-  if (!s.comm.nccl.notes.empty()) {
-    os << "  NCCL settings\n";
-    for (const auto& n : s.comm.nccl.notes) {
-      std::string l = "    " + n.name + "=" + n.value;
-      if (l.size() < 34) l.resize(34, ' ');
-      os << l << (n.modelled ? "modelled: " : "not modelled: ") << n.explanation << "\n";
-    }
-  }
-  if (!s.warnings.empty()) {
-    os << "  warnings\n";
-    for (const auto& w : s.warnings) os << "    - " << w << "\n";
-  }
-
-  os << "\nDerived\n";
-  row(os, "parameters",
-      billions(params.total()) + " total: embedding " +
-          billions(params.embedding + params.position_embedding) + ", " +
-          std::to_string(params.num_layers) + " layers x " + billions(params.per_layer()) +
-          ", LM head " + (params.lm_head > 0 ? billions(params.lm_head) : "tied") + "; PaLM N " +
-          billions(params.palm_n()));
-  auto conv_row = [&](const char* label, const models::StepFlops& f) {
-    row(os, label,
-        flops(f.per_token.model()) + "/token model, " + flops(f.per_token.hardware()) +
-            "/token hardware; per step " + flops(f.model()) + " model, " + flops(f.hardware()) +
-            " hardware");
-  };
-  conv_row("FLOPs (Megatron-LM)", meg);
-  conv_row("FLOPs (PaLM 6N+12lhs)", palm);
-  row(os, "compute bound",
-      human_seconds(meg.model() / (s.gpus * peak_bf16)) + " per step at 100% MFU, " +
-          human_seconds(meg.model() / (s.gpus * peak_bf16 * 0.5)) + " at 50%");
-  if (s.parallelism.pp > 1) {
-    row(os, "pipeline bubble",
-        "(p-1)/" + std::string(s.parallelism.vpp > 1 ? "(v m)" : "m") + " = " +
-            fixed(100 * bubble, 2) + "% of ideal compute, " + fixed(100 * bubble_step, 2) +
-            "% of the step");
-  } else {
-    row(os, "pipeline bubble", "none (pp = 1)");
-  }
-
-  os << "\nMemory per GPU";
-  if (s.parallelism.pp > 1) {
-    os << " (stage " << worst.stage << " of " << s.parallelism.pp << ", the largest)";
-  }
-  os << "\n";
-  row(os, "weights",
-      gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
-          " parameters in this GPU's model slice" +
-          (s.parallelism.zero_stage >= 3
-               ? ", 1/" + std::to_string(s.parallelism.dp * s.parallelism.cp) +
-                     " of them resident (ZeRO-3)"
-               : "") +
-          ")");
-  if (worst.zero3_gathered_bytes > 0) {
-    row(os, "ZeRO-3 gathered",
-        gib(worst.zero3_gathered_bytes) +
-            (s.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021
-                 ? "  (1 weight matrix at a time + its gradient, DeepSpeed 2021)"
-                 : "  (2 units prefetched + 1 unsharded gradient)"));
-  }
-  row(os, "gradients", gib(worst.gradients_bytes));
-  row(os, "optimizer states", gib(worst.optimizer_bytes));
-  row(os, "activations",
-      gib(worst.activations_bytes) + "  (" + gib(worst.activation_per_micro_batch_bytes) +
-          " per micro-batch x " + fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
-          gib(worst.activation_transient_bytes) + " recompute working set)");
-  row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
-  if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
-  if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
-  row(os, "total", gib(worst.total_bytes()));
-  row(os, "usable HBM", gib(mem.usable_bytes()) + " of " + gib(mem.hbm_bytes));
-  if (s.parallelism.pp > 1) {
-    std::string per_stage;
-    for (const auto& st : mem.stages) {
-      per_stage +=
-          (per_stage.empty() ? "" : ", ") + std::to_string(st.stage) + ": " + gib(st.total_bytes());
-    }
-    row(os, "per stage", per_stage);
-  }
-  os << "  assumptions\n";
-  for (const auto& a : mem.assumptions) os << "    - " << a << "\n";
-
-  os << "\nVerdict: ";
-  if (mem.fits()) {
-    os << "FITS - " << gib(mem.peak_bytes()) << " of " << gib(mem.usable_bytes())
-       << " usable per GPU, " << gib(mem.headroom_bytes()) << " to spare\n";
-  } else {
-    os << "DOES NOT FIT - needs " << gib(mem.peak_bytes()) << " per GPU but only "
-       << gib(mem.usable_bytes()) << " is usable: " << gib(-mem.headroom_bytes()) << " over ("
-       << fixed(mem.peak_bytes() / mem.usable_bytes(), 2) << "x)\n";
-  }
-
-  if (const auto json_path = args.value("json")) {
-    nlohmann::json stages = nlohmann::json::array();
-    for (const auto& st : mem.stages) stages.push_back(stage_json(st));
-    nlohmann::json out = {
-        {"scenario", s.name},
-        {"file", s.file},
-        {"model", s.model.name},
-        {"cluster", s.cluster.name},
-        {"gpus", s.gpus},
-        {"layout",
-         {{"dp", s.parallelism.dp},
-          {"tp", s.parallelism.tp},
-          {"pp", s.parallelism.pp},
-          {"cp", s.parallelism.cp},
-          {"vpp", s.parallelism.vpp},
-          {"sequence_parallel", s.parallelism.sequence_parallel},
-          {"zero_stage", s.parallelism.zero_stage},
-          {"schedule", to_string(s.parallelism.schedule)}}},
-        {"params_total", params.total()},
-        {"params",
-         {{"embedding", params.embedding},
-          {"position_embedding", params.position_embedding},
-          {"per_layer", params.per_layer()},
-          {"attention_per_layer", params.attention_per_layer},
-          {"mlp_per_layer", params.mlp_per_layer},
-          {"norms_per_layer", params.norms_per_layer},
-          {"final_norm", params.final_norm},
-          {"lm_head", params.lm_head},
-          {"palm_n", params.palm_n()}}},
-        {"tokens_per_step", s.tokens_per_step()},
-        {"flops_per_step", meg.model()},
-        {"flops_by_convention",
-         {{"megatron",
-           {{"per_token_model", meg.per_token.model()},
-            {"per_token_hardware", meg.per_token.hardware()},
-            {"per_step_model", meg.model()},
-            {"per_step_hardware", meg.hardware()}}},
-          {"palm",
-           {{"per_token_model", palm.per_token.model()},
-            {"per_token_hardware", palm.per_token.hardware()},
-            {"per_step_model", palm.model()},
-            {"per_step_hardware", palm.hardware()}}}}},
-        {"micro_batches", micro_batches},
-        {"bubble_over_ideal", bubble},
-        {"bubble_fraction_of_step", bubble_step},
-        {"memory_per_gpu_GiB", mem.peak_bytes() / kGiB},
-        {"memory_worst_stage", mem.worst_stage},
-        {"memory_stages", stages},
-        {"hbm_GiB", mem.hbm_bytes / kGiB},
-        {"usable_GiB", mem.usable_bytes() / kGiB},
-        {"headroom_GiB", mem.headroom_bytes() / kGiB},
-        {"fits", mem.fits()},
-        {"memory_assumptions", mem.assumptions},
-        {"warnings", s.warnings},
-    };
-    write_json_file(*json_path, out);
-  }
+  const InputBundle input = load_checked(path);
+  const Scenario& s = input.scenario;
+  const Derived d = derive(s);
+  print_inputs(std::cout, s, d);
+  print_derived(std::cout, s, d);
+  print_memory(std::cout, s, d.memory);
+  print_verdict(std::cout, d.memory);
+  if (const auto json_path = args.value("json")) write_json_file(*json_path, check_json(s, d));
   return 0;
 }
 

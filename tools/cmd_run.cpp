@@ -8,18 +8,17 @@
 #include <stdexcept>
 #include <string>
 
-#include "campaign/campaign_config.hpp"
 #include "core/atomic_file.hpp"
+#include "core/faults.hpp"
 #include "core/units.hpp"
-#include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
 #include "step/simulate_step.hpp"
 #include "step/step_report.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
-#include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
 
@@ -201,7 +200,8 @@ int cmd_run(const std::vector<std::string>& argv) {
   const Args args(argv, run_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional().front();
-  const Scenario s = load_scenario(path);
+  const InputBundle input = load_command_input(path);
+  const Scenario& s = input.scenario;
 
   step::StepOptions options;
   options.exact = args.flag("exact");
@@ -215,16 +215,10 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
   const long long trace_ranks = args.int_or("trace-ranks", kDefaultTraceRanks);
   if (trace_ranks < 1) throw UsageError("--trace-ranks must be at least 1");
-  if (!args.flag("no-faults") && s.faults.present()) {
-    campaign::FaultContext context;
-    const auto graph = topologies::ClusterGraph::build(s.cluster, s.gpus);
-    for (const auto& l : graph.links()) context.link_names.push_back(l.name);
-    if (const auto at = args.value("at")) {
-      const double t = parse_time_s(*at);
-      options.faults = campaign::step_faults_at(campaign::parse_faults(s, context).events, t);
-    } else {
-      options.faults = campaign::parse_step_faults(s, context);
-    }
+  if (!args.flag("no-faults")) {
+    const auto& events = input.faults.events;
+    const auto at = args.value("at");
+    options.faults = at ? step_faults_at(events, parse_time_s(*at)) : scripted_step_faults(events);
   }
   options.record_trace = args.value("trace").has_value();
 

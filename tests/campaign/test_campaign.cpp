@@ -30,7 +30,7 @@ const TraceEvent* find_event(const TrialTrace& trace, const std::string& kind) {
 }  // namespace
 
 TEST_CASE("with faults off the run takes exactly tokens divided by throughput") {
-  const Scenario s = toy_scenario();
+  const ToyRun s = toy_scenario();
   const double step = 5.0;
   const CampaignModel m = make_model(s, step);
   const double expected = kTokensTotal / (kTokensPerStep / step);  // 4,172,325.1 s
@@ -42,7 +42,7 @@ TEST_CASE("with faults off the run takes exactly tokens divided by throughput") 
 }
 
 TEST_CASE("blocking checkpoints without failures add their save time once per interval") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.checkpointing = section("checkpointing",
                             R"({"interval": "fixed", "interval_min": 60, "save_s": 20,
                                 "load_s": 20})");
@@ -74,7 +74,7 @@ TEST_CASE("the Daly interval matches the values in Daly's paper") {
 }
 
 TEST_CASE("the campaign's Young interval uses the job MTBF of the Llama 3 failure rates") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
   s.checkpointing =
       section("checkpointing", R"({"interval": "young", "save_s": 60, "load_s": 60})");
@@ -95,7 +95,7 @@ TEST_CASE("the campaign's Young interval uses the job MTBF of the Llama 3 failur
 }
 
 TEST_CASE("a slowed GPU stretches the step in the fallback model and is named") {
-  const Scenario s = toy_scenario();
+  const ToyRun s = toy_scenario();
   const StepModel step = fixed_step_model(s, 5.0, 0.4, 0.0);
   StepFaults f;
   f.slow_gpus.push_back({234, 0.5, 0.0, "ECC down-clocking"});
@@ -106,7 +106,7 @@ TEST_CASE("a slowed GPU stretches the step in the fallback model and is named") 
 }
 
 TEST_CASE("a GPU slowed to half speed for the rest of the run doubles the remaining time") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [{"kind": "gpu_slowdown", "rank": 7,
                                     "speed_factor": 0.5, "from_h": 5}]})");
   const double step = 5.0;
@@ -120,7 +120,7 @@ TEST_CASE("a GPU slowed to half speed for the rest of the run doubles the remain
 }
 
 TEST_CASE("a detected slow GPU is replaced after the detection delay") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [{"kind": "gpu_slowdown", "rank": 7,
                                     "speed_factor": 0.5, "from_h": 5}],
                                    "stragglers": {"policy": "replace", "detect_after_s": 600}})");
@@ -139,7 +139,7 @@ TEST_CASE("a detected slow GPU is replaced after the detection delay") {
 }
 
 TEST_CASE("a down link crashes the job after exactly the NCCL timeout its settings imply") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [{"kind": "link_down", "link": "node3/nic5-leaf",
                                     "from_h": 10}]})");
   s.checkpointing = section("checkpointing", R"({"interval": "fixed", "interval_min": 60,
@@ -183,7 +183,7 @@ TEST_CASE("a down link crashes the job after exactly the NCCL timeout its settin
 }
 
 TEST_CASE("Monte Carlo results repeat for a seed and change with it") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
   s.checkpointing =
       section("checkpointing", R"({"interval": "young", "save_s": 60, "load_s": 60})");
@@ -199,7 +199,7 @@ TEST_CASE("Monte Carlo results repeat for a seed and change with it") {
 }
 
 TEST_CASE("the spread of the Monte Carlo mean narrows as trials grow") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
   s.checkpointing = section("checkpointing",
                             R"({"interval": "fixed", "interval_min": 120, "save_s": 60,
@@ -219,7 +219,7 @@ TEST_CASE("the spread of the Monte Carlo mean narrows as trials grow") {
 }
 
 TEST_CASE("failures arrive at the configured rate over the job's up-time") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"failure_rates": {"model": "none",
                                     "causes": {"gpu": {"per_gpu_hour": 2e-5,
                                                        "detection": "crash"}}}})");
@@ -239,7 +239,7 @@ TEST_CASE("failures arrive at the configured rate over the job's up-time") {
 }
 
 TEST_CASE("every second of a trial is productive or attributed to a cause") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({
       "failure_rates": {"model": "rsc1"},
       "stragglers": {"classes": [{"name": "hot", "target": "gpu", "rate_per_gpu_hour": 1e-5,
@@ -261,7 +261,7 @@ TEST_CASE("every second of a trial is productive or attributed to a cause") {
 }
 
 TEST_CASE("step-time drift follows its closed form and the mitigations remove it") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   const double step = 2.0;
   const double productive = kTokensTotal / (kTokensPerStep / step);
   // The seed: 1.2 s -> 2.8 s over 20 days, linear in process age.
@@ -297,7 +297,7 @@ TEST_CASE("step-time drift follows its closed form and the mitigations remove it
 }
 
 TEST_CASE("NaN events from outlier samples follow their rate and the sample filter removes them") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.checkpointing = section("checkpointing", R"({"interval": "fixed", "interval_min": 60,
                                     "save_s": 10, "load_s": 10})");
   const auto mean_nans = [&](const std::string& filter) {
@@ -321,7 +321,7 @@ TEST_CASE("NaN events from outlier samples follow their rate and the sample filt
 TEST_CASE("a failure during an async persist loses that checkpoint") {
   // Deterministic check through the accounting: with one failure at a known time the lost work
   // reaches back to the last checkpoint that finished persisting.
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [{"kind": "node_lost", "node": 3,
                                     "at_s": 3650}]})");
   s.checkpointing = section("checkpointing", R"({"interval": "fixed", "interval_min": 60,

@@ -2,9 +2,9 @@
 // simulation runs in a child process.
 #include <catch2/catch.hpp>
 
-#include "campaign/campaign_config.hpp"
 #include "campaign/monte_carlo.hpp"
 #include "campaign/simulated_step.hpp"
+#include "input/input_loader.hpp"
 #include "models/transformer.hpp"
 #include "tests/workload/fixtures.hpp"
 #include "tools/step_inputs.hpp"
@@ -15,20 +15,24 @@ using namespace clustersim::campaign;
 
 namespace {
 
-// The scenario's campaign model with simulated steps.
-CampaignModel simulated_model(const Scenario& s) {
+// The scenario's campaign model with simulated steps, its fault links checked against the
+// cluster graph.
+CampaignModel simulated_model(const nlohmann::json& j) {
+  LoadOptions options;
+  options.link_names = [](const ClusterSpec& cluster, int gpus) {
+    const auto graph = topologies::ClusterGraph::build(cluster, gpus);
+    std::vector<std::string> names;
+    for (const auto& l : graph.links()) names.push_back(l.name);
+    return names;
+  };
+  const InputBundle b = load_input(JsonDocument::parse(j.dump(), "test.json"), options);
+  const Scenario& s = b.scenario;
   const StepModel step = simulated_step_model(s, cli::load_step_calibrations(s));
   const StepEstimate baseline = step(StepFaults{});
-  FaultContext context;
-  const auto graph = topologies::ClusterGraph::build(s.cluster, s.gpus);
-  for (const auto& l : graph.links()) {
-    context.link_names.push_back(l.name);
-  }
-  context.run_end_s = fault_free_duration_s(s, baseline.step_time_s);
+  check_fault_times(b.faults, fault_free_duration_s(s, baseline.step_time_s));
   const double parameters = models::count_parameters(s.model).total();
-  return build_campaign_model(s, parse_campaign_settings(s), parse_faults(s, context),
-                              parse_checkpointing(s, parameters), parse_cost(s), step, baseline,
-                              parameters, "node0/nic0-leaf");
+  return build_campaign_model(s, b.campaign, b.faults, b.checkpointing.resolved_for(parameters),
+                              b.cost, step, baseline, parameters, "node0/nic0-leaf");
 }
 
 }  // namespace
@@ -45,8 +49,7 @@ TEST_CASE(
   j["training"]["global_batch"] = 16 * 32;  // 32 micro-batches per rank, one reduction
   j["faults"] = nlohmann::json::parse(R"({"events": [{"kind": "gpu_slowdown", "rank": 5,
       "speed_factor": 0.5, "from_s": 0, "cause": "ECC down-clocking"}]})");
-  const Scenario s = test::load(j);
-  const CampaignModel m = simulated_model(s);
+  const CampaignModel m = simulated_model(j);
   REQUIRE(m.scripted.size() == 1);
   const auto& f = m.scripted[0];
   CHECK(f.step.model == "step simulator");
@@ -62,8 +65,7 @@ TEST_CASE("a down link in the simulated step crashes the campaign's job after NC
   nlohmann::json j = test::small_scenario(32, 4, 8, 1);
   j["faults"] = nlohmann::json::parse(R"({"events": [{"kind": "link_down",
       "link": "node1/nic0-leaf", "from_h": 1}]})");
-  const Scenario s = test::load(j);
-  const CampaignModel m = simulated_model(s);
+  const CampaignModel m = simulated_model(j);
   REQUIRE(m.scripted.size() == 1);
   const auto& f = m.scripted[0];
   CHECK(f.step.hang);

@@ -21,7 +21,7 @@ const Alert* find_alert(const Monitoring& m, const std::string& metric, const st
 }  // namespace
 
 TEST_CASE("the monitoring CSV carries the seed's eight metrics") {
-  const Scenario s = toy_scenario();
+  const ToyRun s = toy_scenario();
   const CampaignModel m = make_model(s, 5.0);
   TrialTrace trace;
   run_trial(m, 1, &trace);
@@ -38,7 +38,7 @@ TEST_CASE("the monitoring CSV carries the seed's eight metrics") {
 }
 
 TEST_CASE("the seed's thresholds raise alerts for a slow GPU, a degraded link and a NaN") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [
       {"kind": "gpu_slowdown", "rank": 7, "speed_factor": 0.5, "from_h": 2, "until_h": 3},
       {"kind": "link_degraded", "link": "node3/nic5-leaf", "bandwidth_factor": 0.25,
@@ -71,7 +71,7 @@ TEST_CASE("the seed's thresholds raise alerts for a slow GPU, a degraded link an
 }
 
 TEST_CASE("a hang shows as a growing step time with busy GPUs") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.comm.nccl.ib_timeout = 22;
   s.faults = section("faults", R"({"events": [{"kind": "link_down", "link": "node3/nic5-leaf",
                                     "from_h": 10}]})");
@@ -97,7 +97,7 @@ TEST_CASE("a hang shows as a growing step time with busy GPUs") {
 }
 
 TEST_CASE("the trial plot is an SVG with throughput and event markers") {
-  Scenario s = toy_scenario();
+  ToyRun s = toy_scenario();
   s.faults = section("faults", R"({"events": [{"kind": "node_lost", "node": 3, "at_h": 30}]})");
   s.checkpointing = section("checkpointing", R"({"interval": "fixed", "interval_min": 600,
                                     "save_s": 10, "load_s": 10})");

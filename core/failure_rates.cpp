@@ -1,8 +1,8 @@
-#include "campaign/failure_model.hpp"
+#include "core/failure_rates.hpp"
 
 #include <stdexcept>
 
-namespace clustersim::campaign {
+namespace clustersim {
 
 namespace {
 
@@ -99,22 +99,11 @@ std::vector<FailureCause> rsc_causes(double per_1000_node_days, const char* clus
 }  // namespace
 
 const char* to_string(FailureUnit u) {
-  switch (u) {
-    case FailureUnit::gpu: return "gpu";
-    case FailureUnit::node: return "node";
-    case FailureUnit::nic: return "nic";
-    case FailureUnit::job: return "job";
-  }
-  return "?";
+  return kFailureUnitNames.name(u);
 }
 
 const char* to_string(Detection d) {
-  switch (d) {
-    case Detection::crash: return "crash";
-    case Detection::network: return "network";
-    case Detection::hang: return "hang";
-  }
-  return "?";
+  return kDetectionNames.name(d);
 }
 
 double llama3_gpu_hours() {
@@ -137,4 +126,4 @@ std::vector<FailureCause> default_failure_causes(const std::string& model) {
   throw std::invalid_argument("default_failure_causes: unknown model \"" + model + "\"");
 }
 
-}  // namespace clustersim::campaign
+}  // namespace clustersim

@@ -1,7 +1,8 @@
-// Run-level failure processes: one Poisson process per cause, with a rate per unit-hour of the
-// component that fails (a GPU, a node, a NIC), and how the job notices the failure.
+// Run-level failure processes, as the scenario's "faults.failure_rates" gives them: one Poisson
+// process per cause, with a rate per unit-hour of the component that fails (a GPU, a node, a
+// NIC), and how the job notices the failure.
 //
-// Default rates come from published failure tables (cited per cause in failure_model.cpp):
+// Default rates come from published failure tables (cited per cause in failure_rates.cpp):
 //   "llama3": Llama 3 405B, Table 5 (419 unexpected interruptions, 16,384 H100, 54 days);
 //   "rsc1" / "rsc2": Meta RSC, "Revisiting Reliability in Large-Scale ML Research Clusters"
 //     (HPCA'25): 6.50 / 2.34 failures per 1000 node-days, split over causes with the Llama 3 mix.
@@ -10,10 +11,16 @@
 #include <string>
 #include <vector>
 
-namespace clustersim::campaign {
+#include "core/name_table.hpp"
+
+namespace clustersim {
 
 // The component a rate is counted per.
 enum class FailureUnit { gpu, node, nic, job };
+inline const NameTable<FailureUnit> kFailureUnitNames = {{FailureUnit::gpu, "gpu"},
+                                                         {FailureUnit::node, "node"},
+                                                         {FailureUnit::nic, "nic"},
+                                                         {FailureUnit::job, "job"}};
 const char* to_string(FailureUnit u);
 
 // How the job notices a failure, which sets the detection latency:
@@ -23,6 +30,8 @@ const char* to_string(FailureUnit u);
 //   hang    - every process is alive but a collective never finishes: only the framework
 //             watchdog (PyTorch's NCCL timeout) ends it.
 enum class Detection { crash, network, hang };
+inline const NameTable<Detection> kDetectionNames = {
+    {Detection::crash, "crash"}, {Detection::network, "network"}, {Detection::hang, "hang"}};
 const char* to_string(Detection d);
 
 struct FailureCause {
@@ -46,4 +55,4 @@ std::vector<FailureCause> default_failure_causes(const std::string& model);
 double llama3_gpu_hours();
 double llama3_node_hours();
 
-}  // namespace clustersim::campaign
+}  // namespace clustersim

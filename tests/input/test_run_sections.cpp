@@ -3,39 +3,35 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "campaign/campaign_config.hpp"
-#include "campaign/monte_carlo.hpp"
-#include "campaign/section.hpp"
-#include "input/scenario_loader.hpp"
+#include "core/failure_rates.hpp"
+#include "input/input_loader.hpp"
 
 using namespace clustersim;
-using namespace clustersim::campaign;
 
 namespace {
 
-// The shipped seed-dp-1024 scenario with extra sections, loaded as if from `name`.
-Scenario scenario_with(const std::string& sections_json, const std::string& name) {
+// The shipped seed-dp-1024 scenario with extra sections, loaded as if from `name`, fault links
+// checked against a few of its cluster graph's names.
+InputBundle input_with(const std::string& sections_json, const std::string& name) {
   std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/seed-dp-1024.json");
   std::stringstream buffer;
   buffer << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(buffer.str());
   const nlohmann::json sections = nlohmann::json::parse(sections_json);
   for (const auto& [key, value] : sections.items()) j[key] = value;
-  return load_scenario(JsonDocument::parse(j.dump(2), name));
+  LoadOptions options;
+  options.link_names = [](const ClusterSpec&, int) {
+    return std::vector<std::string>{"node3/nic5-leaf", "node3/nic4-leaf", "node3/gpu5-nvlink",
+                                    "leaf0-spine0"};
+  };
+  return load_input(JsonDocument::parse(j.dump(2), name), options);
 }
 
-FaultContext context_for(double run_end_days) {
-  FaultContext c;
-  c.link_names = {"node3/nic5-leaf", "node3/nic4-leaf", "node3/gpu5-nvlink", "leaf0-spine0"};
-  c.run_end_s = run_end_days * 86400;
-  return c;
-}
-
-// The error parse_faults raises for this "faults" section ("" if none).
+// The error loading this "faults" section raises, with the run taking 40 days ("" if none).
 std::string fault_error(const std::string& faults_json) {
-  const Scenario s = scenario_with(R"({"faults": )" + faults_json + "}", "scenarios/bad.json");
   try {
-    parse_faults(s, context_for(40));
+    const InputBundle b = input_with(R"({"faults": )" + faults_json + "}", "scenarios/bad.json");
+    check_fault_times(b.faults, 40 * 86400.0);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -44,19 +40,10 @@ std::string fault_error(const std::string& faults_json) {
 
 }  // namespace
 
-TEST_CASE("a re-rooted section reports the original file and JSON pointer") {
-  const SectionDocument doc =
-      SectionDocument::parse(R"({"a": -1})", "scenarios/x.json", "/faults/events/3");
-  CHECK(doc.root().pointer() == "/faults/events/3");
-  CHECK_THROWS_WITH(doc.root().at("a").as_positive(),
-                    Catch::Contains("scenarios/x.json:/faults/events/3/a"));
-}
-
 TEST_CASE("sections loaded with a scenario keep their file and pointer") {
-  const Scenario s =
-      scenario_with(R"({"faults": {"watchdog_timeout_s": -5}})", "scenarios/watchdog.json");
-  CHECK_THROWS_WITH(parse_faults(s, context_for(40)),
-                    Catch::Contains("scenarios/watchdog.json:/faults/watchdog_timeout_s"));
+  CHECK_THROWS_WITH(
+      input_with(R"({"faults": {"watchdog_timeout_s": -5}})", "scenarios/watchdog.json"),
+      Catch::Contains("scenarios/watchdog.json:/faults/watchdog_timeout_s"));
 }
 
 TEST_CASE("bad fault specifications get errors naming the JSON path") {
@@ -131,7 +118,7 @@ TEST_CASE("bad fault specifications get errors naming the JSON path") {
 }
 
 TEST_CASE("fault events become the step simulator's StepFaults") {
-  const Scenario s = scenario_with(R"({"faults": {"events": [
+  const InputBundle b = input_with(R"({"faults": {"events": [
       {"kind": "gpu_slowdown", "rank": 234, "speed_factor": 0.5, "from_days": 3,
        "cause": "ECC down-clocking"},
       {"kind": "link_degraded", "link": "node3/nic5-leaf", "bandwidth_factor": 0.25,
@@ -139,7 +126,7 @@ TEST_CASE("fault events become the step simulator's StepFaults") {
       {"kind": "link_down", "link": "node3/nic4-leaf", "from_s": 100},
       {"kind": "node_lost", "node": 12, "at_days": 5}]}})",
                                    "scenarios/events.json");
-  const StepFaults f = parse_step_faults(s, context_for(40));
+  const StepFaults f = scripted_step_faults(b.faults.events);
   REQUIRE(f.slow_gpus.size() == 1);
   CHECK(f.slow_gpus[0].rank == 234);
   CHECK(f.slow_gpus[0].speed_factor == 0.5);
@@ -156,8 +143,7 @@ TEST_CASE("fault events become the step simulator's StepFaults") {
   CHECK(f.lost_nodes[0].node == 12);
   CHECK(f.lost_nodes[0].at_s == 5 * 86400.0);
 
-  const FaultsConfig faults = parse_faults(s, context_for(40));
-  const StepFaults at_11h = step_faults_at(faults.events, 11 * 3600.0);
+  const StepFaults at_11h = step_faults_at(b.faults.events, 11 * 3600.0);
   // At 11 h: the slowdown has not started; the degraded link and the down link are active.
   CHECK(at_11h.slow_gpus.empty());
   REQUIRE(at_11h.links.size() == 2);
@@ -165,10 +151,10 @@ TEST_CASE("fault events become the step simulator's StepFaults") {
 }
 
 TEST_CASE("the checkpoint section derives save and load times from size and bandwidth") {
-  const Scenario s = scenario_with(R"({"checkpointing": {"interval": "young",
+  const InputBundle b = input_with(R"({"checkpointing": {"interval": "young",
       "write_GBps": 125, "read_GBps": 250, "restart": {"reschedule_s": 600, "init_s": 90}}})",
                                    "scenarios/ckpt.json");
-  const CheckpointConfig c = parse_checkpointing(s, 70e9);
+  const CheckpointConfig c = b.checkpointing.resolved_for(70e9);
   // 14 bytes per parameter (BF16 weights, FP32 master weights, two FP32 Adam moments).
   CHECK(c.size_bytes == Approx(980e9));
   CHECK(c.save_s == Approx(980.0 / 125));
@@ -178,44 +164,59 @@ TEST_CASE("the checkpoint section derives save and load times from size and band
   CHECK(c.policy == IntervalPolicy::young);
 }
 
+// The error loading these sections raises (the checkpoint resolved for a 70B model).
+std::string section_error(const std::string& sections_json, const std::string& name) {
+  try {
+    input_with(sections_json, name).checkpointing.resolved_for(70e9);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST_CASE("checkpoint section errors name the key") {
   SECTION("fixed interval without its length") {
-    const Scenario s = scenario_with(R"({"checkpointing": {"interval": "fixed",
-                                         "save_s": 10, "load_s": 10}})",
-                                     "scenarios/c1.json");
-    CHECK_THROWS_WITH(parse_checkpointing(s, 70e9),
-                      Catch::Contains("scenarios/c1.json:/checkpointing/interval_min"));
+    CHECK_THAT(section_error(R"({"checkpointing": {"interval": "fixed",
+                                 "save_s": 10, "load_s": 10}})",
+                             "scenarios/c1.json"),
+               Catch::Contains("scenarios/c1.json:/checkpointing/interval_min"));
   }
   SECTION("async stall longer than the save") {
-    const Scenario s = scenario_with(R"({"checkpointing": {"interval": "young", "mode": "async",
-                                         "save_s": 10, "async_stall_s": 20, "load_s": 10}})",
-                                     "scenarios/c2.json");
-    CHECK_THROWS_WITH(parse_checkpointing(s, 70e9),
-                      Catch::Contains("/checkpointing/async_stall_s"));
+    CHECK_THAT(section_error(R"({"checkpointing": {"interval": "young", "mode": "async",
+                                 "save_s": 10, "async_stall_s": 20, "load_s": 10}})",
+                             "scenarios/c2.json"),
+               Catch::Contains("/checkpointing/async_stall_s") &&
+                   Catch::Contains("20 exceeds the full save time (10 s)"));
+  }
+  SECTION("async stall longer than the save its storage rate gives the model") {
+    // 70e9 parameters x 14 bytes = 980 GB at 100 GB/s: 9.8 s.
+    CHECK_THAT(section_error(R"({"checkpointing": {"interval": "young", "mode": "async",
+                                 "write_GBps": 100, "async_stall_s": 20, "load_s": 10}})",
+                             "scenarios/c4.json"),
+               Catch::Contains("/checkpointing/async_stall_s") &&
+                   Catch::Contains("exceeds the full save time (9.8 s)"));
   }
   SECTION("missing storage bandwidth") {
-    const Scenario s =
-        scenario_with(R"({"checkpointing": {"interval": "young"}})", "scenarios/c3.json");
-    CHECK_THROWS_WITH(parse_checkpointing(s, 70e9), Catch::Contains("/checkpointing/write_GBps"));
+    CHECK_THAT(section_error(R"({"checkpointing": {"interval": "young"}})", "scenarios/c3.json"),
+               Catch::Contains("/checkpointing/write_GBps"));
   }
 }
 
 TEST_CASE("the cost section needs a cited price and defaults to DeepSeek-V3's H800 rate") {
-  const Scenario none = scenario_with("{}", "scenarios/nocost.json");
-  CHECK(parse_cost(none).usd_per_gpu_hour == 2.0);
-  CHECK_THAT(parse_cost(none).source, Catch::Contains("DeepSeek-V3"));
-  const Scenario bad =
-      scenario_with(R"({"cost": {"usd_per_gpu_hour": 2.5}})", "scenarios/cost.json");
-  CHECK_THROWS_WITH(parse_cost(bad), Catch::Contains("scenarios/cost.json:/cost/source"));
+  const InputBundle none = input_with("{}", "scenarios/nocost.json");
+  CHECK(none.cost.usd_per_gpu_hour == 2.0);
+  CHECK_THAT(none.cost.source, Catch::Contains("DeepSeek-V3"));
+  CHECK_THAT(section_error(R"({"cost": {"usd_per_gpu_hour": 2.5}})", "scenarios/cost.json"),
+             Catch::Contains("scenarios/cost.json:/cost/source"));
 }
 
 TEST_CASE("campaign settings: a given step time needs its MFU") {
-  const Scenario s = scenario_with(R"({"campaign": {"step_time_s": 5}})", "scenarios/s.json");
-  CHECK_THROWS_WITH(parse_campaign_settings(s), Catch::Contains("/campaign/mfu"));
-  const Scenario ok = scenario_with(R"({"campaign": {"step_time_s": 5, "mfu": 0.3,
+  CHECK_THAT(section_error(R"({"campaign": {"step_time_s": 5}})", "scenarios/s.json"),
+             Catch::Contains("/campaign/mfu"));
+  const InputBundle ok = input_with(R"({"campaign": {"step_time_s": 5, "mfu": 0.3,
                                         "trials": 10, "seed": 42}})",
                                     "scenarios/s.json");
-  const CampaignSettings c = parse_campaign_settings(ok);
+  const CampaignSettings& c = ok.campaign;
   CHECK(*c.step_time_s == 5);
   CHECK(c.trials == 10);
   CHECK(c.seed == 42);
