@@ -3,6 +3,7 @@
 // the step slowdowns of stragglers and scripted faults, drift, cost and limits.
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 #include "campaign/checkpoint_policy.hpp"
@@ -112,6 +113,20 @@ void resolve_checkpointing(CampaignModel& m, const CheckpointConfig& checkpoint)
   }
 }
 
+// A Young/Daly interval is known only here, from the failure rates: refuses one that would take
+// more checkpoints in a trial than kMaxEventsPerTrial (a checkpoint that costs next to nothing).
+void check_checkpoint_count(const CampaignModel& m, const CheckpointConfig& checkpoint) {
+  const double checkpoints = m.max_wall_s / m.interval_s;
+  if (checkpoints <= kMaxEventsPerTrial) return;
+  std::ostringstream os;
+  os.precision(3);
+  os << "a checkpoint stall of " << m.stall_s << " s gives a " << to_string(checkpoint.policy)
+     << " interval of " << m.interval_s << " s: about " << checkpoints
+     << " checkpoints in one trial, above the limit of " << kMaxEventsPerTrial
+     << "; give the checkpoint's real cost (save_s, write_GBps) or a fixed interval";
+  checkpoint.where.at("interval").fail(os.str());
+}
+
 // Each straggler class's step slowdown, simulated with one such straggler (link stragglers on
 // `representative_link`).
 void resolve_stragglers(CampaignModel& m, const FaultsConfig& faults, const StepModel& step,
@@ -207,6 +222,7 @@ CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSetti
   m.usd_per_gpu_hour = cost.usd_per_gpu_hour;
   m.price_source = cost.source;
   m.max_wall_s = settings.max_days * kSecondsPerDay;
+  check_checkpoint_count(m, checkpoint);
   return m;
 }
 

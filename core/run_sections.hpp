@@ -26,6 +26,11 @@ inline constexpr double kDefaultUsdPerGpuHour = 2.0;
 inline constexpr const char* kDefaultPriceSource =
     "DeepSeek-V3 Technical Report (arXiv 2412.19437) Table 1: H800 rental at $2 per GPU hour";
 
+// Rows and events one campaign trial may produce (monitoring rows, checkpoints, failures,
+// stragglers, loss spikes): the loader refuses input that asks for more, and the campaign a
+// computed checkpoint interval that would. 10^7 monitoring rows are about 1 GB of CSV.
+inline constexpr double kMaxEventsPerTrial = 1e7;
+
 enum class IntervalPolicy { fixed, young, daly, none };
 enum class SaveMode { blocking, async };
 inline const NameTable<IntervalPolicy> kIntervalPolicyNames = {{IntervalPolicy::fixed, "fixed"},
@@ -54,6 +59,7 @@ struct CheckpointConfig {
   double async_stall_s = 0;  // async: training stops only for this (GPU -> host staging)
   double reschedule_s = kDefaultReschedule_s;  // replacing a failed node, relaunching the job
   double init_s = kDefaultInit_s;  // process groups and NCCL communicators at this scale
+  SourceRef where;                 // the section
   SourceRef stall_where;           // where async_stall_s was given
 
   // Size and times for a model of `model_parameters` parameters. Throws ConfigError at

@@ -4,6 +4,7 @@
 // simulated timeline finite.
 #pragma once
 
+#include "core/run_sections.hpp"
 #include "core/units.hpp"
 
 namespace clustersim::input {
@@ -23,8 +24,7 @@ inline constexpr double kMaxDelay_s = 7 * kSecondsPerDay;
 inline constexpr double kMinInterval_s = 1;
 // Rows and events one trial may produce: the monitoring rows (max_days / interval), the
 // checkpoints of a fixed interval, and the expected failures, stragglers and loss spikes.
-// 10^7 rows of the monitoring CSV are about 1 GB.
-inline constexpr double kMaxRowsPerTrial = 1e7;
+inline constexpr double kMaxRowsPerTrial = kMaxEventsPerTrial;
 // A failure or straggler rate of one per component-hour: a GPU, node or NIC that fails every
 // hour is not part of a training cluster (Llama 3 405B: 419 interruptions in 21.2 million
 // GPU-hours, 2e-5 per GPU-hour; arXiv 2407.21783 Table 5).

@@ -117,6 +117,7 @@ CheckpointConfig parse_checkpointing(const JsonNode& n) {
   n.only_keys({"interval", "interval_min", "mode", "size_GB", "bytes_per_parameter", "write_GBps",
                "read_GBps", "save_s", "load_s", "async_stall_s", "restart"});
   CheckpointConfig c;
+  c.where = {n.file(), n.pointer()};
   parse_interval(n, c);
   c.mode = enum_or(n, "mode", kSaveModeNames, SaveMode::blocking);
   parse_size(n, c);

@@ -94,6 +94,23 @@ TEST_CASE("the campaign's Young interval uses the job MTBF of the Llama 3 failur
             .epsilon(1e-9));
 }
 
+TEST_CASE("a Young interval of a checkpoint that costs next to nothing is refused") {
+  ToyRun s = toy_scenario();
+  s.faults = section("faults", R"({"failure_rates": {"model": "llama3"}})");
+  // A 1 ns save: sqrt(2 x 1e-9 s x 178,163 s) = 0.019 s between checkpoints, so 365 days
+  // (campaign.max_days' default) would hold about 1.7e9 checkpoints, above the 1e7 a trial may
+  // hold. The error names the interval policy that computed it.
+  s.checkpointing =
+      section("checkpointing", R"({"interval": "young", "save_s": 1e-9, "load_s": 60})");
+  CHECK_THROWS_WITH(make_model(s, 5.0),
+                    Catch::Contains("scenarios/toy.json:/checkpointing/interval:") &&
+                        Catch::Contains("checkpoints in one trial, above the limit of 1e+07"));
+  // A minute's save: sqrt(2 x 60 s x 178,163 s) = 4,624 s, about 6,800 checkpoints a year.
+  s.checkpointing =
+      section("checkpointing", R"({"interval": "young", "save_s": 60, "load_s": 60})");
+  CHECK_NOTHROW(make_model(s, 5.0));
+}
+
 TEST_CASE("a slowed GPU stretches the step in the fallback model and is named") {
   const ToyRun s = toy_scenario();
   const StepModel step = fixed_step_model(s, 5.0, 0.4, 0.0);
