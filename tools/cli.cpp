@@ -1,10 +1,10 @@
 #include "tools/cli.hpp"
 
-#include "core/data_root.hpp"
-
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+
+#include "core/data_root.hpp"
 
 namespace clustersim::cli {
 
@@ -158,6 +158,8 @@ std::string describe_options(const std::vector<OptionSpec>& specs) {
   return os.str();
 }
 
-std::string data_path(const std::string& relative) { return data_root() + "/" + relative; }
+std::string data_path(const std::string& relative) {
+  return data_root() + "/" + relative;
+}
 
 }  // namespace clustersim::cli
