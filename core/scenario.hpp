@@ -14,6 +14,7 @@
 
 #include "core/name_table.hpp"
 #include "core/nccl_settings.hpp"
+#include "core/system_calibration.hpp"
 
 namespace clustersim {
 
@@ -87,6 +88,10 @@ struct GpuSpec {
   // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
   // or one relative to the data root; "" = the default (H100/H800) calibration.
   std::string compute_calibration;
+  // System parameters that replace the calibration file's fitted ones (core/
+  // system_calibration.hpp). Not read from JSON: `clustersim calibrate --runs` and `validate`
+  // set it to evaluate a fit or one of its cross-validation folds.
+  std::optional<SystemValues> system_override;
   double peak(Dtype d) const;  // throws std::out_of_range with the dtype name if absent
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "core/data_root.hpp"
@@ -50,6 +51,7 @@ OpCost& OpCost::operator+=(const OpCost& other) {
   compute_s += other.compute_s;
   memory_s += other.memory_s;
   launch_s += other.launch_s;
+  kernels += other.kernels;
   flops += other.flops;
   bytes += other.bytes;
   return *this;
@@ -60,6 +62,7 @@ OpCost& OpCost::operator-=(const OpCost& other) {
   compute_s -= other.compute_s;
   memory_s -= other.memory_s;
   launch_s -= other.launch_s;
+  kernels -= other.kernels;
   flops -= other.flops;
   bytes -= other.bytes;
   return *this;
@@ -141,12 +144,67 @@ AttentionEfficiencyCurve load_attention_curve(const JsonNode& node) {
   return curve;
 }
 
+// {"tensor_sustained_fraction": 0.9, ...}: each name known, each value inside its range.
+SystemValues load_system_values(const JsonNode& node) {
+  node.require_object();
+  SystemValues values;
+  for (const auto& [name, value] : node.members()) {
+    const auto id = parse_system_parameter(name);
+    if (!id)
+      node.fail_at(name, "unknown system parameter (known: " + system_parameter_names() + ")");
+    const SystemParameterSpec& spec = system_parameter(*id);
+    const double v = value.as_number();
+    if (!(v >= spec.low && v <= spec.high)) {
+      value.fail(std::to_string(v) + " is outside the plausible range [" +
+                 std::to_string(spec.low) + ", " + std::to_string(spec.high) + "] of " + spec.name +
+                 " (" + spec.unit + ")");
+    }
+    values[*id] = v;
+  }
+  return values;
+}
+
+std::vector<std::string> load_string_list(const JsonNode& node) {
+  std::vector<std::string> out;
+  for (const JsonNode& item : node.items()) out.push_back(item.as_string());
+  return out;
+}
+
+// The `system` block: fitted parameters and the record of their cross-validated fit.
+SystemCalibration load_system(const JsonNode& node) {
+  node.require_object();
+  node.only_keys({"description", "parameters", "fit"});
+  SystemCalibration sys;
+  sys.values = load_system_values(node.at("parameters"));
+  const auto fit = node.find("fit");
+  if (!fit) return sys;
+  fit->only_keys({"note", "fitted_on", "in_sample_mape_pct", "cross_validated_mape_pct", "folds"});
+  sys.note = fit->string_or("note", "");
+  if (const auto on = fit->find("fitted_on")) sys.fitted_on = load_string_list(*on);
+  if (fit->has("in_sample_mape_pct"))
+    sys.in_sample_mape_pct = fit->non_negative_or("in_sample_mape_pct", 0);
+  if (fit->has("cross_validated_mape_pct"))
+    sys.cross_validated_mape_pct = fit->non_negative_or("cross_validated_mape_pct", 0);
+  if (const auto folds = fit->find("folds")) {
+    for (const JsonNode& f : folds->items()) {
+      f.only_keys({"held_out_source", "held_out_cases", "parameters"});
+      SystemFold fold;
+      fold.held_out_source = f.string_at("held_out_source");
+      if (const auto cases = f.find("held_out_cases"))
+        fold.held_out_cases = load_string_list(*cases);
+      fold.values = load_system_values(f.at("parameters"));
+      sys.folds.push_back(std::move(fold));
+    }
+  }
+  return sys;
+}
+
 }  // namespace
 
 ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   const JsonNode root = document.root();
   root.require_object();
-  root.only_keys({"description", "gemm", "attention", "memory"});
+  root.only_keys({"description", "gemm", "attention", "memory", "system"});
   ComputeCalibration cal;
   cal.file = document.file();
 
@@ -189,6 +247,7 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   if (achieved > peak) hbm.fail_at("achieved_TBps", "exceeds peak_TBps");
   if (hbm.string_at("source").empty()) hbm.fail_at("source", "a citation is required");
   cal.hbm_efficiency = achieved / peak;
+  if (const auto system = root.find("system")) cal.system = load_system(*system);
   return cal;
 }
 
@@ -205,6 +264,30 @@ std::string compute_calibration_path(const GpuSpec& gpu) {
                                          : gpu.compute_calibration;
 }
 
+namespace {
+// Three significant digits: 0.912, 6.31, 12.4.
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+}  // namespace
+
+std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibration& calibration) {
+  const SystemCalibration& sys = calibration.system;
+  const SystemValues& values = gpu.system_override ? *gpu.system_override : sys.values;
+  if (values.empty())
+    return "nominal: microbenchmark rates, " + format_number(gpu.kernel_launch_s * 1e6) +
+           " us per kernel (no system fit in the compute calibration)";
+  std::string out;
+  for (const auto& [id, value] : values)
+    out += (out.empty() ? "" : ", ") + std::string(system_parameter(id).name) + " " +
+           format_number(value);
+  if (gpu.system_override) return out + " (set for this run)";
+  return out + " (FITTED to " + std::to_string(sys.fitted_on.size()) +
+         " published runs, leave-one-source-out cross-validated; values, not measurements)";
+}
+
 ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
     : gpu_(std::move(gpu)), calibration_(std::move(calibration)) {
   if (!(gpu_.hbm_Bps > 0)) {
@@ -212,6 +295,18 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
   }
   if (calibration_.gemm.empty() || calibration_.attention_efficiency.empty()) {
     throw std::invalid_argument("ComputeCostModel: calibration has no GEMM or attention data");
+  }
+  const SystemValues& values =
+      gpu_.system_override ? *gpu_.system_override : calibration_.system.values;
+  const auto value_or = [&](SystemParameterId id, double fallback) {
+    const auto it = values.find(id);
+    return it == values.end() ? fallback : it->second;
+  };
+  tensor_fraction_ = value_or(SystemParameterId::tensor_sustained_fraction, 1.0);
+  elementwise_fraction_ = value_or(SystemParameterId::elementwise_hbm_fraction, 1.0);
+  kernel_gap_s_ = value_or(SystemParameterId::kernel_gap_us, gpu_.kernel_launch_s * 1e6) * 1e-6;
+  if (!(tensor_fraction_ > 0) || !(elementwise_fraction_ > 0) || !(kernel_gap_s_ >= 0)) {
+    throw std::invalid_argument("ComputeCostModel: system parameters out of range");
   }
 }
 
@@ -248,7 +343,7 @@ double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_l
 }
 
 double ComputeCostModel::hbm_Bps() const {
-  return gpu_.hbm_Bps * calibration_.hbm_efficiency;
+  return gpu_.hbm_Bps * calibration_.hbm_efficiency * elementwise_fraction_;
 }
 
 OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {
@@ -257,8 +352,17 @@ OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes
   c.bytes = bytes;
   c.compute_s = flops > 0 ? flops / flops_per_s : 0.0;
   c.memory_s = bytes > 0 ? bytes / hbm_Bps() : 0.0;
-  c.launch_s = gpu_.kernel_launch_s;
+  c.kernels = 1;
+  c.launch_s = kernel_gap_s_;
   c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
+  return c;
+}
+
+OpCost ComputeCostModel::launches(double kernels) const {
+  OpCost c;
+  c.kernels = kernels;
+  c.launch_s = kernels * kernel_gap_s_;
+  c.time_s = c.launch_s;
   return c;
 }
 
@@ -267,13 +371,14 @@ OpCost ComputeCostModel::gemm(const GemmShape& shape, Dtype dtype, double count)
   const double out_bytes = dtype == Dtype::fp8 ? bytes_per_element(Dtype::bf16) : in_bytes;
   const double bytes =
       (shape.m * shape.k + shape.k * shape.n) * in_bytes + shape.m * shape.n * out_bytes;
-  const double rate = gpu_.peak(dtype) * gemm_efficiency(shape, dtype);
+  const double rate = gpu_.peak(dtype) * gemm_efficiency(shape, dtype) * tensor_fraction_;
   OpCost one = roofline(shape.flops(), rate, bytes);
   OpCost total;
   total.time_s = one.time_s * count;
   total.compute_s = one.compute_s * count;
   total.memory_s = one.memory_s * count;
   total.launch_s = one.launch_s * count;
+  total.kernels = one.kernels * count;
   total.flops = one.flops * count;
   total.bytes = one.bytes * count;
   return total;
@@ -283,18 +388,20 @@ OpCost ComputeCostModel::batched_gemm(const GemmShape& shape, Dtype dtype, doubl
   const double in_bytes = bytes_per_element(dtype);
   const double bytes =
       batch * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n) * in_bytes;
-  return roofline(batch * shape.flops(), gpu_.peak(dtype) * gemm_efficiency(shape, dtype), bytes);
+  return roofline(batch * shape.flops(),
+                  gpu_.peak(dtype) * gemm_efficiency(shape, dtype) * tensor_fraction_, bytes);
 }
 
 OpCost ComputeCostModel::attention(double flops, double bytes, Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  return roofline(flops, gpu_.peak(d) * attention_efficiency(d, seq_len), bytes);
+  return roofline(flops, gpu_.peak(d) * attention_efficiency(d, seq_len) * tensor_fraction_, bytes);
 }
 
 OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dtype,
                                             double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  return roofline(flops, gpu_.peak(d) * attention_backward_efficiency(d, seq_len), bytes);
+  return roofline(
+      flops, gpu_.peak(d) * attention_backward_efficiency(d, seq_len) * tensor_fraction_, bytes);
 }
 
 OpCost ComputeCostModel::memory_op(double bytes, double flops) const {

@@ -64,6 +64,8 @@ struct ComputeCalibration {
   // the forward efficiency (e.g. a combined forward + backward benchmark).
   std::map<Dtype, AttentionEfficiencyCurve> attention_backward_efficiency;
   double hbm_efficiency = 1;  // achieved / peak HBM bandwidth
+  // Parameters fitted to end-to-end runs (`system` block; empty = nominal, no fit).
+  SystemCalibration system;
 };
 
 // Reads a calibration file. Throws ConfigError naming the file and JSON pointer on missing
@@ -75,12 +77,18 @@ std::string default_compute_calibration_path();
 // The calibration of `gpu`: its preset's compute_calibration, else the default.
 std::string compute_calibration_path(const GpuSpec& gpu);
 
+// One line for `run` and `check`: the system parameters in force on this GPU and whether they
+// were fitted ("tensor_sustained_fraction 0.912, kernel_gap_us 6.3 (fitted to 35 runs, ...)"),
+// or "nominal (no fit)" when the calibration has none.
+std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibration& calibration);
+
 // Cost of one kernel, seconds, with its parts.
 struct OpCost {
   double time_s = 0;     // max(compute_s, memory_s) + launch_s
   double compute_s = 0;  // FLOPs / achieved FLOP/s
   double memory_s = 0;   // bytes / achieved HBM bandwidth
-  double launch_s = 0;   // kernel launch overhead
+  double launch_s = 0;   // idle time between kernels: kernels x the per-kernel gap
+  double kernels = 0;    // kernel launches
   double flops = 0;
   double bytes = 0;
   bool memory_bound() const { return memory_s > compute_s; }
@@ -106,9 +114,16 @@ class ComputeCostModel {
   double attention_backward_efficiency(Dtype dtype, double seq_len) const;
   // The dtype attention runs in for a given training precision.
   static Dtype attention_dtype(Dtype training_precision);
-  // Achieved HBM bandwidth, bytes/s.
+  // Achieved HBM bandwidth of element-wise kernels, bytes/s.
   double hbm_Bps() const;
+  // Idle time per kernel on the compute stream, seconds: the fitted kernel_gap_us when the
+  // system calibration (or the GPU's override) has one, else the GPU preset's kernel_launch_us.
+  double kernel_gap_s() const { return kernel_gap_s_; }
+  // Sustained fraction of the microbenchmark tensor-core rate (1 without a fit).
+  double tensor_sustained_fraction() const { return tensor_fraction_; }
 
+  // Time of `kernels` launches with no work (e.g. host-bound copy loops).
+  OpCost launches(double kernels) const;
   // A GEMM: inputs in `dtype`, output in bf16 for fp8 (Transformer Engine) else in `dtype`.
   // `count` identical GEMMs, each paying its own launch.
   OpCost gemm(const GemmShape& shape, Dtype dtype, double count = 1) const;
@@ -128,6 +143,9 @@ class ComputeCostModel {
  private:
   GpuSpec gpu_;
   ComputeCalibration calibration_;
+  double tensor_fraction_ = 1;
+  double elementwise_fraction_ = 1;
+  double kernel_gap_s_ = 0;
 };
 
 }  // namespace clustersim::models

@@ -300,12 +300,20 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   const double weight_shard = par.zero_stage >= 3 ? z.shard_ranks : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? z.shard_ranks : 1.0;
   const double opt_shard = par.zero_stage >= 1 ? z.shard_ranks : 1.0;
-  st.weights_bytes = st.parameters * z.weight_bytes / weight_shard;
+  // PyTorch FSDP (fully_shard with a mixed-precision policy) keeps each rank's shard of the
+  // parameters in their FP32 dtype, casts a copy to BF16 only when it gathers them, and hands the
+  // FP32 shard to the optimizer as its parameters: the shard is the master copy, and Adam adds
+  // its two moments only (4 + 4 + 8 = 16 B/param with FP32 gradients, not 2 + 4 + 12 = 18).
+  const bool master_is_shard =
+      par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
+  st.weights_bytes = st.parameters * (master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
   st.gradients_bytes = (sp.embedding * z.embedding_grad_bytes + sp.head * z.head_grad_bytes +
                         sp.other * z.grad_bytes) /
                        grad_shard;
-  st.optimizer_bytes =
-      st.parameters * adam_state_bytes_per_param(s.training.optimizer_state_dtype) / opt_shard;
+  const Dtype state = s.training.optimizer_state_dtype;
+  const double adam_bytes =
+      adam_state_bytes_per_param(state) - (master_is_shard ? bytes_per_element(state) : 0.0);
+  st.optimizer_bytes = st.parameters * adam_bytes / opt_shard;
   if (par.zero_stage < 3) return;
   const bool first = st.stage == 0;
   const bool last = st.stage == par.pp - 1;
@@ -392,7 +400,12 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
                                                   : ", FP32 (4 B) for the FP32 layer groups") +
                 ", Adam states " + fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype), 0) +
                 " B/param (master copy, momentum, variance in " +
-                to_string(tr.optimizer_state_dtype) + "; ZeRO paper K = 12 for FP32)");
+                to_string(tr.optimizer_state_dtype) + "; ZeRO paper K = 12 for FP32)" +
+                (s.parallelism.zero_stage >= 3 &&
+                         s.parallelism.zero3_implementation == Zero3Implementation::fsdp
+                     ? "; FSDP: the FP32 parameter shard (4 B/param) is the master copy, Adam "
+                       "adds its two moments only"
+                     : ""));
   out.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +

@@ -60,10 +60,12 @@ std::string usage_calibrate() {
          "with the efficiency of every measured shape. Prints R^2 and the worst residuals.\n"
          "--compute-out writes the GEMM efficiencies in the format the step simulator reads\n"
          "(validation/data/compute_efficiency.json): one point per smallest GEMM dimension.\n\n" +
-         describe_options(calibrate_options());
+         describe_options(calibrate_options()) + "\n" + usage_calibrate_runs();
 }
 
 int cmd_calibrate(const std::vector<std::string>& argv) {
+  for (const auto& a : argv)
+    if (a == "--runs" || a.rfind("--runs=", 0) == 0) return calibrate_runs(argv);
   const Args args(argv, calibrate_options(), 0);
   const auto output = args.value("output");
   const auto compute_out = args.value("compute-out");

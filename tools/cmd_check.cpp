@@ -250,6 +250,10 @@ void print_inputs(std::ostream& os, const Scenario& s, const Derived& d) {
   row(os, "model", describe_model(s.model));
   row(os, "cluster", describe_cluster(s.cluster));
   row(os, "GPU", describe_gpu(s.cluster.gpu));
+  const GpuSpec& gpu = s.cluster.gpu;
+  row(os, "system",
+      models::describe_system_parameters(
+          gpu, models::load_compute_calibration(models::compute_calibration_path(gpu))));
   row(os, "layout", describe_layout(s));
   row(os, "batch", batch_text(s, d.micro_batches));
   row(os, "training", training_text(s));

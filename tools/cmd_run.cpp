@@ -11,6 +11,7 @@
 #include "core/atomic_file.hpp"
 #include "core/faults.hpp"
 #include "core/units.hpp"
+#include "models/compute_cost.hpp"
 #include "models/memory.hpp"
 #include "step/simulate_step.hpp"
 #include "step/step_report.hpp"
@@ -145,6 +146,10 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   row(os, "peak per GPU",
       fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
           ", dense)");
+  const GpuSpec& gpu = s.cluster.gpu;
+  row(os, "system",
+      models::describe_system_parameters(
+          gpu, models::load_compute_calibration(models::compute_calibration_path(gpu))));
   row(os, "memory per GPU",
       fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
           fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");

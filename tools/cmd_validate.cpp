@@ -15,22 +15,18 @@
 #include "core/atomic_file.hpp"
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
-#include "tools/cli.hpp"
-#include "tools/commands.hpp"
-#include "validation/calibration.hpp"
-#include "validation/suite.hpp"
-
-// The step simulator and the collective engine are wired in where they are built (they land
-// together: the step simulator runs on the collective engine).
-#if __has_include("step/simulate_step.hpp")
 #include "nccl/collectives.hpp"
 #include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
 #include "step/simulate_step.hpp"
+#include "tools/cli.hpp"
+#include "tools/commands.hpp"
+#include "tools/isolated_pool.hpp"
 #include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
-#define CLUSTERSIM_VALIDATE_HAS_SIMULATOR 1
-#endif
+#include "validation/calibration.hpp"
+#include "validation/family_errors.hpp"
+#include "validation/suite.hpp"
 
 namespace clustersim::cli {
 namespace {
@@ -45,6 +41,7 @@ const std::vector<OptionSpec>& validate_options() {
       {"threshold", "", true, false, "MAPE limit in percent (default: the suite's, 10)"},
       {"report", "", true, false, "write REPORT.md and the SVG plot into DIR (e.g. validation)"},
       {"date", "", true, false, "date recorded in the outputs (default: today, UTC)"},
+      {"jobs", "j", true, false, "published-run simulations at a time (default 1)"},
   };
   return specs;
 }
@@ -58,13 +55,7 @@ std::string today_utc() {
   return buf;
 }
 
-#ifdef CLUSTERSIM_VALIDATE_HAS_SIMULATOR
-// One step of the scenario, in a child process (SimGrid allows one engine per process).
-validation::StepPrediction predict_step(const Scenario& scenario) {
-  step::StepOptions options;
-  options.record_trace = false;
-  const step::StepReport report =
-      step::simulate_step_isolated(scenario, load_step_calibrations(scenario), options);
+validation::StepPrediction prediction_of(const step::StepReport& report) {
   if (!report.completed) throw std::runtime_error("the simulated step hung");
   validation::StepPrediction p;
   p.step_time_s = report.step_time_s;
@@ -76,6 +67,79 @@ validation::StepPrediction predict_step(const Scenario& scenario) {
   p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kGiB;
   p.memory_usable_GiB = report.memory_usable_bytes / kGiB;
   return p;
+}
+
+step::StepOptions untraced() {
+  step::StepOptions options;
+  options.record_trace = false;
+  return options;
+}
+
+// One step of the scenario, in a child process (SimGrid allows one engine per process).
+validation::StepPrediction predict_step(const Scenario& scenario) {
+  return prediction_of(
+      step::simulate_step_isolated(scenario, load_step_calibrations(scenario), untraced()));
+}
+
+// A prediction as numbers (it crosses a pipe from the child that simulated it), and back.
+std::vector<double> prediction_numbers(const validation::StepPrediction& p) {
+  const auto& b = p.breakdown;
+  return {p.step_time_s,
+          p.mfu,
+          p.hfu,
+          b.compute_s,
+          b.tp_s,
+          b.pp_s,
+          b.dp_s,
+          b.bubble_s,
+          b.optimizer_s,
+          b.idle_s,
+          p.fits_in_memory ? 1.0 : 0.0,
+          p.memory_per_gpu_GiB,
+          p.memory_usable_GiB};
+}
+validation::StepPrediction prediction_from(const std::vector<double>& v) {
+  if (v.size() != 13) throw std::runtime_error("a simulation child returned a partial answer");
+  validation::StepPrediction p;
+  p.step_time_s = v[0];
+  p.mfu = v[1];
+  p.hfu = v[2];
+  p.breakdown = {v[3], v[4], v[5], v[6], v[7], v[8], v[9]};
+  p.fits_in_memory = v[10] != 0.0;
+  p.memory_per_gpu_GiB = v[11];
+  p.memory_usable_GiB = v[12];
+  return p;
+}
+
+// Every scenario of the suite, `jobs` child processes at a time; the calibration files are read
+// here, so a malformed one fails every case that names it with the file's own message.
+validation::BatchStepPredictor parallel_predictor(int jobs) {
+  return [jobs](const std::vector<Scenario>& scenarios) {
+    std::vector<validation::PredictionOutcome> out(scenarios.size());
+    std::vector<step::StepCalibrations> calibrations(scenarios.size());
+    std::vector<std::size_t> ready;
+    for (std::size_t k = 0; k < scenarios.size(); ++k) {
+      try {
+        calibrations[k] = load_step_calibrations(scenarios[k]);
+        ready.push_back(k);
+      } catch (const std::exception& e) {
+        out[k].failure = e.what();
+      }
+    }
+    const auto outcomes = map_isolated_each(ready.size(), jobs, [&](std::size_t i) {
+      const std::size_t k = ready[i];
+      return prediction_numbers(
+          prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced())));
+    });
+    for (std::size_t i = 0; i < ready.size(); ++i) {
+      if (outcomes[i].error.empty()) {
+        out[ready[i]].prediction = prediction_from(outcomes[i].values);
+      } else {
+        out[ready[i]].failure = outcomes[i].error;
+      }
+    }
+    return out;
+  };
 }
 
 // One nccl-tests table: every size simulated alone on an idle cluster, members 0..n-1
@@ -110,14 +174,6 @@ std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
     return times_us;
   });
 }
-#else
-validation::StepPrediction predict_step(const Scenario&) {
-  throw std::runtime_error("the step simulator (step/simulate_step.hpp) is not built yet");
-}
-std::vector<double> predict_collective(const validation::CollectiveQuery&) {
-  throw std::runtime_error("the collective simulator (sim/) is not built yet");
-}
-#endif
 
 }  // namespace
 
@@ -158,7 +214,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
         if (!unmatched.empty())
           throw UsageError("--case " + unmatched.front() + ": no such case in " + suite.file);
       }
-      r = validation::run_published_suite(suite, predict_step);
+      const int jobs = static_cast<int>(args.int_or("jobs", 1));
+      if (jobs < 1) throw UsageError("--jobs must be at least 1");
+      r = jobs == 1 ? validation::run_published_suite(suite, predict_step)
+                    : validation::run_published_suite(suite, parallel_predictor(jobs));
     } else {
       const auto suite =
           validation::load_microbench_suite(data_path("validation/suites/microbench/suite.json"));
@@ -186,6 +245,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
       const std::string svg_name = "validation-" + r.suite + ".svg";
       write_file_atomically(*dir + "/" + svg_name, validation::report_svg(r, date));
       svg_names[r.suite] = svg_name;
+      if (r.suite != "published-runs") continue;
+      const std::string signed_name = "validation-" + r.suite + "-signed.svg";
+      write_file_atomically(*dir + "/" + signed_name, validation::signed_error_svg(r, date));
+      svg_names[r.suite + "-signed"] = signed_name;
     }
     write_file_atomically(*dir + "/REPORT.md",
                           validation::report_markdown(results, date, command, svg_names, analysis));

@@ -35,6 +35,9 @@ std::string usage_validate();
 std::string usage_campaign();
 std::string usage_sweep();
 std::string usage_regress();
+// `calibrate --runs`: the system-parameter fit (tools/cmd_calibrate_runs.cpp).
+int calibrate_runs(const std::vector<std::string>& args);
+std::string usage_calibrate_runs();
 
 const std::vector<Command>& commands();
 

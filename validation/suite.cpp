@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,8 @@
 #include "core/json_reader.hpp"
 #include "core/svg_plot.hpp"
 #include "input/scenario_loader.hpp"
+#include "models/compute_cost.hpp"
+#include "validation/family_errors.hpp"
 #include "validation/nccl_tests_log.hpp"
 
 namespace clustersim::validation {
@@ -82,7 +85,9 @@ Mape mape_of(const std::vector<CaseResult>& cases, Pick pick) {
   return m;
 }
 
-void finish(SuiteResult& r) {
+}  // namespace
+
+void summarise_suite(SuiteResult& r) {
   const Mape all = mape_of(r.cases, [](const CaseResult&) { return true; });
   r.mape_pct = all.pct;
   r.ran = all.ran;
@@ -90,6 +95,22 @@ void finish(SuiteResult& r) {
       mape_of(r.cases, [](const CaseResult& c) { return c.completion == Completion::specified; });
   r.by_rule =
       mape_of(r.cases, [](const CaseResult& c) { return c.completion == Completion::rule; });
+  double in_sample = 0;
+  for (const auto& c : r.cases)
+    if (c.ok()) in_sample += std::fabs(c.cross_validated ? c.in_sample_error_pct : c.error_pct);
+  r.in_sample_mape_pct = r.ran > 0 ? in_sample / r.ran : 0;
+}
+
+namespace {
+
+// ", cross-validated (in-sample X%)" when some case was predicted with a fold's parameters.
+std::string cross_validation_note(const SuiteResult& r) {
+  const bool any = std::any_of(r.cases.begin(), r.cases.end(),
+                               [](const CaseResult& c) { return c.ok() && c.cross_validated; });
+  if (!any) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", cross-validated (in-sample %.1f%%)", r.in_sample_mape_pct);
+  return buf;
 }
 
 std::vector<NotExpressible> read_not_expressible(const JsonNode& root) {
@@ -220,52 +241,6 @@ double implied_step_time_s(const PublishedCase& c, const Scenario& sc) {
                          to_string(c.metric));
 }
 
-SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict) {
-  SuiteResult r;
-  r.suite = suite.name;
-  r.threshold_pct = suite.threshold_pct;
-  r.not_expressible = suite.not_expressible;
-  for (const auto& c : suite.cases) {
-    CaseResult cr;
-    cr.id = c.id;
-    cr.family = c.family;
-    cr.completion = c.completion;
-    // One group per family ("sc21", "korthikanti", "nemo2407"), named by the source of its first
-    // case (one paper may be cited in two spellings).
-    const auto named = std::find_if(r.cases.begin(), r.cases.end(),
-                                    [&](const CaseResult& o) { return o.family == c.family; });
-    cr.group = named != r.cases.end() ? named->group : c.source;
-    cr.source = c.source_table.empty() ? c.source : c.source + ", " + c.source_table;
-    cr.metric = c.metric;
-    cr.convention = to_string(c.convention);
-    cr.reported = c.reported;
-    cr.assumptions = c.assumptions;
-    try {
-      const Scenario sc = load_scenario(c.scenario_path);
-      const StepPrediction p = predict(sc);
-      if (!(p.step_time_s > 0) || !std::isfinite(p.step_time_s))
-        throw std::runtime_error("the step simulator returned step time " +
-                                 std::to_string(p.step_time_s));
-      cr.predicted_step_time_s = p.step_time_s;
-      cr.predicted = predicted_metric(c, sc, p.step_time_s);
-      cr.error_pct = 100.0 * (cr.predicted - cr.reported) / cr.reported;
-      cr.reported_step_time_s = implied_step_time_s(c, sc);
-      cr.predicted_mfu = p.mfu;
-      // Same model FLOPs (ours) over the reported run's step time.
-      cr.reported_mfu_ours = p.mfu * p.step_time_s / cr.reported_step_time_s;
-      cr.breakdown = p.breakdown;
-      cr.fits_in_memory = p.fits_in_memory;
-      cr.memory_per_gpu_GiB = p.memory_per_gpu_GiB;
-      cr.memory_usable_GiB = p.memory_usable_GiB;
-    } catch (const std::exception& e) {
-      cr.failure = e.what();
-    }
-    r.cases.push_back(std::move(cr));
-  }
-  finish(r);
-  return r;
-}
-
 std::vector<std::string> select_cases(PublishedSuite& suite, const std::vector<std::string>& ids) {
   std::vector<std::string> unmatched;
   for (const auto& id : ids) {
@@ -361,7 +336,7 @@ SuiteResult run_microbench_suite(const MicrobenchSuite& suite, const CollectiveP
       }
     }
   }
-  finish(r);
+  summarise_suite(r);
   return r;
 }
 
@@ -461,10 +436,11 @@ std::string format_table(const SuiteResult& r) {
     out << "\nnot expressible as scenarios (" << r.not_expressible.size() << "):\n";
     for (const auto& n : r.not_expressible) out << "  " << pad(n.id, 44) << n.reason << "\n";
   }
+  if (!micro && r.ran > 0) out << "\n" << family_errors_text(r);
   out << "\n"
       << r.suite << ": MAPE " << fmt(r.mape_pct, 1) << "% over " << r.ran << " simulated case"
-      << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
-      << "%): " << (r.passed() ? "PASS" : "FAIL") << "\n";
+      << (r.ran == 1 ? "" : "s") << cross_validation_note(r) << " (threshold "
+      << fmt(r.threshold_pct, 1) << "%): " << (r.passed() ? "PASS" : "FAIL") << "\n";
   if (!micro) out << r.suite << ": MAPE " << completion_split(r) << "\n";
   return out.str();
 }
@@ -477,6 +453,7 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
     nlohmann::json s;
     s["name"] = r.suite;
     s["mape_pct"] = r.mape_pct;
+    s["in_sample_mape_pct"] = r.in_sample_mape_pct;
     s["simulated_cases"] = r.ran;
     s["threshold_pct"] = r.threshold_pct;
     s["passed"] = r.passed();
@@ -497,6 +474,13 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
         cj["error_pct"] = c.error_pct;
         if (!is_microbench(r)) {
           const auto& b = c.breakdown;
+          cj["family"] = c.family;
+          cj["gpus"] = c.gpus;
+          cj["cross_validated"] = c.cross_validated;
+          if (c.cross_validated) {
+            cj["in_sample_predicted"] = c.in_sample_predicted;
+            cj["in_sample_error_pct"] = c.in_sample_error_pct;
+          }
           cj["predicted_step_time_s"] = c.predicted_step_time_s;
           cj["reported_step_time_s"] = c.reported_step_time_s;
           cj["predicted_mfu"] = c.predicted_mfu;
@@ -600,9 +584,12 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
     const bool micro = is_microbench(r);
     out << "## Suite `" << r.suite << "`\n\n"
         << "**MAPE " << fmt(r.mape_pct, 1) << "%** over " << r.ran << " simulated case"
-        << (r.ran == 1 ? "" : "s") << " (threshold " << fmt(r.threshold_pct, 1)
-        << "%: " << (r.passed() ? "pass" : "fail") << ")"
+        << (r.ran == 1 ? "" : "s") << cross_validation_note(r) << " (threshold "
+        << fmt(r.threshold_pct, 1) << "%: " << (r.passed() ? "pass" : "fail") << ")"
         << (micro ? std::string() : "; " + completion_split(r)) << ".\n\n";
+    if (!micro && r.ran > 0) out << family_errors_markdown(r) << "\n";
+    if (const auto it = svg_names.find(r.suite + "-signed"); it != svg_names.end())
+      out << "![signed error against GPU count](" << it->second << ")\n\n";
     if (const auto it = svg_names.find(r.suite); it != svg_names.end())
       out << "![simulated against reported](" << it->second << ")\n\n";
     out << "| case | metric | convention | reported | simulated | error |"

@@ -118,7 +118,8 @@ double implied_step_time_s(const PublishedCase& c, const Scenario& scenario);
 
 struct CaseResult {
   std::string id;
-  std::string family;  // published runs: PublishedCase::family
+  std::string family;  // published runs: the case's source family (PublishedCase::family)
+  int gpus = 0;        // published runs: the scenario's GPU count
   std::string group;   // the publication (published runs) or the table (microbench)
   std::string source;
   Metric metric = Metric::step_time_s;
@@ -137,6 +138,12 @@ struct CaseResult {
   double memory_usable_GiB = 0;
   Completion completion = Completion::specified;
   std::string failure;  // non-empty: the case could not be simulated (message)
+  // When the GPU's calibration holds fitted system parameters: `predicted` and `error_pct` use
+  // the values fitted without this case's source family (cross-validated), these the values
+  // fitted on every run (in-sample). Without a fit both are the one prediction.
+  bool cross_validated = false;
+  double in_sample_predicted = 0;
+  double in_sample_error_pct = 0;
   bool ok() const { return failure.empty(); }
 };
 
@@ -150,7 +157,8 @@ struct SuiteResult {
   std::string suite;
   std::vector<CaseResult> cases;
   std::vector<NotExpressible> not_expressible;
-  double mape_pct = 0;  // over the cases that ran
+  double mape_pct = 0;            // over the cases that ran (cross-validated where a fit exists)
+  double in_sample_mape_pct = 0;  // the same with every case at the in-sample fit
   int ran = 0;
   Mape specified;  // over the cases whose source gives their whole layout and batch
   Mape by_rule;    // over the cases completed by a rule
@@ -158,9 +166,24 @@ struct SuiteResult {
   bool passed() const { return ran > 0 && mape_pct <= threshold_pct; }
 };
 
-// Runs every case through `predict`. A case whose scenario fails to load or simulate is kept
-// with its failure message (and left out of the MAPE).
+// A prediction, or why there is none.
+struct PredictionOutcome {
+  std::optional<StepPrediction> prediction;
+  std::string failure;
+};
+// Predicts every scenario of the list, in order; free to run them at the same time.
+using BatchStepPredictor =
+    std::function<std::vector<PredictionOutcome>(const std::vector<Scenario>&)>;
+
+// Runs every case through `predict_all` (one call for the whole suite: each case's scenario,
+// and beside it the in-sample one when a cross-validated fit exists). A case whose scenario
+// fails to load or simulate is kept with its failure message (and left out of the MAPE).
+SuiteResult run_published_suite(const PublishedSuite& suite, const BatchStepPredictor& predict_all);
+// The same, one scenario at a time.
 SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict);
+
+// The suite's MAPEs (all, specified, by rule, in-sample) over the cases that ran.
+void summarise_suite(SuiteResult& r);
 
 // Keeps only the cases whose id is in `ids` (suite order kept; not_expressible unchanged).
 // Returns the ids that matched no case.

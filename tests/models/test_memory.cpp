@@ -126,17 +126,19 @@ TEST_CASE("the GQA and SwiGLU generalisation counts K, V and the three FFN tenso
 TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64 GPUs") {
   // Rajbhandari et al. 2020, Figure 1: Psi = 7.5B, K = 12, N_d = 64: baseline 120 GB,
   // P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per GPU. Our 7.5B GPT has 7.47e9 parameters;
-  // scale its states per parameter to 7.5e9.
+  // scale its states per parameter to 7.5e9. Stage 3 as DeepSpeed implements it (the paper's):
+  // a 2-byte parameter shard beside the optimizer's FP32 master.
   const auto stage = GENERATE(0, 1, 2, 3);
   const double expected_GB[] = {120.0, 31.4, 16.6, 1.875};
   INFO("ZeRO stage " << stage);
-  const Scenario s = patched(
-      {{"model", "gpt-7.5b-sc21"},
-       {"gpus", 64},
-       {"parallelism",
-        {{"dp", 64}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false}, {"zero_stage", stage}}},
-       {"training", {{"global_batch", 64}, {"seq_len", 2048}}},
-       {"comm", {{"grad_dtype", "fp16"}}}});
+  nlohmann::json parallelism = {
+      {"dp", 64}, {"tp", 1}, {"pp", 1}, {"sequence_parallel", false}, {"zero_stage", stage}};
+  if (stage == 3) parallelism["zero3_implementation"] = "deepspeed-2021";
+  const Scenario s = patched({{"model", "gpt-7.5b-sc21"},
+                              {"gpus", 64},
+                              {"parallelism", parallelism},
+                              {"training", {{"global_batch", 64}, {"seq_len", 2048}}},
+                              {"comm", {{"grad_dtype", "fp16"}}}});
   const MemoryEstimate e = estimate_memory(s);
   const StageMemory& m = e.worst();
   const double params = count_parameters(s.model).total();
@@ -148,7 +150,8 @@ TEST_CASE("ZeRO model states match the ZeRO paper's 7.5B-parameter example on 64
 TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks together") {
   // Context-parallel ranks hold the same weights and reduce gradients with the data-parallel
   // ones, so the distributed optimizer shards over dp x cp: 16 ranks here, as with dp = 16.
-  // ZeRO-3 on 16 ranks: (2 + 2 + 12) B / 16 = 1 B per parameter.
+  // ZeRO-3 as FSDP on 16 ranks: the FP32 parameter shard is the optimizer's master copy, so
+  // (4 + 2 + 8) B / 16 per parameter: FP32 shard, BF16 gradient, Adam's two FP32 moments.
   const Scenario s =
       patched({{"model", "gpt-7.5b-sc21"},
                {"gpus", 16},
@@ -163,9 +166,9 @@ TEST_CASE("ZeRO shards model states over the data- and context-parallel ranks to
                {"comm", {{"grad_dtype", "bf16"}}}});
   const MemoryEstimate e = estimate_memory(s);
   const StageMemory& m = e.worst();
-  CHECK(m.weights_bytes / m.parameters == Approx(2.0 / 16));
+  CHECK(m.weights_bytes / m.parameters == Approx(4.0 / 16));
   CHECK(m.gradients_bytes / m.parameters == Approx(2.0 / 16));
-  CHECK(m.optimizer_bytes / m.parameters == Approx(12.0 / 16));
+  CHECK(m.optimizer_bytes / m.parameters == Approx(8.0 / 16));
 }
 
 TEST_CASE("BF16 Adam state keeps its three tensors in 2 bytes each") {

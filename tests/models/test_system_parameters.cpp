@@ -1,0 +1,128 @@
+// System parameters (core/system_calibration.hpp) as the compute cost model applies them: each
+// acts on exactly the kernels its definition names, and a calibration file's fitted block is
+// read, range-checked and overridden by a GPU's override. Expected values by hand.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+#include "models/compute_cost.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+namespace {
+
+const std::string kCalibration =
+    std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency.json";
+
+GpuSpec h100_like() {
+  GpuSpec g;
+  g.name = "test-h100";
+  g.peak_flops = {{Dtype::bf16, 989e12}, {Dtype::fp16, 989e12}, {Dtype::fp8, 1979e12}};
+  g.hbm_Bps = 3.35e12;
+  g.kernel_launch_s = 4e-6;
+  return g;
+}
+
+ComputeCostModel with(const SystemValues& values) {
+  GpuSpec gpu = h100_like();
+  gpu.system_override = values;
+  return ComputeCostModel(gpu, load_compute_calibration(kCalibration));
+}
+
+ComputeCalibration with_system_block(const std::string& block) {
+  // The shipped file's own `system` block (if it has one) replaced by `block`.
+  nlohmann::json root = JsonDocument::load(kCalibration).root().raw();
+  root["system"] = nlohmann::json::parse(block);
+  return load_compute_calibration(JsonDocument::parse(root.dump(), "fitted.json"));
+}
+
+}  // namespace
+
+TEST_CASE("The sustained tensor fraction divides GEMM and attention compute time, nothing else") {
+  const ComputeCostModel nominal = with({});
+  const ComputeCostModel sustained = with({{SystemParameterId::tensor_sustained_fraction, 0.8}});
+  const GemmShape g{8192, 8192, 8192};
+  CHECK(sustained.gemm(g, Dtype::bf16).compute_s ==
+        Approx(nominal.gemm(g, Dtype::bf16).compute_s / 0.8));
+  CHECK(sustained.attention(1e12, 1e9, Dtype::bf16, 4096).compute_s ==
+        Approx(nominal.attention(1e12, 1e9, Dtype::bf16, 4096).compute_s / 0.8));
+  CHECK(sustained.attention_backward(1e12, 1e9, Dtype::bf16, 4096).compute_s ==
+        Approx(nominal.attention_backward(1e12, 1e9, Dtype::bf16, 4096).compute_s / 0.8));
+  // An element-wise kernel is memory-bound: unchanged.
+  CHECK(sustained.memory_op(1e9).time_s == Approx(nominal.memory_op(1e9).time_s));
+}
+
+TEST_CASE("The element-wise bandwidth fraction slows memory-bound kernels by its inverse") {
+  const ComputeCostModel nominal = with({});
+  const ComputeCostModel slow = with({{SystemParameterId::elementwise_hbm_fraction, 0.5}});
+  // 1 GB at 3.35 TB/s x (3.04 / 3.35) achieved = 1 / 3.04e12 s; at half of that, twice as long.
+  CHECK(nominal.memory_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+  CHECK(slow.memory_op(1e9).memory_s == Approx(2e9 / 3.04e12));
+}
+
+TEST_CASE("The kernel gap replaces the GPU's launch overhead once per kernel") {
+  const ComputeCostModel nominal = with({});
+  CHECK(nominal.kernel_gap_s() == Approx(4e-6));  // the preset's kernel_launch_us
+  const ComputeCostModel gapped = with({{SystemParameterId::kernel_gap_us, 10.0}});
+  CHECK(gapped.kernel_gap_s() == Approx(10e-6));
+  // Three identical GEMMs: three launches of 10 us on top of their compute.
+  const OpCost three = gapped.gemm({4096, 4096, 4096}, Dtype::bf16, 3);
+  CHECK(three.kernels == Approx(3));
+  CHECK(three.time_s - three.compute_s == Approx(30e-6));
+  CHECK(gapped.launches(1536).time_s == Approx(1536 * 10e-6));
+}
+
+TEST_CASE("A calibration file's fitted system block is read and a GPU override replaces it") {
+  const ComputeCalibration cal = with_system_block(
+      R"({"parameters": {"tensor_sustained_fraction": 0.9, "kernel_gap_us": 7},
+          "fit": {"note": "test", "fitted_on": ["a", "b"], "in_sample_mape_pct": 3,
+                  "cross_validated_mape_pct": 5,
+                  "folds": [{"held_out_source": "s1", "held_out_cases": ["a"],
+                             "parameters": {"tensor_sustained_fraction": 0.95}}]}})");
+  CHECK(cal.system.find(SystemParameterId::tensor_sustained_fraction) == 0.9);
+  CHECK(cal.system.values_without("s1").at(SystemParameterId::tensor_sustained_fraction) == 0.95);
+  CHECK(cal.system.values_without("other").at(SystemParameterId::kernel_gap_us) == 7);
+  const ComputeCostModel fitted(h100_like(), cal);
+  CHECK(fitted.tensor_sustained_fraction() == Approx(0.9));
+  CHECK(fitted.kernel_gap_s() == Approx(7e-6));
+  GpuSpec gpu = h100_like();
+  gpu.system_override = SystemValues{{SystemParameterId::tensor_sustained_fraction, 0.75}};
+  const ComputeCostModel overridden(gpu, cal);
+  CHECK(overridden.tensor_sustained_fraction() == Approx(0.75));
+  CHECK(overridden.kernel_gap_s() == Approx(4e-6));  // the override holds no gap: the preset's
+}
+
+TEST_CASE("A fitted value outside its plausible range is refused at its JSON path") {
+  try {
+    with_system_block(R"({"parameters": {"tensor_sustained_fraction": 1.3}})");
+    FAIL("accepted a tensor fraction of 1.3");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("/system/parameters/tensor_sustained_fraction"));
+    CHECK_THAT(e.what(), Catch::Contains("plausible range"));
+  }
+  CHECK_THROWS_AS(with_system_block(R"({"parameters": {"clock_boost": 1}})"), ConfigError);
+}
+
+TEST_CASE("run and check name fitted system parameters as fitted") {
+  const ComputeCalibration fitted = with_system_block(
+      R"({"parameters": {"tensor_sustained_fraction": 0.9, "kernel_gap_us": 7},
+          "fit": {"note": "test", "fitted_on": ["a", "b", "c"]}})");
+  const std::string line = describe_system_parameters(h100_like(), fitted);
+  CHECK_THAT(line, Catch::Contains("tensor_sustained_fraction 0.9, kernel_gap_us 7"));
+  CHECK_THAT(line, Catch::Contains("FITTED to 3 published runs"));
+  GpuSpec gpu = h100_like();
+  gpu.system_override = SystemValues{};
+  CHECK_THAT(describe_system_parameters(gpu, fitted), Catch::StartsWith("nominal"));
+}
+
+TEST_CASE("The 500 W H100's kernel efficiencies are the 700 W part's, in a file of its own") {
+  // Its own file only so that its system parameters are fitted apart; the data must not drift.
+  const auto hopper = JsonDocument::load(kCalibration);
+  const auto part = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                       "/validation/data/compute_efficiency-h100-500w.json");
+  for (const char* section : {"gemm", "attention", "memory"}) {
+    INFO(section);
+    CHECK(part.root().raw().at(section) == hopper.root().raw().at(section));
+  }
+}

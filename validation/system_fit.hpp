@@ -1,0 +1,88 @@
+// Fitting the system parameters (core/system_calibration.hpp) to measured end-to-end runs,
+// with leave-one-source-out cross-validation. `clustersim calibrate --runs SUITE` drives it;
+// the simulator is handed in as a callback, so this file knows nothing of SimGrid.
+//
+// Method. Parameters are fitted per group (the compute-calibration file a run's GPU uses: one
+// GPU generation and its software) to minimise the sum over runs of
+//     r_i(theta)^2,   r_i = ln(simulated step time_i(theta) / step time implied by run i),
+// within each parameter's plausible range. The simulator is linearised by finite differences
+// (one extra simulation of every run per parameter), the box-constrained linear least-squares
+// problem is solved exactly, and the linearisation is repeated at the solution (Gauss-Newton,
+// `iterations` times). Cross-validation: for every source (publication), the parameters of
+// each group are refitted on that group's runs of the other sources only, and the source's runs
+// are then simulated with those values. The cross-validated error is the one to publish; the
+// in-sample error (every run simulated at the values fitted on all runs) is shown beside it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/system_calibration.hpp"
+
+namespace clustersim::validation {
+
+// One measured run.
+struct FitRun {
+  std::string id;
+  std::string source;         // the publication: what cross-validation leaves out
+  std::string group;          // compute-calibration file of its GPU: parameters are per group
+  double implied_step_s = 0;  // the step time its reported figure implies (> 0)
+  // The reported metric is a rate (tokens/s, TFLOP/s, MFU: error = implied / simulated - 1) or
+  // a time (error = simulated / implied - 1).
+  bool rate_metric = true;
+};
+
+// Simulates run `run` with the system values `values` (all of its group's parameters).
+struct FitQuery {
+  int run = 0;
+  SystemValues values;
+};
+// Returns the simulated step time (s) of every query, in order. May evaluate them in parallel.
+using FitEvaluator = std::function<std::vector<double>(const std::vector<FitQuery>&)>;
+
+struct SystemFitOptions {
+  std::vector<SystemParameterId> parameters;  // fitted; at least one
+  // Starting values per group (a parameter absent there starts at its spec's nominal value).
+  std::map<std::string, SystemValues> start;
+  int iterations = 2;  // linearisations (Gauss-Newton steps)
+  // Simulate every run at the fitted values and at its fold's values, for the errors. Without
+  // it the last linearisation's solution is returned unsimulated (no errors, no MAPEs): two
+  // passes fewer, for when `clustersim validate` simulates them anyway.
+  bool verify = true;
+};
+
+struct RunFit {  // errors only when SystemFitOptions::verify
+  FitRun run;
+  double in_sample_step_s = 0;     // simulated at its group's values fitted on every run
+  double cv_step_s = 0;            // simulated at the values fitted without its source
+  double in_sample_error_pct = 0;  // in the reported metric, 100 (predicted - reported)/reported
+  double cv_error_pct = 0;
+};
+
+struct SystemFitResult {
+  std::map<std::string, SystemCalibration> groups;  // values, fitted_on, folds and MAPEs
+  std::vector<RunFit> runs;                  // same order as the input; empty when not verified
+  std::optional<double> in_sample_mape_pct;  // when verified
+  std::optional<double> cross_validated_mape_pct;
+  int simulations = 0;  // evaluator queries made
+};
+
+// Throws std::invalid_argument on empty input, a non-positive implied step time, or no
+// parameters; std::runtime_error when the evaluator returns a non-positive or non-finite time.
+SystemFitResult fit_system(const std::vector<FitRun>& runs, const FitEvaluator& evaluate,
+                           const SystemFitOptions& options);
+
+// Error of a prediction in the reported metric, percent.
+double metric_error_pct(bool rate_metric, double simulated_step_s, double implied_step_s);
+
+// min |A x - b|^2 subject to low <= x <= high, for a handful of columns (exact: every
+// combination of free and bound variables is tried). A is row-major, rows x low.size().
+std::vector<double> bounded_least_squares(const std::vector<std::vector<double>>& A,
+                                          const std::vector<double>& b,
+                                          const std::vector<double>& low,
+                                          const std::vector<double>& high);
+
+}  // namespace clustersim::validation
