@@ -88,8 +88,8 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
                                            const models::ComputeCostModel& compute,
                                            const std::vector<ParamGather>& gathers)
     : compute_(compute), gathers_(gathers), dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
-  call_.launch_s = std::max(
-      0.0, kDeepSpeed2021AllGatherCallS - kDeepSpeed2021AllGatherCallRanks * compute.kernel_gap_s());
+  call_.launch_s = std::max(0.0, kDeepSpeed2021AllGatherCallS -
+                                     kDeepSpeed2021AllGatherCallRanks * compute.kernel_gap_s());
   call_.time_s = call_.launch_s;
 }
 
