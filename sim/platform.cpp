@@ -5,11 +5,11 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <xbt/config.hpp>
 
 #include "sim/detail/simgrid_platform.hpp"
-// After the S4U headers, which define the macros these two need.
+// After the S4U headers, which define the macros it needs.
 #include <simgrid/version.h>
-#include <xbt/log.h>
 
 namespace clustersim::sim {
 
@@ -21,6 +21,20 @@ bool g_engine_used = false;
 // 3.32's solver); flows crossing it are suspended by the simulation, so nothing moves.
 constexpr double kDownResidualFactor = 1e-6;
 
+// SimGrid 3.32's context factories on Linux x86-64 (EngineImpl.cpp, context_factories).
+constexpr const char* kContextFactories[] = {"raw", "ucontext", "boost", "thread"};
+
+// "--cfg=name:value" with the value as SimGrid parses it (doubles to the last digit).
+std::string cfg(const std::string& name, double value) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "--cfg=" << name << ':' << value;
+  return s.str();
+}
+std::string cfg(const std::string& name, const std::string& value) {
+  return "--cfg=" + name + ':' + value;
+}
+
 std::uint64_t pair_key(int a, int b) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
          static_cast<std::uint32_t>(b);
@@ -28,24 +42,43 @@ std::uint64_t pair_key(int a, int b) {
 
 }  // namespace
 
+std::vector<std::string> engine_arguments(const NetworkModelOptions& network,
+                                          const EngineOptions& engine) {
+  return {
+      // SimGrid's informational logging ("Configuration change: ...") would mix with our output.
+      "--log=root.thresh:warning",
+      cfg("network/model", "CM02"),
+      cfg("network/crosstraffic", "0"),
+      cfg("network/bandwidth-factor", network.bandwidth_factor),
+      cfg("network/latency-factor", network.latency_factor),
+      cfg("network/weight-S", network.weight_S),
+      cfg("maxmin/precision", network.maxmin_precision),
+      cfg("contexts/factory", engine.context_factory),
+      cfg("contexts/stack-size", engine.actor_stack_KiB),
+      cfg("contexts/guard-size", engine.stack_guard ? 1 : 0),
+  };
+}
+
 Platform::Impl::Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o,
-                     bool p2p_nvlink, int actor_stack_KiB, bool stack_guard)
+                     bool p2p_nvlink, const EngineOptions& engine_options)
     : graph(g), options(o) {
   namespace sg4 = simgrid::s4u;
   router = std::make_unique<nccl::EndpointRouter>(graph, p2p_nvlink);
   num_gpus = graph.num_gpus();
 
-  engine = new sg4::Engine("clustersim");
-  // SimGrid's informational logging ("Configuration change: ...") would mix with our output.
-  xbt_log_control_set("root.thresh:warning");
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic", false);
-  sg4::Engine::set_config("network/bandwidth-factor", o.bandwidth_factor);
-  sg4::Engine::set_config("network/latency-factor", o.latency_factor);
-  sg4::Engine::set_config("network/weight-S", o.weight_S);
-  sg4::Engine::set_config("maxmin/precision", o.maxmin_precision);
-  sg4::Engine::set_config("contexts/stack-size", actor_stack_KiB);
-  if (!stack_guard) sg4::Engine::set_config("contexts/guard-size", 0);
+  // SimGrid reads the arguments while it creates the engine (xbt_init, then sg_config_init):
+  // every setting is in force from the first actor on.
+  std::vector<std::string> args = {"clustersim"};
+  for (auto& a : engine_arguments(o, engine_options)) args.push_back(std::move(a));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  engine = new sg4::Engine(&argc, argv.data());
+  if (argc != 1) {
+    throw std::logic_error("Platform: SimGrid did not take the argument \"" + std::string(argv[1]) +
+                           "\"");
+  }
 
   zone = detail::create_graph_zone("cluster", this);
   const int endpoints = router->num_endpoints();
@@ -120,14 +153,19 @@ void Platform::Impl::refresh_link(int link) {
 // ---------------------------------------------------------------------------------------------
 
 Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOptions& options,
-                   bool p2p_nvlink, int actor_stack_KiB, bool stack_guard) {
+                   bool p2p_nvlink, const EngineOptions& engine) {
   if (g_engine_used) {
     throw std::logic_error(
         "Platform: this process already created its SimGrid engine; SimGrid 3.32 keeps global "
         "state (clock, configuration) after an engine is destroyed, so each simulation needs its "
         "own process (see run_isolated in sim/isolated.hpp)");
   }
-  if (actor_stack_KiB < 16) throw std::invalid_argument("actor_stack_KiB must be >= 16");
+  if (engine.actor_stack_KiB < 16) throw std::invalid_argument("actor_stack_KiB must be >= 16");
+  if (std::find(std::begin(kContextFactories), std::end(kContextFactories),
+                engine.context_factory) == std::end(kContextFactories)) {
+    throw std::invalid_argument("EngineOptions: context_factory \"" + engine.context_factory +
+                                "\" is not one of raw, ucontext, boost, thread");
+  }
   if (!(options.bandwidth_factor > 0) || !(options.latency_factor >= 0) ||
       !(options.weight_S >= 0) || !(options.maxmin_precision > 0)) {
     throw std::invalid_argument(
@@ -135,7 +173,15 @@ Platform::Platform(const topologies::ClusterGraph& graph, const NetworkModelOpti
         "and weight_S >= 0");
   }
   g_engine_used = true;
-  impl_ = std::make_unique<Impl>(graph, options, p2p_nvlink, actor_stack_KiB, stack_guard);
+  impl_ = std::make_unique<Impl>(graph, options, p2p_nvlink, engine);
+  const EngineOptions in_force = engine_settings();
+  if (in_force.actor_stack_KiB != engine.actor_stack_KiB ||
+      in_force.stack_guard != engine.stack_guard ||
+      in_force.context_factory != engine.context_factory) {
+    throw std::logic_error(
+        "Platform: SimGrid's engine does not hold the settings it was created "
+        "with (was SimGrid initialised before the engine?)");
+  }
 }
 
 Platform::~Platform() = default;
@@ -159,6 +205,14 @@ std::string Platform::describe() const {
     << o.latency_factor << ", weight-S " << o.weight_S << "), split-duplex links, latency from "
     << "NCCL's model";
   return s.str();
+}
+
+EngineOptions Platform::engine_settings() const {
+  EngineOptions e;
+  e.actor_stack_KiB = simgrid::config::get_value<int>("contexts/stack-size");
+  e.stack_guard = simgrid::config::get_value<int>("contexts/guard-size") > 0;
+  e.context_factory = simgrid::config::get_value<std::string>("contexts/factory");
+  return e;
 }
 
 double Platform::link_bandwidth_factor(int link) const {

@@ -52,6 +52,30 @@ struct NetworkModelOptions {
   double maxmin_precision = 1e-5;
 };
 
+// SimGrid settings of the engine's actors (SimGrid calls them contexts). They are passed to the
+// engine's constructor as --cfg= arguments: SimGrid 3.32 picks its context factory when the
+// engine is created, and a contexts/factory set afterwards is silently ignored.
+struct EngineOptions {
+  // Stack of each rank actor, KiB (contexts/stack-size; SimGrid's default 8192, the Chord
+  // 2-million-node runs used 16). The engine's helper actors have their own, smaller stacks.
+  int actor_stack_KiB = 64;
+  // One protected page below each actor stack (contexts/guard-size 1, SimGrid's default), which
+  // turns a stack overflow into a crash instead of silent memory corruption. Off by default: a
+  // guard page is one mmap'ed, mprotect'ed region per actor, and a large step creates and
+  // destroys hundreds of thousands of short-lived actors (sim/README.md, "Speed"); Linux also
+  // caps a process at 65536 mappings (vm.max_map_count). Results do not depend on it. On for
+  // debugging a suspected overflow.
+  bool stack_guard = false;
+  // contexts/factory: how actors switch. "raw" (SimGrid's own assembly context switch, its
+  // default on x86-64), "ucontext", "boost" or "thread" (one OS thread per actor).
+  std::string context_factory = "raw";
+};
+
+// The arguments the SimGrid engine is created with: "--log=..." to keep SimGrid's informational
+// messages out of our output, then one "--cfg=name:value" per network model and engine setting.
+std::vector<std::string> engine_arguments(const NetworkModelOptions& network,
+                                          const EngineOptions& engine);
+
 // Bytes carried by one link, per direction, over the simulated time so far.
 struct LinkUsage {
   int link = 0;  // ClusterGraph link id
@@ -83,15 +107,13 @@ struct LinkUsageReport {
 
 class Platform {
  public:
-  // Builds the SimGrid engine, hosts, links and routing for `graph`. The graph is copied.
-  // p2p_nvlink = false routes traffic between GPUs of a node through host memory (both PCIe
-  // links; needs a graph with host paths). actor_stack_KiB sets SimGrid's contexts/stack-size;
-  // stack_guard = false drops the guard page below each actor stack (contexts/guard-size 0):
-  // each guard costs a memory mapping and Linux allows 65536 per process (vm.max_map_count).
+  // Builds the SimGrid engine (created with engine_arguments(options, engine)), hosts, links
+  // and routing for `graph`. The graph is copied. p2p_nvlink = false routes traffic between
+  // GPUs of a node through host memory (both PCIe links; needs a graph with host paths).
   // Throws std::logic_error when a Platform already exists or existed in this process
   // (SimGrid 3.32: one engine per process), std::invalid_argument on bad options.
   Platform(const topologies::ClusterGraph& graph, const NetworkModelOptions& options,
-           bool p2p_nvlink = true, int actor_stack_KiB = 64, bool stack_guard = true);
+           bool p2p_nvlink = true, const EngineOptions& engine = {});
   ~Platform();
   Platform(const Platform&) = delete;
   Platform& operator=(const Platform&) = delete;
@@ -103,6 +125,8 @@ class Platform {
   const NetworkModelOptions& options() const;
   // "SimGrid 3.32, network model CM02 (bandwidth factor 1, latency factor 1, weight-S 0)".
   std::string describe() const;
+  // The engine settings SimGrid holds now, read back from its configuration.
+  EngineOptions engine_settings() const;
 
   // Current state of a link (ClusterGraph id): bandwidth factor applied and whether it is down.
   double link_bandwidth_factor(int link) const;

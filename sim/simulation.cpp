@@ -39,9 +39,6 @@ namespace {
 // progressive-filling computation (exact for the symmetric patterns of one collective).
 constexpr std::size_t kFluidMaxFlows = 20000;
 
-// Above this many GPUs actor stacks go without guard pages by default (SimulationOptions).
-constexpr int kGuardMaxGpus = 4096;
-
 }  // namespace
 
 int Simulation::Impl::take_slot() {
@@ -152,18 +149,15 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->transport = nccl::choose_transport(graph.spec(), impl_->options.nccl);
-  const bool guard = impl_->options.actor_stack_guard.value_or(graph.num_gpus() <= kGuardMaxGpus);
   if ((!impl_->transport.gpudirect_rdma || !impl_->transport.p2p_nvlink) && !graph.has_hosts()) {
     ClusterSpec spec = graph.spec();
     spec.gpudirect_rdma = false;
     const auto staged = topologies::ClusterGraph::build(spec, graph.num_gpus());
-    impl_->platform =
-        std::make_unique<Platform>(staged, impl_->options.network, impl_->transport.p2p_nvlink,
-                                   impl_->options.actor_stack_KiB, guard);
+    impl_->platform = std::make_unique<Platform>(
+        staged, impl_->options.network, impl_->transport.p2p_nvlink, impl_->options.engine);
   } else {
-    impl_->platform =
-        std::make_unique<Platform>(graph, impl_->options.network, impl_->transport.p2p_nvlink,
-                                   impl_->options.actor_stack_KiB, guard);
+    impl_->platform = std::make_unique<Platform>(
+        graph, impl_->options.network, impl_->transport.p2p_nvlink, impl_->options.engine);
   }
   impl_->pf = &impl_->platform->impl();
   impl_->planner = std::make_unique<nccl::Planner>(

@@ -28,7 +28,6 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,13 +52,9 @@ struct SimulationOptions {
   // caller): the collectives it measured take its fitted times instead of NCCL's cost model.
   // Empty: NCCL's cost model for every collective.
   std::vector<NetworkCalibration> network_calibration;
-  // Stack of each SimGrid actor, KiB (SimGrid contexts/stack-size, default 8192; the Chord
-  // 2-million-node runs used 16). Rank programs that recurse deeply may need more.
-  int actor_stack_KiB = 64;
-  // Guard page below each actor stack (catches stack overflows). Each costs a memory mapping and
-  // Linux allows 65536 per process (vm.max_map_count): unset = on up to 4096 GPUs, off above,
-  // where rank actors plus step-granularity helpers can exceed the limit.
-  std::optional<bool> actor_stack_guard;
+  // SimGrid's actor settings (stack size, guard pages, context factory), fixed when the engine
+  // is created; the defaults are the fast ones (sim/platform.hpp).
+  EngineOptions engine;
 };
 
 namespace detail {

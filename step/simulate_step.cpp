@@ -25,7 +25,7 @@ StepReport simulate_phase(const Scenario& s, const StepCalibrations& calibration
   const PreparedStep prepared = prepare_step(s, calibrations, opt.faults, compressed);
   sim::SimulationOptions so;
   so.nccl = s.comm.nccl;
-  so.actor_stack_guard = opt.actor_stack_guard;
+  so.engine.stack_guard = opt.actor_stack_guard;
   so.network_calibration = prepared.network;
   sim::Simulation sim(prepared.graph, so);
   StepFaults net_faults;  // links and lost nodes go to the engine; slow GPUs are the replay's

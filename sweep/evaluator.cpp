@@ -72,11 +72,6 @@ std::vector<std::string> evaluator_argv(const std::string& executable, const std
     throw std::invalid_argument("unknown evaluator \"" + evaluator +
                                 "\"; choose one of: " + join_names(evaluator_names()));
   }
-  // Step simulations of a sweep run without actor stack guard pages: the same code paths run
-  // guarded in `clustersim run` and the tests, and unguarded they take half the wall time.
-  if (evaluator == "run") {
-    return {executable, evaluator, scenario_path, "--json", json_path, "--no-stack-guard"};
-  }
   return {executable, evaluator, scenario_path, "--json", json_path};
 }
 

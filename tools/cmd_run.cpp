@@ -47,9 +47,11 @@ const std::vector<OptionSpec>& run_options() {
        "counted from the step's start)"},
       {"free-comm", "", false, false,
        "every transfer and collective takes no time: the pipeline schedule alone"},
+      {"stack-guard", "", false, false,
+       "a guard page below each simulator actor's stack, for debugging: a stack overflow then "
+       "stops the run instead of corrupting memory (slower on large steps)"},
       {"no-stack-guard", "", false, false,
-       "simulator threads without guard pages (about 2x faster on large steps; a stack "
-       "overflow would then corrupt memory instead of stopping the run; sweeps use it)"},
+       "no guard pages: the default now; accepted so that older scripts still run"},
   };
   return specs;
 }
@@ -211,7 +213,10 @@ int cmd_run(const std::vector<std::string>& argv) {
   step::StepOptions options;
   options.exact = args.flag("exact");
   options.free_communication = args.flag("free-comm");
-  if (args.flag("no-stack-guard")) options.actor_stack_guard = false;
+  options.actor_stack_guard = args.flag("stack-guard");
+  if (options.actor_stack_guard && args.flag("no-stack-guard")) {
+    throw UsageError("--stack-guard and --no-stack-guard contradict each other");
+  }
   const std::string conv = args.value_or("flops", "megatron");
   if (conv == "palm") {
     options.convention = models::FlopConvention::palm;

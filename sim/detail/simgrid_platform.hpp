@@ -56,7 +56,7 @@ struct Platform::Impl {
   static constexpr double kNominalSpeed = 1e9;  // "flop"/s: one nanosecond of work per flop
 
   Impl(const topologies::ClusterGraph& g, const NetworkModelOptions& o, bool p2p_nvlink,
-       int actor_stack_KiB, bool stack_guard);
+       const EngineOptions& engine_options);
 
   const detail::CachedRoute& route(int src, int dst);
   simgrid::s4u::Host* host(int endpoint) const { return hosts[static_cast<std::size_t>(endpoint)]; }
