@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -87,20 +86,49 @@ std::optional<Planner::Calibrated> Planner::calibrated(CollectiveOp op, int n_ra
   return c;
 }
 
-void Planner::validate(const CollectiveRequest& r) const {
+std::size_t Planner::GpusHash::operator()(const std::vector<int>& gpus) const {
+  std::size_t h = gpus.size();
+  for (int x : gpus) h = h * 1000003u ^ static_cast<std::size_t>(x);  // exact equality decides
+  return h;
+}
+
+void Planner::validate_group(const std::vector<int>& gpus) const {
   const int g = graph_->num_gpus();
-  if (r.gpus.empty()) throw std::invalid_argument("CollectiveRequest.gpus: empty group");
-  std::set<int> seen;
-  for (int x : r.gpus) {
+  if (gpus.empty()) throw std::invalid_argument("CollectiveRequest.gpus: empty group");
+  std::vector<char> seen(static_cast<std::size_t>(g), 0);
+  for (int x : gpus) {
     if (x < 0 || x >= g) {
       throw std::invalid_argument("CollectiveRequest.gpus: GPU " + std::to_string(x) +
                                   " is outside the cluster's 0.." + std::to_string(g - 1));
     }
-    if (!seen.insert(x).second) {
+    if (seen[static_cast<std::size_t>(x)]++) {
       throw std::invalid_argument("CollectiveRequest.gpus: GPU " + std::to_string(x) +
                                   " appears twice");
     }
   }
+}
+
+const Planner::Group& Planner::group(const std::vector<int>& gpus) const {
+  auto it = groups_.find(gpus);
+  if (it != groups_.end()) return it->second;
+  validate_group(gpus);
+  Group grp;
+  grp.id = static_cast<int>(groups_.size());
+  // Nodes renumbered by first appearance; the leaf group boundary kept (nodes_per_leaf).
+  std::ostringstream k;
+  std::map<int, int> rel;
+  const int npl = std::max(1, graph_->spec().fabric.nodes_per_leaf);
+  for (int x : gpus) {
+    const int node = graph_->node_of_gpu(x);
+    const int id = rel.emplace(node, static_cast<int>(rel.size())).first->second;
+    k << id << ':' << graph_->local_of_gpu(x) << ':'
+      << (node / npl - graph_->node_of_gpu(gpus[0]) / npl) << ',';
+  }
+  grp.shape = k.str();
+  return groups_.emplace(gpus, std::move(grp)).first->second;
+}
+
+void Planner::validate(const CollectiveRequest& r) const {
   if (!(r.bytes >= 0) || !std::isfinite(r.bytes)) {
     throw std::invalid_argument("CollectiveRequest.bytes: must be finite and >= 0");
   }
@@ -151,38 +179,34 @@ CollectivePlan Planner::plan(const CollectiveRequest& request,
 }
 
 std::string Planner::shape_key(const CollectiveRequest& r) const {
+  const Group& grp = group(r.gpus);
   std::ostringstream k;
   k.precision(17);
   k << static_cast<int>(r.op) << '|' << r.bytes << '|' << r.root << '|' << r.one_way << '|'
     << (r.algorithm ? static_cast<int>(*r.algorithm) : -1) << '|'
     << (r.protocol ? static_cast<int>(*r.protocol) : -1) << '|' << r.channels.value_or(0) << '|'
-    << static_cast<int>(r.dtype) << '|';
-  // Nodes renumbered by first appearance; the leaf group boundary kept (nodes_per_leaf).
-  std::map<int, int> rel;
-  const int npl = std::max(1, graph_->spec().fabric.nodes_per_leaf);
-  for (int x : r.gpus) {
-    const int node = graph_->node_of_gpu(x);
-    const int id = rel.emplace(node, static_cast<int>(rel.size())).first->second;
-    k << id << ':' << graph_->local_of_gpu(x) << ':'
-      << (node / npl - graph_->node_of_gpu(r.gpus[0]) / npl) << ',';
-  }
+    << static_cast<int>(r.dtype) << '|' << grp.shape;
   return k.str();
 }
 
 std::shared_ptr<const Decomposition> Planner::decompose(const CollectiveRequest& r,
                                                         Granularity default_granularity) const {
+  const Group& grp = group(r.gpus);
   validate(r);
-  std::string key = shape_key(r);
-  key += '|';
-  key += std::to_string(static_cast<int>(r.granularity.value_or(default_granularity)));
-  for (int g : r.gpus) {
-    key += ',';
-    key += std::to_string(g);
-  }
+  const DecompositionKey key{grp.id,
+                             static_cast<int>(r.op),
+                             r.bytes,
+                             r.root,
+                             static_cast<int>(r.dtype),
+                             r.one_way,
+                             r.algorithm ? static_cast<int>(*r.algorithm) : -1,
+                             r.protocol ? static_cast<int>(*r.protocol) : -1,
+                             r.channels.value_or(0),
+                             static_cast<int>(r.granularity.value_or(default_granularity))};
   auto it = decompositions_.find(key);
   if (it != decompositions_.end()) return it->second;
   auto d = build(r, default_granularity);
-  decompositions_.emplace(std::move(key), d);
+  decompositions_.emplace(key, d);
   return d;
 }
 
@@ -305,7 +329,6 @@ Algorithm Planner::choose_algorithm(CollectivePlan& p, const CollectiveRequest& 
 
 std::shared_ptr<const Decomposition> Planner::build(const CollectiveRequest& r,
                                                     Granularity default_granularity) const {
-  validate(r);
   auto d = std::make_shared<Decomposition>();
   CollectivePlan& p = d->plan;
   const GroupShape gr = analyse_group(*graph_, r.gpus);

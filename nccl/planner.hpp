@@ -48,7 +48,17 @@ class Planner {
  private:
   const NcclModel& model(int n_ranks, int n_nodes, std::optional<int> channels,
                          std::optional<NcclAlgo> algo, std::optional<NcclProto> proto) const;
-  void validate(const CollectiveRequest& request) const;
+  // A group seen before: its id (order of first appearance) and the group part of shape_key.
+  // Its GPUs were checked once (in range, distinct), when it was first seen.
+  struct Group {
+    int id = 0;
+    std::string shape;
+  };
+  // Looks the group up by its GPU list (hash, then exact comparison), checking and adding it
+  // when new: O(members) integer work per call, no strings.
+  const Group& group(const std::vector<int>& gpus) const;
+  void validate_group(const std::vector<int>& gpus) const;
+  void validate(const CollectiveRequest& request) const;  // the request's other fields
   // A collective the calibration measured (same link class and operation, the entry with the
   // nearest rank count): latency and bandwidth time of the fitted α/β regime at this size, the
   // bandwidth term scaled by the request's own nccl-tests bus-bandwidth factor.
@@ -81,8 +91,15 @@ class Planner {
   EndpointRouter router_;
   std::vector<NetworkCalibration> calibration_;  // empty: NCCL's model only
   mutable std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<NcclModel>> models_;
-  // Decompositions are deterministic in the request: cached by its full key.
-  mutable std::unordered_map<std::string, std::shared_ptr<const Decomposition>> decompositions_;
+  struct GpusHash {
+    std::size_t operator()(const std::vector<int>& gpus) const;
+  };
+  mutable std::unordered_map<std::vector<int>, Group, GpusHash> groups_;
+  // Decompositions are deterministic in the request: cached by its group id and every other
+  // field that the plan depends on (op, bytes, root, dtype, one_way, algorithm, protocol,
+  // channels, granularity).
+  using DecompositionKey = std::tuple<int, int, double, int, int, bool, int, int, int, int>;
+  mutable std::map<DecompositionKey, std::shared_ptr<const Decomposition>> decompositions_;
 };
 
 }  // namespace clustersim::nccl
