@@ -1,6 +1,7 @@
 #include "core/json_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -63,8 +64,15 @@ std::string json_pointer_escape(std::string_view token) {
 }
 
 JsonNode::JsonNode(const nlohmann::json& value, std::shared_ptr<const std::string> file,
-                   std::string pointer)
-    : value_(&value), file_(std::move(file)), pointer_(std::move(pointer)) {}
+                   std::string pointer, std::shared_ptr<const NumberTexts> number_texts)
+    : value_(&value),
+      file_(std::move(file)),
+      pointer_(std::move(pointer)),
+      number_texts_(std::move(number_texts)) {}
+
+JsonNode JsonNode::child(const nlohmann::json& value, std::string pointer) const {
+  return JsonNode(value, file_, std::move(pointer), number_texts_);
+}
 
 void JsonNode::fail(const std::string& message) const {
   throw ConfigError(*file_, pointer_, message);
@@ -84,6 +92,10 @@ std::string JsonNode::describe() const {
     case nlohmann::json::value_t::array: return "an array";
     case nlohmann::json::value_t::null: return "null";
     default: {
+      if (number_texts_ && value_->is_number()) {
+        const auto written = number_texts_->find(pointer_);
+        if (written != number_texts_->end()) return written->second;
+      }
       std::string text = value_->dump();
       if (text.size() > 60) text = text.substr(0, 57) + "...";
       return text;
@@ -103,14 +115,14 @@ JsonNode JsonNode::at(std::string_view key) const {
   require_object();
   const auto it = value_->find(std::string(key));
   if (it == value_->end()) fail_at(key, "missing required key \"" + std::string(key) + "\"");
-  return JsonNode(*it, file_, child_pointer(key));
+  return child(*it, child_pointer(key));
 }
 
 std::optional<JsonNode> JsonNode::find(std::string_view key) const {
   require_object();
   const auto it = value_->find(std::string(key));
   if (it == value_->end()) return std::nullopt;
-  return JsonNode(*it, file_, child_pointer(key));
+  return child(*it, child_pointer(key));
 }
 
 void JsonNode::only_keys(const std::vector<std::string>& allowed) const {
@@ -132,7 +144,7 @@ std::vector<std::pair<std::string, JsonNode>> JsonNode::members() const {
   require_object();
   std::vector<std::pair<std::string, JsonNode>> out;
   for (const auto& [key, value] : value_->items()) {
-    out.emplace_back(key, JsonNode(value, file_, child_pointer(key)));
+    out.emplace_back(key, child(value, child_pointer(key)));
   }
   return out;
 }
@@ -142,20 +154,14 @@ std::vector<JsonNode> JsonNode::items() const {
   std::vector<JsonNode> out;
   out.reserve(value_->size());
   for (std::size_t i = 0; i < value_->size(); ++i) {
-    out.emplace_back((*value_)[i], file_, pointer_ + "/" + std::to_string(i));
+    out.push_back(child((*value_)[i], pointer_ + "/" + std::to_string(i)));
   }
   return out;
 }
 
 std::int64_t JsonNode::as_int() const {
-  if (value_->is_number_integer()) return value_->get<std::int64_t>();
-  if (value_->is_number_float()) {
-    const double v = value_->get<double>();
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) {
-      return static_cast<std::int64_t>(v);
-    }
-  }
-  fail("expected an integer, got " + describe());
+  return as_int_in(std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max());
 }
 
 double JsonNode::as_number() const {
@@ -175,13 +181,32 @@ std::string JsonNode::as_string() const {
   return value_->get<std::string>();
 }
 
+void JsonNode::fail_out_of_range(std::int64_t min, std::int64_t max) const {
+  std::ostringstream os;
+  os << describe() << " is out of range; expected an integer in [" << min << ", " << max << "]";
+  fail(os.str());
+}
+
 std::int64_t JsonNode::as_int_in(std::int64_t min, std::int64_t max) const {
-  const std::int64_t v = as_int();
-  if (v < min || v > max) {
-    std::ostringstream os;
-    os << v << " is out of range; expected an integer in [" << min << ", " << max << "]";
-    fail(os.str());
+  // Doubles hold every integer up to 2^53 exactly; a whole double beyond that is not the
+  // integer that was written.
+  constexpr double kExactDoubleLimit = 9007199254740992.0;  // 2^53
+  std::int64_t v = 0;
+  if (value_->is_number_unsigned()) {
+    const std::uint64_t u = value_->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(max)) fail_out_of_range(min, max);
+    v = static_cast<std::int64_t>(u);
+  } else if (value_->is_number_integer()) {
+    v = value_->get<std::int64_t>();
+  } else if (value_->is_number_float()) {
+    const double d = value_->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) fail("expected an integer, got " + describe());
+    if (std::fabs(d) >= kExactDoubleLimit) fail_out_of_range(min, max);
+    v = static_cast<std::int64_t>(d);
+  } else {
+    fail("expected an integer, got " + describe());
   }
+  if (v < min || v > max) fail_out_of_range(min, max);
   return v;
 }
 
@@ -200,6 +225,16 @@ double JsonNode::as_non_negative() const {
 double JsonNode::as_fraction() const {
   const double v = as_number();
   if (v < 0 || v > 1) fail(describe() + " must be between 0 and 1");
+  return v;
+}
+
+double JsonNode::as_number_in(double min, double max) const {
+  const double v = as_number();
+  if (v < min || v > max) {
+    std::ostringstream os;
+    os << describe() << " is out of range; expected a number in [" << min << ", " << max << "]";
+    fail(os.str());
+  }
   return v;
 }
 
@@ -245,6 +280,15 @@ double JsonNode::fraction_or(std::string_view key, double fallback) const {
   return node ? node->as_fraction() : fallback;
 }
 
+double JsonNode::number_in_at(std::string_view key, double min, double max) const {
+  return at(key).as_number_in(min, max);
+}
+
+double JsonNode::number_in_or(std::string_view key, double fallback, double min, double max) const {
+  const auto node = find(key);
+  return node ? node->as_number_in(min, max) : fallback;
+}
+
 bool JsonNode::bool_or(std::string_view key, bool fallback) const {
   const auto node = find(key);
   return node ? node->as_bool() : fallback;
@@ -269,37 +313,16 @@ std::string JsonNode::enum_or(std::string_view key, const std::vector<std::strin
   return node ? node->as_enum(choices) : fallback;
 }
 
-JsonDocument::JsonDocument(std::unique_ptr<nlohmann::json> value,
-                           std::shared_ptr<const std::string> file)
-    : value_(std::move(value)), file_(std::move(file)) {}
+JsonDocument::JsonDocument(StrictJson parsed, std::shared_ptr<const std::string> file)
+    : value_(std::move(parsed.value)),
+      number_texts_(std::move(parsed.number_texts)),
+      file_(std::move(file)) {}
 
 JsonDocument JsonDocument::parse(const std::string& text, const std::string& name) {
-  auto file = std::make_shared<const std::string>(name);
   bool blank =
       std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
   if (blank) throw ConfigError(name, "", "the file is empty; expected a JSON object");
-  try {
-    auto value = std::make_unique<nlohmann::json>(nlohmann::json::parse(text));
-    return JsonDocument(std::move(value), std::move(file));
-  } catch (const nlohmann::json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into line and column for humans.
-    std::size_t line = 1, column = 1;
-    const std::size_t limit = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    for (std::size_t i = 0; i < limit; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    std::string detail = e.what();
-    const auto colon = detail.rfind(": ");
-    if (colon != std::string::npos) detail = detail.substr(colon + 2);
-    throw ConfigError(name, "",
-                      "malformed JSON at line " + std::to_string(line) + ", column " +
-                          std::to_string(column) + ": " + detail);
-  }
+  return JsonDocument(parse_strict_json(text, name), std::make_shared<const std::string>(name));
 }
 
 JsonDocument JsonDocument::load(const std::string& path) {
@@ -312,7 +335,7 @@ JsonDocument JsonDocument::load(const std::string& path) {
 }
 
 JsonNode JsonDocument::root() const {
-  return JsonNode(*value_, file_, "");
+  return JsonNode(*value_, file_, "", number_texts_);
 }
 
 }  // namespace clustersim

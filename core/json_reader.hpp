@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/json_strict_parser.hpp"
 
 namespace clustersim {
 
@@ -32,8 +33,9 @@ std::string join_names(const std::vector<std::string>& names);
 
 class JsonNode {
  public:
+  // `number_texts` (optional) holds the written text of numbers the value cannot reproduce.
   JsonNode(const nlohmann::json& value, std::shared_ptr<const std::string> file,
-           std::string pointer);
+           std::string pointer, std::shared_ptr<const NumberTexts> number_texts = nullptr);
 
   const std::string& file() const { return *file_; }
   const std::string& pointer() const { return pointer_; }
@@ -49,7 +51,8 @@ class JsonNode {
   bool is_string() const { return value_->is_string(); }
   bool is_number() const { return value_->is_number(); }
   bool is_null() const { return value_->is_null(); }
-  // A short description of the JSON value for messages: `"abc"`, `3`, `an object`.
+  // A short description of the JSON value for messages: `"abc"`, `3`, `an object`; numbers
+  // as written where the parsed value would print differently (99999999999999999999).
   std::string describe() const;
 
   // Object access. require_object() fails unless this node is an object.
@@ -64,7 +67,8 @@ class JsonNode {
   // Array access.
   std::vector<JsonNode> items() const;
 
-  // Scalars with type checks (integers must be whole numbers).
+  // Scalars with type checks (integers must be whole numbers; a whole number beyond what a
+  // 64-bit integer or a double holds exactly is out of range, quoted as written).
   std::int64_t as_int() const;
   double as_number() const;
   bool as_bool() const;
@@ -72,9 +76,10 @@ class JsonNode {
 
   // Range-checked scalars at this node.
   std::int64_t as_int_in(std::int64_t min, std::int64_t max) const;
-  double as_positive() const;      // > 0 and finite
-  double as_non_negative() const;  // >= 0 and finite
-  double as_fraction() const;      // in [0, 1]
+  double as_positive() const;                         // > 0 and finite
+  double as_non_negative() const;                     // >= 0 and finite
+  double as_fraction() const;                         // in [0, 1]
+  double as_number_in(double min, double max) const;  // finite, in [min, max]
   // A string that must be one of `choices`; the error lists them.
   std::string as_enum(const std::vector<std::string>& choices) const;
 
@@ -87,6 +92,8 @@ class JsonNode {
   double non_negative_at(std::string_view key) const;
   double non_negative_or(std::string_view key, double fallback) const;
   double fraction_or(std::string_view key, double fallback) const;
+  double number_in_at(std::string_view key, double min, double max) const;
+  double number_in_or(std::string_view key, double fallback, double min, double max) const;
   bool bool_or(std::string_view key, bool fallback) const;
   std::string string_at(std::string_view key) const;
   std::string string_or(std::string_view key, std::string fallback) const;
@@ -96,17 +103,21 @@ class JsonNode {
 
  private:
   std::string child_pointer(std::string_view key) const;
+  JsonNode child(const nlohmann::json& value, std::string pointer) const;
+  [[noreturn]] void fail_out_of_range(std::int64_t min, std::int64_t max) const;
 
   const nlohmann::json* value_;
   std::shared_ptr<const std::string> file_;
   std::string pointer_;
+  std::shared_ptr<const NumberTexts> number_texts_;
 };
 
 // A parsed JSON file that owns its data; root() hands out nodes that borrow from it.
 class JsonDocument {
  public:
   // Reads and parses `path`. A missing or unreadable file, an empty file, or malformed JSON
-  // (reported with line and column) throws ConfigError naming the file.
+  // (reported with line and column) throws ConfigError naming the file; so do the inputs
+  // core/json_strict_parser.hpp refuses (duplicate keys, deep nesting, NUL bytes, 1e309).
   static JsonDocument load(const std::string& path);
   // Parses `text` as if it came from a file called `name` (used for inline input and tests).
   static JsonDocument parse(const std::string& text, const std::string& name);
@@ -115,8 +126,9 @@ class JsonDocument {
   const std::string& file() const { return *file_; }
 
  private:
-  JsonDocument(std::unique_ptr<nlohmann::json> value, std::shared_ptr<const std::string> file);
+  JsonDocument(StrictJson parsed, std::shared_ptr<const std::string> file);
   std::unique_ptr<nlohmann::json> value_;
+  std::shared_ptr<const NumberTexts> number_texts_;
   std::shared_ptr<const std::string> file_;
 };
 
