@@ -104,8 +104,6 @@ struct FabricSpec {
   FabricKind kind = FabricKind::fat_tree;
   int nodes_per_leaf = 0;       // nodes whose NICs (of one rail, if rail-optimized) share a leaf
   double oversubscription = 1;  // leaf downlink : uplink bandwidth ratio (1 = non-blocking)
-  double nic_latency_s = 0;     // NIC + cable, one hop
-  double switch_latency_s = 0;  // per switch traversal
 };
 
 struct ClusterSpec {

@@ -1,7 +1,9 @@
 #include "input/presets.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <string_view>
 
 #include "core/data_root.hpp"
 #include "core/units.hpp"
@@ -12,6 +14,32 @@ namespace clustersim {
 namespace {
 
 using input::enum_or;
+
+// Ranges of the hardware figures, in SI units. They are far wider than any real part (the
+// slowest link meant here is PCIe 1.0 x1, 0.25 GB/s per direction; an H100's HBM3 moves
+// 3.35 TB/s; the densest 2024 GPU peaks near 5 PFLOP/s in FP8), wide enough for idealised
+// parts (a bandwidth of 1 EB/s makes a memory-bound kernel free); what they exclude is a typo
+// or a generated value that would make a step's durations overflow a double or drive a flow's
+// rate below SimGrid's solver precision, where it never finishes.
+constexpr double kMinBandwidth_Bps = 1e6;   // 1 MB/s
+constexpr double kMaxBandwidth_Bps = 1e18;  // 1 EB/s
+constexpr double kMinPeakFlops = 1e9;       // 1 GFLOP/s
+constexpr double kMaxPeakFlops = 1e18;      // 1 EFLOP/s
+constexpr double kMinMemoryBytes = 1e6;     // 1 MB
+constexpr double kMaxMemoryBytes = 1e15;    // 1 PB
+constexpr double kMaxLatency_s = 1.0;       // latencies and launch overheads, each
+constexpr double kMaxPowerW = 1e5;          // 100 kW per GPU
+// A leaf switch with more downlinks than this does not exist: the largest single-chip switch
+// radix is 512 ports (Broadcom Tomahawk 5, 512 x 100GbE); the limit also bounds the spine
+// count (one per oversubscribed downlink) and so the leaf-spine links the graph builds.
+constexpr int kMaxLeafDownlinks = 512;
+// A leaf with one uplink per thousand downlinks is the most oversubscribed fabric accepted.
+constexpr double kMaxOversubscription = 1000;
+
+// A figure in the key's unit (`unit` SI units each) within [min, max] SI units; returns SI.
+double figure_at(const JsonNode& n, std::string_view key, double unit, double min, double max) {
+  return n.number_in_at(key, min / unit, max / unit) * unit;
+}
 
 // Every numeric key of a preset must be cited in its "sources" object.
 void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys) {
@@ -122,35 +150,57 @@ GpuSpec gpu_from_object(const JsonNode& n) {
   const JsonNode peaks = n.at("peak_tflops");
   peaks.only_keys(kDtypeNames.names());
   for (const auto& [key, value] : peaks.members()) {
-    g.peak_flops[kDtypeNames.value(key)] = value.as_positive() * kTflops;
+    g.peak_flops[kDtypeNames.value(key)] =
+        value.as_number_in(kMinPeakFlops / kTflops, kMaxPeakFlops / kTflops) * kTflops;
   }
   if (!peaks.has("bf16")) peaks.fail_at("bf16", "a bf16 peak is required");
-  g.hbm_bytes = n.positive_at("hbm_GB") * kGB;
-  g.hbm_Bps = n.positive_at("hbm_TBps") * kTB;
-  g.nvlink_Bps = n.positive_at("nvlink_GBps") * kGB;
-  g.pcie_Bps = n.positive_at("pcie_GBps") * kGB;
-  g.kernel_launch_s = n.non_negative_at("kernel_launch_us") * kUs;
+  g.hbm_bytes = figure_at(n, "hbm_GB", kGB, kMinMemoryBytes, kMaxMemoryBytes);
+  g.hbm_Bps = figure_at(n, "hbm_TBps", kTB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
+  g.nvlink_Bps = figure_at(n, "nvlink_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
+  g.pcie_Bps = figure_at(n, "pcie_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
+  g.kernel_launch_s = figure_at(n, "kernel_launch_us", kUs, 0, kMaxLatency_s);
   if (n.has("sm_count")) {
     g.sm_count = static_cast<int>(n.int_at("sm_count", 1, 1 << 16));
   }
-  if (n.has("tdp_W")) n.at("tdp_W").as_positive();
+  if (n.has("tdp_W")) n.number_in_at("tdp_W", 1, kMaxPowerW);
   g.compute_calibration = gpu_compute_calibration(n);
   return g;
 }
 
-FabricSpec fabric_from_object(const JsonNode& f) {
-  f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "nic_latency_us", "switch_latency_us",
-               "sources"});
+// Links carry no latency: NCCL's cost model, which times every operation, counts the
+// network's in its NET hardware latencies (sim/README.md). A fabric latency would count it
+// twice or, as it did, change nothing; it is refused with the reason.
+void refuse_fabric_latencies(const JsonNode& f) {
+  for (const char* key : {"nic_latency_us", "switch_latency_us"}) {
+    if (f.has(key)) {
+      f.fail_at(key, std::string("\"") + key +
+                         "\" is not accepted: NCCL's cost model, which times every operation, "
+                         "already counts the network's latency (its NET hardware latencies "
+                         "cover NICs, cables and switches; links carry none, sim/README.md), so "
+                         "a fabric latency would change nothing; remove the key");
+    }
+  }
+}
+
+// `leaf_downlinks_per_node`: the NICs of a node on one leaf (1 on a rail-optimized fabric).
+FabricSpec fabric_from_object(const JsonNode& f, int leaf_downlinks_per_node) {
+  refuse_fabric_latencies(f);
+  f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "sources"});
   FabricSpec fabric;
   fabric.kind = input::enum_at(f, "kind", kFabricNames);
   fabric.nodes_per_leaf = static_cast<int>(f.int_at("nodes_per_leaf", 1, 1 << 20));
-  fabric.oversubscription = f.positive_or("oversubscription", 1.0);
-  if (fabric.oversubscription < 1) {
-    f.fail_at("oversubscription", "oversubscription " + f.at("oversubscription").describe() +
-                                      " must be at least 1 (1 = non-blocking)");
+  if (std::int64_t(fabric.nodes_per_leaf) * leaf_downlinks_per_node > kMaxLeafDownlinks) {
+    f.fail_at("nodes_per_leaf",
+              std::to_string(fabric.nodes_per_leaf) + " nodes x " +
+                  std::to_string(leaf_downlinks_per_node) + " NICs per leaf exceed the " +
+                  std::to_string(kMaxLeafDownlinks) +
+                  " downlinks of the largest switch (Broadcom Tomahawk 5: 512 ports)");
   }
-  fabric.nic_latency_s = f.non_negative_at("nic_latency_us") * kUs;
-  fabric.switch_latency_s = f.non_negative_at("switch_latency_us") * kUs;
+  fabric.oversubscription = f.positive_or("oversubscription", 1.0);
+  if (fabric.oversubscription < 1 || fabric.oversubscription > kMaxOversubscription) {
+    f.fail_at("oversubscription", "oversubscription " + f.at("oversubscription").describe() +
+                                      " must be between 1 (non-blocking) and 1000");
+  }
   return fabric;
 }
 
@@ -192,14 +242,16 @@ ClusterSpec cluster_from_object(const JsonNode& n) {
   c.gpu = load_gpu(n.at("gpu"));
   c.nodes = static_cast<int>(n.int_at("nodes", 1, 1 << 20));
   c.gpus_per_node = static_cast<int>(n.int_at("gpus_per_node", 1, 1024));
-  c.nvlink_Bps = n.positive_or("nvlink_GBps", c.gpu.nvlink_Bps / kGB) * kGB;
-  c.nvlink_latency_s = n.non_negative_at("nvlink_latency_us") * kUs;
+  c.nvlink_Bps = n.has("nvlink_GBps")
+                     ? figure_at(n, "nvlink_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps)
+                     : c.gpu.nvlink_Bps;
+  c.nvlink_latency_s = figure_at(n, "nvlink_latency_us", kUs, 0, kMaxLatency_s);
   c.nics_per_node = static_cast<int>(n.int_at("nics_per_node", 1, 1024));
-  c.nic_Bps = n.positive_at("nic_Gbps") * kGbit;
+  c.nic_Bps = figure_at(n, "nic_Gbps", kGbit, kMinBandwidth_Bps, kMaxBandwidth_Bps);
   c.rail_optimized = n.bool_or("rail_optimized", false);
   c.gpudirect_rdma = n.bool_or("gpudirect_rdma", true);
   check_nics(n, c);
-  c.fabric = fabric_from_object(n.at("fabric"));
+  c.fabric = fabric_from_object(n.at("fabric"), c.rail_optimized ? 1 : c.nics_per_node);
   c.calibration = cluster_calibration(n);
   return c;
 }

@@ -18,8 +18,8 @@
 //   {"name", "description", "gpu": NAME|{inline}, "nodes", "gpus_per_node",
 //    "nvlink_GBps" (optional, default: the GPU's), "nvlink_latency_us", "nics_per_node",
 //    "nic_Gbps", "rail_optimized", "gpudirect_rdma",
-//    "fabric": {"kind": "fat_tree", "nodes_per_leaf", "oversubscription", "nic_latency_us",
-//               "switch_latency_us"},
+//    "fabric": {"kind": "fat_tree", "nodes_per_leaf" (at most 512 downlinks per leaf),
+//               "oversubscription"} (no latencies: NCCL's cost model counts the network's),
 //    "calibration" (optional path of a `clustersim calibrate -o` file, relative to the data
 //    directory or the working directory: collectives it has measured take its fitted α/β
 //    instead of NCCL's cost model; compute efficiencies come from the GPU's

@@ -93,9 +93,7 @@ void check_spec(const ClusterSpec& spec, int gpus) {
   require(spec.nvlink_Bps > 0, "nvlink_Bps", "must be > 0, got " + num(spec.nvlink_Bps));
   require(spec.nic_Bps > 0, "nic_Bps", "must be > 0, got " + num(spec.nic_Bps));
   require(spec.gpu.pcie_Bps > 0, "gpu.pcie_Bps", "must be > 0, got " + num(spec.gpu.pcie_Bps));
-  require(spec.nvlink_latency_s >= 0 && spec.fabric.nic_latency_s >= 0 &&
-              spec.fabric.switch_latency_s >= 0,
-          "latencies", "must be >= 0");
+  require(spec.nvlink_latency_s >= 0, "nvlink_latency_s", "must be >= 0");
 }
 
 }  // namespace
@@ -143,13 +141,11 @@ ClusterGraph::Layout ClusterGraph::lay_out() {
   has_hosts_ = !(layout.npn == layout.gpn && spec.gpudirect_rdma);
 
   // Latency split. nvlink_latency_s is GPU-to-GPU through the NVSwitch: half on each link.
-  // A NIC-to-NIC path under one leaf is two NIC hops and one switch traversal, so each NIC link
-  // carries nic_latency_s plus half a switch traversal; each leaf-spine link one switch
-  // traversal (a cross-leaf path crosses leaf, spine, leaf). PCIe links add no latency of their
-  // own: nic_latency_s already covers the NIC's DMA over PCIe.
+  // Network links carry none: NCCL's cost model, which times every operation, counts the
+  // network's latency in its NET hardware latencies (the loader refuses fabric latencies).
   layout.nvlink_hop_s = spec.nvlink_latency_s / 2;
-  layout.nic_hop_s = spec.fabric.nic_latency_s + spec.fabric.switch_latency_s / 2;
-  layout.uplink_hop_s = spec.fabric.switch_latency_s;
+  layout.nic_hop_s = 0;
+  layout.uplink_hop_s = 0;
   layout.pcie_hop_s = 0;
 
   // Leaf capacities (design values: a full leaf of nodes_per_leaf nodes).

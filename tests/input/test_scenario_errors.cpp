@@ -201,8 +201,7 @@ TEST_CASE("errors inside inline presets point into the scenario") {
     json cluster = json::parse(R"({"name": "c", "gpu": "h800-sxm", "nodes": 128,
         "gpus_per_node": 8, "nvlink_latency_us": 3.33, "nics_per_node": 1, "nic_Gbps": 400,
         "rail_optimized": true,
-        "fabric": {"kind": "fat_tree", "nodes_per_leaf": 32, "nic_latency_us": 1,
-                   "switch_latency_us": 0.5},
+        "fabric": {"kind": "fat_tree", "nodes_per_leaf": 32},
         "sources": {"nodes": "x", "gpus_per_node": "x", "nvlink_latency_us": "x",
                     "nics_per_node": "x", "nic_Gbps": "x"}})");
     expect_error(with({{"cluster", cluster}}), "/cluster/rail_optimized", "one NIC per GPU");
@@ -214,8 +213,7 @@ TEST_CASE("errors inside inline presets point into the scenario") {
                     "kernel_launch_us": "x"}})");
     json cluster = json::parse(R"({"name": "c", "nodes": 128,
         "gpus_per_node": 8, "nvlink_latency_us": 3.33, "nics_per_node": 8, "nic_Gbps": 400,
-        "fabric": {"kind": "fat_tree", "nodes_per_leaf": 32, "nic_latency_us": 1,
-                   "switch_latency_us": 0.5},
+        "fabric": {"kind": "fat_tree", "nodes_per_leaf": 32},
         "sources": {"nodes": "x", "gpus_per_node": "x", "nvlink_latency_us": "x",
                     "nics_per_node": "x", "nic_Gbps": "x"}})");
     cluster["gpu"] = gpu;

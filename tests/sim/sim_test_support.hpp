@@ -40,8 +40,6 @@ inline ClusterSpec small_cluster(int nodes, int gpn, int nics, double nic_GBps, 
   c.gpudirect_rdma = gdr;
   c.fabric.nodes_per_leaf = nodes;
   c.fabric.oversubscription = 1;
-  c.fabric.nic_latency_s = 1e-6;
-  c.fabric.switch_latency_s = 0.5e-6;
   return c;
 }
 
