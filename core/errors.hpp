@@ -1,7 +1,10 @@
 // Error kinds shared by every layer of clustersim.
 //
 // ConfigError is bad input: it names the file, the JSON pointer inside it and what is wrong.
-// The command-line tool turns it into exit code 2. Library code never calls exit().
+// EnvironmentError is a failure of the machine around valid input (an output that cannot be
+// written, a process that cannot be started). InternalError is a result the simulator must
+// never produce (a deadlock, a time that is not finite): a bug to report. The command-line tool
+// turns them into exit codes 2, 3 and 4 (tools/main.cpp). Library code never calls exit().
 #pragma once
 
 #include <stdexcept>
@@ -24,6 +27,16 @@ class ConfigError : public std::runtime_error {
   std::string file_;
   std::string pointer_;
   std::string message_;
+};
+
+class EnvironmentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class InternalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace clustersim

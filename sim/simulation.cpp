@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/errors.hpp"
 #include "nccl/fluid.hpp"
 #include "nccl/planner.hpp"
 #include "sim/detail/simulation_impl.hpp"
@@ -196,8 +197,17 @@ void Simulation::spawn(int gpu, const std::string& name, std::function<void()> b
 double Simulation::run() {
   if (impl_->ran) throw std::logic_error("Simulation::run: already ran");
   impl_->ran = true;
+  Impl* impl = impl_.get();
+  sg4::Engine::on_deadlock_cb([impl] { impl->deadlocked = true; });
   impl_->pf->engine->run();
   if (impl_->actor_error) std::rethrow_exception(impl_->actor_error);
+  // SimGrid kills the blocked actors and returns as if the run had ended: every time measured
+  // after that would be a wrong answer presented as a result.
+  if (impl_->deadlocked) {
+    throw InternalError(
+        "the simulation deadlocked at t = " + std::to_string(sg4::Engine::get_clock()) +
+        " s: actors wait for transfers or collectives that can never complete");
+  }
   return sg4::Engine::get_clock();
 }
 
@@ -206,9 +216,15 @@ double Simulation::now() const {
 }
 
 void Simulation::sleep_for(double seconds) {
+  if (!std::isfinite(seconds)) {
+    throw InternalError("Simulation::sleep_for: " + std::to_string(seconds) + " s");
+  }
   sg4::this_actor::sleep_for(seconds);
 }
 void Simulation::sleep_until(double time_s) {
+  if (!std::isfinite(time_s)) {
+    throw InternalError("Simulation::sleep_until: " + std::to_string(time_s) + " s");
+  }
   sg4::this_actor::sleep_until(time_s);
 }
 
@@ -217,7 +233,11 @@ void Simulation::compute(int gpu, double seconds) {
     throw std::invalid_argument("Simulation::compute: GPU " + std::to_string(gpu) +
                                 " out of range");
   }
-  if (!(seconds >= 0)) throw std::invalid_argument("Simulation::compute: seconds must be >= 0");
+  // SimGrid aborts the process on a duration that is not finite; report it as the bug it is.
+  if (!(seconds >= 0) || !std::isfinite(seconds)) {
+    throw InternalError("Simulation::compute: a compute time of " + std::to_string(seconds) +
+                        " s on GPU " + std::to_string(gpu));
+  }
   if (seconds == 0) return;
   impl_->pf->host(gpu)->execute(seconds * Platform::Impl::kNominalSpeed);
 }

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <string>
+
+#include "core/errors.hpp"
 
 namespace clustersim::step {
 
@@ -30,6 +34,11 @@ void critical_path(StepReport& r, const PreparedStep& p, Replay& run) {
   r.hang = run.hang();
   r.completed = !r.hang.has_value();
   if (!r.completed) step = r.hang->detected_s;
+  if (!(std::isfinite(step) && step > 0)) {
+    const Scenario& s = *p.scenario;
+    throw InternalError("scenario " + s.name + " (" + s.file + "): the simulated step took " +
+                        std::to_string(step) + " s; a step has work and takes a finite time");
+  }
   r.step_time_s = step;
   for (auto& c : css) {
     if (c.finished) c.b.idle_s = std::max(0.0, step - c.end_s);

@@ -81,6 +81,7 @@ struct Simulation::Impl {
   std::vector<sg4::SemaphorePtr> link_up_waiters;
   std::exception_ptr actor_error;
   bool ran = false;
+  bool deadlocked = false;  // SimGrid found actors blocked with nothing left to happen
   void* sink = nullptr;
 
   // ---- flows ----

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -505,4 +507,43 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
     CHECK(without[i] != Approx(expected[i]).epsilon(0.05));
   }
   CHECK(with[3] == Approx(without[3]).epsilon(1e-9));  // all-gather: not in the file
+}
+
+TEST_CASE("A simulation that deadlocks is an error, not a result", "[sim]") {
+  // Rank 0 waits for an all-reduce that rank 1 never joins: SimGrid finds nothing left to do
+  // and would return as if the run had ended at t = 0.
+  const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
+  const auto graph = topologies::ClusterGraph::build(spec, 2);
+  std::string message;
+  try {
+    run_isolated_numbers([&] {
+      Simulation sim(graph, SimulationOptions{});
+      sim.spawn(0, "rank0", [&] {
+        auto h = sim.join_collective("lonely", 0, allreduce({0, 1}, 1 * MiB));
+        sim.wait(h);
+      });
+      sim.run();
+      return std::vector<double>{sim.now()};
+    });
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("the simulation deadlocked") != std::string::npos);
+}
+
+TEST_CASE("A compute time that is not finite is an error, not an abort inside SimGrid", "[sim]") {
+  const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
+  const auto graph = topologies::ClusterGraph::build(spec, 2);
+  std::string message;
+  try {
+    run_isolated_numbers([&] {
+      Simulation sim(graph, SimulationOptions{});
+      sim.spawn(0, "rank0", [&] { sim.compute(0, std::numeric_limits<double>::infinity()); });
+      sim.run();
+      return std::vector<double>{};
+    });
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("a compute time of inf s on GPU 0") != std::string::npos);
 }
