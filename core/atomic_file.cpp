@@ -6,15 +6,19 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
+
+#include "core/errors.hpp"
 
 namespace clustersim {
 
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw std::runtime_error("cannot " + what + " " + path + ": " + std::strerror(errno));
+  throw EnvironmentError("cannot " + what + " " + path + ": " + std::strerror(errno));
 }
 
 void write_all(int fd, const std::string& content, const std::string& path) {
@@ -29,9 +33,8 @@ void write_all(int fd, const std::string& content, const std::string& path) {
   }
 }
 
-}  // namespace
-
-void write_file_atomically(const std::string& path, const std::string& content) {
+// Writes `content` to a new temporary file next to `path`, flushed; returns its name.
+std::string write_temporary(const std::string& path, const std::string& content) {
   std::string pattern = path + ".tmp-XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
@@ -48,12 +51,67 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
   ::fchmod(fd, 0644);
   ::close(fd);
+  return temp;
+}
+
+void rename_over(const std::string& temp, const std::string& path) {
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(temp.c_str());
     errno = saved;
     fail("replace", path);
   }
+}
+
+// Creates `dir` (and its parents) when missing; refuses a path that is not a directory.
+void ensure_directory(const std::filesystem::path& dir, const std::string& for_path) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw EnvironmentError("cannot create the directory " + dir.string() + " for " + for_path +
+                           ": " + (ec ? ec.message() : std::string("not a directory")));
+  }
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  rename_over(write_temporary(path, content), path);
+}
+
+void OutputFiles::declare(const std::string& path) {
+  if (path.empty()) throw EnvironmentError("an output file needs a name");
+  const std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p)) {
+    throw EnvironmentError("cannot write " + path + ": it is a directory");
+  }
+  ensure_directory(p.parent_path(), path);
+  // A file can be created next to it: the directory is writable and has room for a name.
+  ::unlink(write_temporary(path, "").c_str());
+}
+
+void OutputFiles::declare_directory(const std::string& path) {
+  ensure_directory(path, path);
+  ::unlink(write_temporary((std::filesystem::path(path) / "probe").string(), "").c_str());
+}
+
+void OutputFiles::set(const std::string& path, std::string content) {
+  contents_[path] = std::move(content);
+}
+
+void OutputFiles::commit() {
+  std::vector<std::pair<std::string, std::string>> written;  // (temporary, target)
+  try {
+    for (const auto& [path, content] : contents_) {
+      written.emplace_back(write_temporary(path, content), path);
+    }
+  } catch (...) {
+    for (const auto& [temp, path] : written) ::unlink(temp.c_str());
+    throw;
+  }
+  for (const auto& [temp, path] : written) rename_over(temp, path);
+  contents_.clear();
 }
 
 void append_record(const std::string& path, const std::string& record) {

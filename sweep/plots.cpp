@@ -134,10 +134,12 @@ std::vector<std::string> write_plots(const std::vector<SweepRecord>& records,
   const auto ok = ok_with_mfu(records);
   std::vector<std::string> written;
   if (ok.empty()) return written;
-  std::filesystem::create_directories(dir);
+  // All plots or none: each is staged, then all are renamed into place together.
+  OutputFiles outputs;
+  outputs.declare_directory(dir);
   auto put = [&](const std::string& name, const std::string& svg) {
     const std::string path = dir + "/" + name;
-    write_file_atomically(path, svg);
+    outputs.set(path, svg);
     written.push_back(path);
   };
   put("mfu_vs_gpus.svg", mfu_vs_gpus(ok, max_series));
@@ -148,6 +150,7 @@ std::vector<std::string> write_plots(const std::vector<SweepRecord>& records,
     return r->has_metric("memory_per_gpu_GiB");
   });
   if (any_memory) put("mfu_vs_memory.svg", mfu_vs_memory(ok));
+  outputs.commit();
   return written;
 }
 

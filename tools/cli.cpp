@@ -1,5 +1,6 @@
 #include "tools/cli.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -109,40 +110,33 @@ double Args::number_or(const std::string& name, double fallback) const {
   return out;
 }
 
-double parse_size(const std::string& text) {
+std::uint64_t parse_size(const std::string& text) {
+  const std::string usage = "\"" + text + "\" is not a size (e.g. 8, 64K, 8M, 1G)";
   if (text.empty()) throw UsageError("empty size");
   double scale = 1;
   std::string digits = text;
   switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-    case 'K':
-      scale = 1024.0;
-      digits.pop_back();
-      break;
-    case 'M':
-      scale = 1024.0 * 1024;
-      digits.pop_back();
-      break;
-    case 'G':
-      scale = 1024.0 * 1024 * 1024;
-      digits.pop_back();
-      break;
-    case 'T':
-      scale = 1024.0 * 1024 * 1024 * 1024;
-      digits.pop_back();
-      break;
+    case 'K': scale = 1024.0; break;
+    case 'M': scale = 1024.0 * 1024; break;
+    case 'G': scale = 1024.0 * 1024 * 1024; break;
+    case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
     default: break;
   }
+  if (scale > 1) digits.pop_back();
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(digits, &used);
   } catch (const std::exception&) {
-    throw UsageError("\"" + text + "\" is not a size (e.g. 8, 64K, 8M, 1G)");
+    throw UsageError(usage);
   }
-  if (used != digits.size() || !(v > 0)) {
-    throw UsageError("\"" + text + "\" is not a size (e.g. 8, 64K, 8M, 1G)");
+  if (used != digits.size() || !std::isfinite(v)) throw UsageError(usage);
+  const double bytes = std::floor(v * scale);
+  if (!(bytes >= 1) || bytes > static_cast<double>(kMaxSizeBytes)) {
+    throw UsageError("\"" + text + "\" is outside 1 byte .. 1T (" + std::to_string(kMaxSizeBytes) +
+                     " bytes)");
   }
-  return v * scale;
+  return static_cast<std::uint64_t>(bytes);
 }
 
 std::string describe_options(const std::vector<OptionSpec>& specs) {

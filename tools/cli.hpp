@@ -4,6 +4,7 @@
 // message with the subcommand's usage and exits 2.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -45,8 +46,13 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// "8", "64K", "8M", "1G" (powers of 1024, as nccl-tests reads -b/-e) to bytes.
-double parse_size(const std::string& text);
+// The largest size a collective may be given: 1 TiB, more memory than any GPU has (a B200
+// holds 192 GB), where nccl-tests allocates its buffers.
+inline constexpr std::uint64_t kMaxSizeBytes = std::uint64_t(1) << 40;
+
+// "8", "64K", "8M", "1G", "1.5K" (powers of 1024, as nccl-tests reads -b/-e) to whole bytes,
+// rounded down. Refuses (UsageError) anything not finite, below 1 byte or above kMaxSizeBytes.
+std::uint64_t parse_size(const std::string& text);
 
 // Help text for the options of a subcommand.
 std::string describe_options(const std::vector<OptionSpec>& specs);

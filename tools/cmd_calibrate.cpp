@@ -11,6 +11,7 @@
 #include "models/compute_cost.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/output.hpp"
 #include "validation/calibration.hpp"
 #include "validation/compute_efficiency.hpp"
 
@@ -99,6 +100,10 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
     peaks[dtype] = v;
   }
 
+  OutputFiles outputs;
+  if (output) outputs.declare(*output);
+  if (compute_out) outputs.declare(*compute_out);
+
   std::vector<validation::NcclTestsLog> nccl_logs;
   for (const auto& f : nccl_files) nccl_logs.push_back(validation::load_nccl_tests_log(f));
   std::vector<validation::GemmLog> gemm_logs;
@@ -143,12 +148,11 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
             << ", driver "
             << (cal.measured.driver_version.empty() ? "?" : cal.measured.driver_version) << "\n\n"
             << validation::describe_fit_quality(cal);
-  if (output) {
-    validation::write_calibration(*output, cal);
-    std::cout << "\nwrote " << *output << "\n";
-  }
+  if (output) outputs.set(*output, json_text(validation::to_json(cal)));
+  if (compute_out) outputs.set(*compute_out, compute_text);
+  outputs.commit();
+  if (output) std::cout << "\nwrote " << *output << "\n";
   if (compute_out) {
-    write_file_atomically(*compute_out, compute_text);
     std::cout << "\nwrote " << *compute_out << " (compute efficiencies; measured: ";
     for (std::size_t i = 0; i < efficiency.measured_parts.size(); ++i)
       std::cout << (i ? ", " : "") << efficiency.measured_parts[i];

@@ -66,7 +66,8 @@ std::string usage_campaign() {
          "by cause, goodput and cost (\"cost\"). One trial is replayed as the seed's monitoring "
          "metrics with the alerts its thresholds raise (--csv, --alerts) and plotted (--svg). "
          "The step time is campaign.step_time_s when the scenario gives it.\n"
-         "Exit code 0 on success, 2 for bad input (then nothing is written).\n\noptions:\n" +
+         "Exit codes as `clustersim --help` lists them; nothing is written unless all "
+         "succeeds.\n\noptions:\n" +
          describe_options(campaign_options());
 }
 
@@ -84,6 +85,11 @@ int cmd_campaign(const std::vector<std::string>& argv) {
   const long long trace_trial = args.int_or("trace-trial", settings.trace_trial);
   if (trace_trial < 0 || trace_trial >= trials) {
     throw UsageError("--trace-trial must name one of the trials, 0.." + std::to_string(trials - 1));
+  }
+
+  OutputFiles outputs;
+  for (const char* option : {"json", "csv", "alerts", "svg"}) {
+    if (const auto file = args.value(option)) outputs.declare(*file);
   }
 
   const double parameters = models::count_parameters(scenario.model).total();
@@ -125,19 +131,16 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     auto j = campaign::summary_json(scenario.name, model, summary, &monitoring,
                                     static_cast<int>(trace_trial));
     j["wall_seconds"] = elapsed;
-    write_json_file(*file, j);
+    outputs.set(*file, json_text(j));
   }
-  if (const auto file = args.value("csv")) {
-    write_file_atomically(*file, campaign::monitoring_csv(monitoring));
-  }
-  if (const auto file = args.value("alerts")) {
-    write_file_atomically(*file, campaign::alerts_csv(monitoring));
-  }
+  if (const auto file = args.value("csv")) outputs.set(*file, campaign::monitoring_csv(monitoring));
+  if (const auto file = args.value("alerts")) outputs.set(*file, campaign::alerts_csv(monitoring));
   if (const auto file = args.value("svg")) {
-    write_file_atomically(
-        *file, campaign::trial_svg(model, trace, monitoring,
-                                   scenario.name + ", trial " + std::to_string(trace_trial)));
+    outputs.set(*file,
+                campaign::trial_svg(model, trace, monitoring,
+                                    scenario.name + ", trial " + std::to_string(trace_trial)));
   }
+  outputs.commit();
   return 0;
 }
 

@@ -8,13 +8,16 @@
 // column groups show the same numbers; the check column is "N/A" (nccl-tests -c 0: no data).
 //
 // Exit codes: 0 success, 2 bad input (nothing written).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.hpp"
 #include "core/errors.hpp"
 #include "core/json_reader.hpp"
 #include "input/nccl_settings.hpp"
@@ -60,6 +63,32 @@ struct Dtype_ {
   Dtype dtype;
   double bytes;
 };
+
+// The most rows one table may have (nccl-tests' default sweep, 8 B to 8 GiB by 2, has 31).
+constexpr std::size_t kMaxSweepSizes = 4096;
+
+// nccl-tests' sizes from min to max bytes, times `factor` or plus `step` bytes between rows,
+// each rounded down to whole `unit`s (at least one). A sweep of more than kMaxSweepSizes rows is
+// refused before any is simulated: a factor barely above 1 or a 1-byte step cannot run forever.
+std::vector<double> sweep_sizes(std::uint64_t min, std::uint64_t max, double factor,
+                                std::uint64_t step, std::uint64_t unit) {
+  std::vector<double> sizes;
+  const double last = static_cast<double>(max) * (1 + 1e-12);
+  // Sizes stay below 2^53 bytes (kMaxSizeBytes), where doubles count every byte.
+  double s = static_cast<double>(min);
+  for (std::size_t count = 0; s <= last; ++count) {
+    if (count == kMaxSweepSizes) {
+      throw UsageError("the sweep from -b " + std::to_string(min) + " to -e " +
+                       std::to_string(max) + " has more than " + std::to_string(kMaxSweepSizes) +
+                       " sizes; use a larger -f or -i");
+    }
+    const double u = static_cast<double>(unit);
+    const double rounded = std::max(u, std::floor(s / u) * u);
+    if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
+    s = step > 0 ? s + static_cast<double>(step) : s * factor;
+  }
+  return sizes;
+}
 
 Dtype_ parse_dtype(const std::string& s) {
   if (s == "float" || s == "f32" || s == "fp32") return {"float", Dtype::fp32, 4};
@@ -120,12 +149,13 @@ int cmd_collective(const std::vector<std::string>& argv) {
     throw UsageError("--gpus: " + std::to_string(gpus) + " is outside 1.." +
                      std::to_string(spec.total_gpus()) + " (cluster " + cluster_name + ")");
   }
-  const double min_bytes = parse_size(args.value_or("minbytes", "8"));
-  const double max_bytes = parse_size(args.value_or("maxbytes", "8G"));
+  const std::uint64_t min_bytes = parse_size(args.value_or("minbytes", "8"));
+  const std::uint64_t max_bytes = parse_size(args.value_or("maxbytes", "8G"));
   if (max_bytes < min_bytes) throw UsageError("-e must not be smaller than -b");
   const double factor = args.number_or("stepfactor", 2);
-  const double step_bytes = args.value("stepbytes") ? parse_size(*args.value("stepbytes")) : 0;
-  if (step_bytes <= 0 && !(factor > 1)) throw UsageError("-f must be > 1");
+  const std::uint64_t step_bytes =
+      args.value("stepbytes") ? parse_size(*args.value("stepbytes")) : 0;
+  if (step_bytes == 0 && !(factor > 1)) throw UsageError("-f must be > 1");
   const Dtype_ dt = parse_dtype(args.value_or("datatype", "float"));
   const long long root = args.int_or("root", 0);
   if (root < 0 || root >= gpus)
@@ -165,13 +195,8 @@ int cmd_collective(const std::vector<std::string>& argv) {
   const bool per_rank_count = *op == nccl::CollectiveOp::all_gather ||
                               *op == nccl::CollectiveOp::reduce_scatter ||
                               *op == nccl::CollectiveOp::all_to_all;
-  const double unit = per_rank_count ? dt.bytes * n : dt.bytes;
-  std::vector<double> sizes;
-  for (double s = min_bytes; s <= max_bytes * (1 + 1e-12);
-       s = step_bytes > 0 ? s + step_bytes : s * factor) {
-    const double rounded = std::max(unit, std::floor(s / unit) * unit);
-    if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
-  }
+  const auto unit = static_cast<std::uint64_t>(per_rank_count ? dt.bytes * n : dt.bytes);
+  const std::vector<double> sizes = sweep_sizes(min_bytes, max_bytes, factor, step_bytes, unit);
 
   std::vector<nccl::CollectiveRequest> requests;
   for (double s : sizes) {
@@ -185,6 +210,8 @@ int cmd_collective(const std::vector<std::string>& argv) {
     r.algorithm = algo;
     requests.push_back(std::move(r));
   }
+  OutputFiles outputs;
+  if (const auto path = args.value("json")) outputs.declare(*path);
   std::vector<nccl::CollectiveResult> results;
   try {
     results = sim::simulate_collectives(graph, requests, options);
@@ -205,8 +232,8 @@ int cmd_collective(const std::vector<std::string>& argv) {
       line, sizeof line,
       "# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %s warmup iters: 0 iters: 1 "
       "agg iters: 1 validation: 0 graph: 0\n",
-      n, min_bytes, max_bytes,
-      step_bytes > 0 ? (gnum(step_bytes) + "(bytes)").c_str()
+      n, static_cast<double>(min_bytes), static_cast<double>(max_bytes),
+      step_bytes > 0 ? (gnum(static_cast<double>(step_bytes)) + "(bytes)").c_str()
                      : (gnum(factor) + "(factor)").c_str());
   out << line << "#\n# clustersim: simulated with " << to_string(*gran)
       << " granularity on cluster " << spec.name << "\n#\n# Using devices\n";
@@ -289,8 +316,9 @@ int cmd_collective(const std::vector<std::string>& argv) {
         {"nccl", nccl},
         {"avg_bus_bandwidth_GBps", avg},
         {"results", rows}};
-    write_json_file(*path, doc);
+    outputs.set(*path, json_text(doc));
   }
+  outputs.commit();
   return 0;
 }
 

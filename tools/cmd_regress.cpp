@@ -41,7 +41,7 @@ std::string usage_regress() {
          "(CLUSTERSIM_DATA_DIR or the source tree).\n\noptions:\n" +
          describe_options(regress_options()) +
          "\nexit status: 0 all within tolerance (or --update done), 1 a regression or a "
-         "scenario that failed, 2 bad input\n";
+         "scenario that failed, 2 bad input, 3 an output that cannot be written\n";
 }
 
 int cmd_regress(const std::vector<std::string>& args) {
@@ -62,6 +62,10 @@ int cmd_regress(const std::vector<std::string>& args) {
   std::vector<std::string> paths;
   for (const auto& e : baseline.entries) paths.push_back(sweep::baseline_scenario_path(e.scenario));
 
+  OutputFiles outputs;
+  if (a.flag("update")) outputs.declare(*file);
+  if (const auto junit = a.value("junit")) outputs.declare(*junit);
+
   const auto start = std::chrono::steady_clock::now();
   const auto current = sweep::evaluate_files(paths, sweep::self_executable(), baseline.evaluator,
                                              static_cast<int>(jobs), timeout);
@@ -76,7 +80,8 @@ int cmd_regress(const std::vector<std::string>& args) {
         return 1;
       }
     }
-    write_json_file(*file, sweep::updated_baseline(document, baseline, current));
+    outputs.set(*file, json_text(sweep::updated_baseline(document, baseline, current)));
+    outputs.commit();
     for (const auto& row : report.rows) {
       std::cout << "  " << sweep::scenario_short_name(row.scenario) << " " << row.metric << ": "
                 << (row.current ? fixed(*row.current, 6) : std::string("-")) << " (was "
@@ -86,9 +91,8 @@ int cmd_regress(const std::vector<std::string>& args) {
     return 0;
   }
   std::cout << sweep::format_report(report);
-  if (const auto junit = a.value("junit")) {
-    write_file_atomically(*junit, sweep::junit_xml(report));
-  }
+  if (const auto junit = a.value("junit")) outputs.set(*junit, sweep::junit_xml(report));
+  outputs.commit();
   return report.passed() ? 0 : 1;
 }
 

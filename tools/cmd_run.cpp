@@ -231,6 +231,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     options.faults = at ? step_faults_at(events, parse_time_s(*at)) : scripted_step_faults(events);
   }
   options.record_trace = args.value("trace").has_value();
+  OutputFiles outputs;
+  if (const auto json = args.value("json")) outputs.declare(*json);
+  if (const auto trace = args.value("trace")) outputs.declare(*trace);
 
   for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
 
@@ -256,10 +259,11 @@ int cmd_run(const std::vector<std::string>& argv) {
 
   const step::StepReport r = step::simulate_step(s, load_step_calibrations(s), options);
   print_report(std::cout, s, r);
-  if (const auto json = args.value("json")) write_json_file(*json, step::to_json(r));
+  if (const auto json = args.value("json")) outputs.set(*json, json_text(step::to_json(r)));
   if (const auto trace = args.value("trace")) {
-    write_file_atomically(*trace, step::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));
+    outputs.set(*trace, step::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));
   }
+  outputs.commit();
   return r.completed ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/atomic_file.hpp"
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
@@ -117,6 +118,7 @@ int sweep_plot(const std::vector<std::string>& args) {
   if (a.positional().size() != 2) throw UsageError("plot needs RESULTS (a directory or .jsonl)");
   const StoredResults stored = stored_results(a.positional()[1]);
   const std::string dir = a.value_or("out", stored.dir + "/plots");
+  OutputFiles().declare_directory(dir);
   const auto written = sweep::write_plots(stored.records, dir);
   if (written.empty()) {
     std::cerr << "no point with an MFU to plot in " << stored.file << "\n";
@@ -161,8 +163,8 @@ std::string usage_sweep() {
          "OUT/results.csv as they come; running the same command again resumes.\n\n"
          "options:\n" +
          describe_options(sweep_options()) +
-         "\nexit status: 0 done, 1 some points failed, 2 bad input, 130 interrupted (rerun to "
-         "resume)\n";
+         "\nexit status: 0 done, 1 some points failed, 2 bad input, 3 an output that cannot be "
+         "written, 130 interrupted (rerun to resume)\n";
 }
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -197,6 +199,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (!a.value("out") && shards > 1) {
     out += "/shard-" + std::to_string(shard) + "-of-" + std::to_string(shards);
   }
+  // The results directory (and the plots') must be writable before any point is evaluated.
+  OutputFiles().declare_directory(out);
+  if (!a.flag("no-plots")) OutputFiles().declare_directory(out + "/plots");
   options.out_dir = out;
   options.jobs = static_cast<int>(jobs);
   options.shard = shard;

@@ -214,6 +214,9 @@ nlohmann::json topo_json(const TopoInput& in, const ClusterGraph& g,
 int cmd_topo(const std::vector<std::string>& argv) {
   const Args args(argv, topo_options(), 1);
   const TopoInput in = topo_input(args);
+  OutputFiles outputs;
+  if (const auto dot = args.value("dot")) outputs.declare(*dot);
+  if (const auto json_path = args.value("json")) outputs.declare(*json_path);
 
   const auto t0 = std::chrono::steady_clock::now();
   std::optional<ClusterGraph> built;
@@ -251,12 +254,13 @@ int cmd_topo(const std::vector<std::string>& argv) {
   describe_checks(os, checks, ok);
   std::cout << os.str();
 
-  if (const auto dot = args.value("dot")) write_file_atomically(*dot, topologies::to_dot(g));
+  if (const auto dot = args.value("dot")) outputs.set(*dot, topologies::to_dot(g));
   if (const auto json_path = args.value("json")) {
     nlohmann::json out = topo_json(in, g, checks, ok, build_s);
     if (placement) out["tp_groups_inside_nodes"] = tp_in_node;
-    write_json_file(*json_path, out);
+    outputs.set(*json_path, json_text(out));
   }
+  outputs.commit();
   return ok ? 0 : 1;
 }
 

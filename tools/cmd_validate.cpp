@@ -203,6 +203,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
       std::find(suites.begin(), suites.end(), "published-runs") == suites.end())
     throw UsageError("--case selects published-runs cases; add --suite published-runs");
 
+  OutputFiles outputs;
+  if (const auto json = args.value("json")) outputs.declare(*json);
+  if (const auto dir = args.value("report")) outputs.declare_directory(*dir);
+
   std::vector<validation::SuiteResult> results;
   for (const auto& name : suites) {
     validation::SuiteResult r;
@@ -227,10 +231,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
     std::cout << validation::format_table(r) << "\n";
     results.push_back(std::move(r));
   }
-  if (const auto json = args.value("json"))
-    write_file_atomically(*json, validation::to_json_text(results, date));
+  if (const auto json = args.value("json")) {
+    outputs.set(*json, validation::to_json_text(results, date));
+  }
   if (const auto dir = args.value("report")) {
-    std::filesystem::create_directories(*dir);
     std::string command = "clustersim validate";
     for (const auto& a : argv) command += " " + a;
     // The hand-written analysis of the previous report survives regeneration.
@@ -243,17 +247,18 @@ int cmd_validate(const std::vector<std::string>& argv) {
     std::map<std::string, std::string> svg_names;
     for (const auto& r : results) {
       const std::string svg_name = "validation-" + r.suite + ".svg";
-      write_file_atomically(*dir + "/" + svg_name, validation::report_svg(r, date));
+      outputs.set(*dir + "/" + svg_name, validation::report_svg(r, date));
       svg_names[r.suite] = svg_name;
       if (r.suite != "published-runs") continue;
       const std::string signed_name = "validation-" + r.suite + "-signed.svg";
       write_file_atomically(*dir + "/" + signed_name, validation::signed_error_svg(r, date));
       svg_names[r.suite + "-signed"] = signed_name;
     }
-    write_file_atomically(*dir + "/REPORT.md",
-                          validation::report_markdown(results, date, command, svg_names, analysis));
-    std::cout << "wrote " << *dir << "/REPORT.md\n";
+    outputs.set(*dir + "/REPORT.md",
+                validation::report_markdown(results, date, command, svg_names, analysis));
   }
+  outputs.commit();
+  if (const auto dir = args.value("report")) std::cout << "wrote " << *dir << "/REPORT.md\n";
   bool all_passed = true;
   for (const auto& r : results) all_passed = all_passed && r.passed();
   return all_passed ? 0 : 1;

@@ -4,9 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.hpp"
-#include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/exit_codes.hpp"
 
 namespace {
 
@@ -20,7 +19,8 @@ void print_help() {
     std::cout << "  " << name << c.summary << "\n";
   }
   std::cout << "\nWithout a scenario, `run` and `check` use the seed's optimized layout:\n  "
-            << clustersim::cli::default_scenario_path() << "\n";
+            << clustersim::cli::default_scenario_path() << "\n\n"
+            << clustersim::cli::exit_codes_help();
 }
 
 }  // namespace
@@ -41,18 +41,7 @@ int main(int argc, char** argv) {
         return 0;
       }
     }
-    try {
-      return c.run(args);
-    } catch (const clustersim::ConfigError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return 2;
-    } catch (const clustersim::cli::UsageError& e) {
-      std::cerr << "error: " << e.what() << "\n\n" << c.usage();
-      return 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      return 3;
-    }
+    return clustersim::cli::run_command(c, args);
   }
   std::cerr << "error: unknown command \"" << name << "\"; run `clustersim --help`\n";
   return 2;

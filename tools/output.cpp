@@ -7,8 +7,12 @@
 
 namespace clustersim::cli {
 
+std::string json_text(const nlohmann::json& value) {
+  return value.dump(2) + "\n";
+}
+
 void write_json_file(const std::string& path, const nlohmann::json& value) {
-  write_file_atomically(path, value.dump(2) + "\n");
+  write_file_atomically(path, json_text(value));
 }
 
 std::string fixed(double value, int digits) {

@@ -8,6 +8,8 @@ namespace clustersim::cli {
 
 // Writes `value` as pretty JSON to `path` atomically (a temporary file renamed over it).
 void write_json_file(const std::string& path, const nlohmann::json& value);
+// The text write_json_file writes.
+std::string json_text(const nlohmann::json& value);
 
 // Fixed-point formatting with `digits` decimals.
 std::string fixed(double value, int digits);
