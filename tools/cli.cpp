@@ -1,8 +1,10 @@
 #include "tools/cli.hpp"
 
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <sstream>
 
 #include "core/data_root.hpp"
@@ -154,6 +156,15 @@ std::string describe_options(const std::vector<OptionSpec>& specs) {
 
 std::string data_path(const std::string& relative) {
   return data_root() + "/" + relative;
+}
+
+std::string utc_now(const char* strftime_format) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, strftime_format, &tm);
+  return buf;
 }
 
 }  // namespace clustersim::cli

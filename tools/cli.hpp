@@ -60,4 +60,7 @@ std::string describe_options(const std::vector<OptionSpec>& specs);
 // Path of a shipped data file: $CLUSTERSIM_DATA_DIR/relative, else the source tree.
 std::string data_path(const std::string& relative);
 
+// The current time in UTC as strftime formats it: "%Y-%m-%d" for the dates the files record.
+std::string utc_now(const char* strftime_format);
+
 }  // namespace clustersim::cli

@@ -1,8 +1,6 @@
 // `clustersim calibrate`: fits network and compute parameters to nccl-tests logs and GEMM sweep
 // results, and writes a calibration file that cluster presets reference
 // (ClusterSpec::calibration).
-#include <chrono>
-#include <ctime>
 #include <iostream>
 #include <map>
 
@@ -38,15 +36,6 @@ const std::vector<OptionSpec>& calibrate_options() {
       {"created", "", true, false, "creation date to record (default: now, UTC)"},
   };
   return specs;
-}
-
-std::string now_utc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -115,7 +104,7 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
     name = name.substr(slash + 1);
   cal.name = name;
   cal.description = args.value_or("description", "");
-  cal.created = args.value_or("created", now_utc());
+  cal.created = args.value_or("created", utc_now("%Y-%m-%dT%H:%M:%SZ"));
 
   // The compute-efficiency file is built and checked with the simulator's own loader before
   // anything is written: bad input leaves no file behind.

@@ -2,8 +2,6 @@
 // (core/system_calibration.hpp) to measured end-to-end runs, with leave-one-source-out
 // cross-validation (validation/system_fit.hpp), and optionally writes them into the
 // compute-calibration files the GPU presets name.
-#include <chrono>
-#include <ctime>
 #include <iostream>
 
 #include "input/scenario_loader.hpp"
@@ -53,15 +51,6 @@ std::vector<SystemParameterId> parse_fit_list(const std::string& text) {
     start = comma + 1;
   }
   return out;
-}
-
-std::string today() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -122,7 +111,7 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   std::cout << validation::format_system_fit(fit, options.parameters);
   if (args.flag("update")) {
     const std::string note = "clustersim calibrate --runs " + args.value_or("runs", "") +
-                             " --update, " + args.value_or("date", today());
+                             " --update, " + args.value_or("date", utc_now("%Y-%m-%d"));
     for (const auto& [file, system] : fit.groups) {
       validation::write_system_block(file, system, note);
       std::cout << "wrote the system block of " << file << "\n";

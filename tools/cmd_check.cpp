@@ -17,7 +17,7 @@
 #include "tools/commands.hpp"
 #include "tools/load.hpp"
 #include "tools/output.hpp"
-#include "validation/calibration.hpp"
+#include "tools/step_inputs.hpp"
 
 namespace clustersim::cli {
 
@@ -175,13 +175,18 @@ Derived derive(const Scenario& s) {
 // checkpoint resolved for this model, and the calibration files the presets name, which are
 // read when a step is simulated. Bad input anywhere is a ConfigError (exit 2) naming the file
 // and JSON pointer, as run and campaign would report it.
-InputBundle load_checked(const std::string& path) {
-  InputBundle input = load_command_input(path);
-  const Scenario& s = input.scenario;
-  input.checkpointing = input.checkpointing.resolved_for(models::count_parameters(s.model).total());
-  models::load_compute_calibration(models::compute_calibration_path(s.cluster.gpu));
-  if (!s.cluster.calibration.empty()) validation::load_calibration(s.cluster.calibration);
-  return input;
+struct CheckedInput {
+  InputBundle input;
+  step::StepCalibrations calibrations;
+};
+
+CheckedInput load_checked(const std::string& path) {
+  CheckedInput checked{load_command_input(path), {}};
+  InputBundle& input = checked.input;
+  input.checkpointing =
+      input.checkpointing.resolved_for(models::count_parameters(input.scenario.model).total());
+  checked.calibrations = load_step_calibrations(input.scenario);
+  return checked;
 }
 
 std::string batch_text(const Scenario& s, std::int64_t micro_batches) {
@@ -245,15 +250,13 @@ void print_notes(std::ostream& os, const Scenario& s) {
 }
 
 // The scenario as resolved: model, cluster, layout, batch, training, communication.
-void print_inputs(std::ostream& os, const Scenario& s, const Derived& d) {
+void print_inputs(std::ostream& os, const Scenario& s, const Derived& d,
+                  const models::ComputeCalibration& compute) {
   os << "Scenario " << s.name << "  (" << s.file << ")\n";
   row(os, "model", describe_model(s.model));
   row(os, "cluster", describe_cluster(s.cluster));
   row(os, "GPU", describe_gpu(s.cluster.gpu));
-  const GpuSpec& gpu = s.cluster.gpu;
-  row(os, "system",
-      models::describe_system_parameters(
-          gpu, models::load_compute_calibration(models::compute_calibration_path(gpu))));
+  row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
   row(os, "layout", describe_layout(s));
   row(os, "batch", batch_text(s, d.micro_batches));
   row(os, "training", training_text(s));
@@ -438,10 +441,10 @@ int cmd_check(const std::vector<std::string>& argv) {
   const Args args(argv, check_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional()[0];
-  const InputBundle input = load_checked(path);
-  const Scenario& s = input.scenario;
+  const CheckedInput checked = load_checked(path);
+  const Scenario& s = checked.input.scenario;
   const Derived d = derive(s);
-  print_inputs(std::cout, s, d);
+  print_inputs(std::cout, s, d, checked.calibrations.compute);
   print_derived(std::cout, s, d);
   print_memory(std::cout, s, d.memory);
   print_verdict(std::cout, d.memory);

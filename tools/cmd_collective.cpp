@@ -116,6 +116,214 @@ std::string gnum(double v) {
   return buf;
 }
 
+// What the command line asks for, every value checked.
+struct CollectiveArgs {
+  nccl::CollectiveOp op{};
+  ClusterSpec spec;
+  int gpus = 0;
+  std::uint64_t min_bytes = 0, max_bytes = 0, step_bytes = 0;
+  double factor = 2;
+  Dtype_ dt{};
+  int root = 0;
+  nccl::Granularity granularity{};
+  std::optional<nccl::Algorithm> algo;
+
+  bool has_root() const {
+    return op == nccl::CollectiveOp::broadcast || op == nccl::CollectiveOp::reduce;
+  }
+  bool has_redop() const {
+    return op == nccl::CollectiveOp::all_reduce || op == nccl::CollectiveOp::reduce_scatter ||
+           op == nccl::CollectiveOp::reduce;
+  }
+  // Gathered/scattered sizes are whole elements per rank.
+  std::uint64_t size_unit() const {
+    const bool per_rank = op == nccl::CollectiveOp::all_gather ||
+                          op == nccl::CollectiveOp::reduce_scatter ||
+                          op == nccl::CollectiveOp::all_to_all;
+    return static_cast<std::uint64_t>(per_rank ? dt.bytes * gpus : dt.bytes);
+  }
+};
+
+CollectiveArgs parse_collective_args(const Args& args) {
+  CollectiveArgs a;
+  const std::string op_name = args.value_or("op", "allreduce");
+  const auto op = nccl::parse_collective_op(op_name);
+  if (!op) {
+    std::string names;
+    for (const auto& n : nccl::collective_op_names()) names += (names.empty() ? "" : ", ") + n;
+    throw UsageError("--op: \"" + op_name + "\" is not one of " + names);
+  }
+  a.op = *op;
+  const std::string cluster_name = args.value_or("cluster", kDefaultCluster);
+  a.spec = load_cluster_preset(cluster_name);
+  const long long gpus = args.int_or("gpus", a.spec.total_gpus());
+  if (gpus < 1 || gpus > a.spec.total_gpus()) {
+    throw UsageError("--gpus: " + std::to_string(gpus) + " is outside 1.." +
+                     std::to_string(a.spec.total_gpus()) + " (cluster " + cluster_name + ")");
+  }
+  a.gpus = static_cast<int>(gpus);
+  a.min_bytes = parse_size(args.value_or("minbytes", "8"));
+  a.max_bytes = parse_size(args.value_or("maxbytes", "8G"));
+  if (a.max_bytes < a.min_bytes) throw UsageError("-e must not be smaller than -b");
+  a.factor = args.number_or("stepfactor", 2);
+  a.step_bytes = args.value("stepbytes") ? parse_size(*args.value("stepbytes")) : 0;
+  if (a.step_bytes == 0 && !(a.factor > 1)) throw UsageError("-f must be > 1");
+  a.dt = parse_dtype(args.value_or("datatype", "float"));
+  const long long root = args.int_or("root", 0);
+  if (root < 0 || root >= gpus)
+    throw UsageError("--root must be a rank in 0.." + std::to_string(gpus - 1));
+  a.root = static_cast<int>(root);
+  const auto gran = nccl::parse_granularity(args.value_or("granularity", "bulk"));
+  if (!gran) throw UsageError("--granularity must be bulk or step");
+  a.granularity = *gran;
+  if (auto name = args.value("algo")) {
+    a.algo = nccl::parse_algorithm(*name);
+    if (!a.algo || *a.algo == nccl::Algorithm::direct) {
+      throw UsageError("--algo: \"" + *name +
+                       "\" is not one of ring, tree, nvls, nvls_tree, pat, hierarchical");
+    }
+  }
+  return a;
+}
+
+// --nccl NAME=VALUE pairs go through the same parser as a scenario's comm.nccl object.
+sim::SimulationOptions simulation_options(const Args& args, const CollectiveArgs& a) {
+  nlohmann::json nccl_json = nlohmann::json::object();
+  for (const std::string& kv : args.values("nccl")) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError("--nccl: \"" + kv + "\" is not NAME=VALUE");
+    }
+    nccl_json[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  const JsonDocument nccl_doc = JsonDocument::parse(nccl_json.dump(), "--nccl");
+  sim::SimulationOptions options;
+  options.nccl = parse_nccl_settings(nccl_doc.root());
+  options.granularity = a.granularity;
+  options.network_calibration = validation::load_network_calibration(a.spec);
+  return options;
+}
+
+std::vector<nccl::CollectiveRequest> sweep_requests(const CollectiveArgs& a,
+                                                    const std::vector<double>& sizes) {
+  std::vector<nccl::CollectiveRequest> requests;
+  for (double s : sizes) {
+    nccl::CollectiveRequest r;
+    r.op = a.op;
+    r.gpus.resize(static_cast<std::size_t>(a.gpus));
+    for (int i = 0; i < a.gpus; ++i) r.gpus[static_cast<std::size_t>(i)] = i;
+    r.bytes = s;
+    r.root = a.root;
+    r.dtype = a.dt.dtype;
+    r.algorithm = a.algo;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+// nccl-tests' banner, device list and column heads.
+std::string table_header(const CollectiveArgs& a, const topologies::ClusterGraph& graph) {
+  std::ostringstream out;
+  char line[512];
+  out << "# Collective test starting: " << nccl::to_string(a.op) << "_perf\n";
+  std::snprintf(
+      line, sizeof line,
+      "# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %s warmup iters: 0 iters: 1 "
+      "agg iters: 1 validation: 0 graph: 0\n",
+      a.gpus, static_cast<double>(a.min_bytes), static_cast<double>(a.max_bytes),
+      a.step_bytes > 0 ? (gnum(static_cast<double>(a.step_bytes)) + "(bytes)").c_str()
+                       : (gnum(a.factor) + "(factor)").c_str());
+  out << line << "#\n# clustersim: simulated with " << to_string(a.granularity)
+      << " granularity on cluster " << a.spec.name << "\n#\n# Using devices\n";
+  for (int i = 0; i < a.gpus; ++i) {
+    std::snprintf(line, sizeof line,
+                  "#  Rank %2d Group  0 Pid      0 on %10s device %2d [sim] %s\n", i,
+                  ("node" + std::to_string(graph.node_of_gpu(i))).c_str(), graph.local_of_gpu(i),
+                  a.spec.gpu.name.c_str());
+    out << line;
+  }
+  out << "#\n";
+  out << "#                                                              out-of-place              "
+         "   "
+         "      in-place          \n";
+  out << "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+         "time   algbw   busbw #wrong\n";
+  out << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+         "(us)  (GB/s)  (GB/s)       \n";
+  return out.str();
+}
+
+// One simulated size: its nccl-tests text row and its JSON row with the plan.
+std::string table_row(const CollectiveArgs& a, double size, const nccl::CollectiveResult& res,
+                      nlohmann::json& rows) {
+  const long count = static_cast<long>(size / static_cast<double>(a.size_unit()));
+  const double t_us = res.time_s() * 1e6;
+  const double algbw = res.alg_bw_Bps() / 1e9;
+  const double busbw = res.bus_bw_Bps() / 1e9;
+  const char* redop = a.has_redop() ? "sum" : "none";
+  const int root = a.has_root() ? a.root : -1;
+  char line[512];
+  std::snprintf(line, sizeof line, "%12li  %12li  %8s  %6s  %6i", static_cast<long>(size), count,
+                a.dt.name, redop, root);
+  std::string out = line;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::snprintf(line, sizeof line, "  %7s  %6s  %6s  %6s", num(t_us, 6).c_str(),
+                  num(algbw, 6).c_str(), num(busbw, 6).c_str(), "N/A");
+    out += line;
+  }
+  const auto& p = res.plan;
+  nlohmann::json m = {{"time", t_us}, {"alg_bw", algbw}, {"bus_bw", busbw}, {"nwrong", nullptr}};
+  rows.push_back({{"size", static_cast<long>(size)},
+                  {"count", count},
+                  {"type", a.dt.name},
+                  {"redop", redop},
+                  {"root", root},
+                  {"out_of_place", m},
+                  {"in_place", m},
+                  {"algorithm", nccl::to_string(p.algorithm)},
+                  {"protocol", to_string(p.protocol)},
+                  {"channels", p.channels},
+                  {"paths", p.paths},
+                  {"chosen_by", p.chosen_by},
+                  {"model_time_us", p.model_time_s * 1e6},
+                  {"latency_us", p.latency_s * 1e6},
+                  {"flows", res.flows},
+                  {"notes", p.notes}});
+  return out + "\n";
+}
+
+std::string table_footer(double avg_busbw, const sim::SimulationOptions& options) {
+  std::ostringstream out;
+  char line[128];
+  out << "# Out of bounds values : 0 OK\n";
+  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %g \n#\n", avg_busbw);
+  out << line;
+  for (const auto& note : options.nccl.notes) {
+    out << "# clustersim: " << note.name << "=" << note.value << " "
+        << (note.modelled ? "(modelled)" : "(not modelled)") << ": " << note.explanation << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json json_document(const CollectiveArgs& a, const topologies::ClusterGraph& graph,
+                             const sim::SimulationOptions& options, double avg_busbw,
+                             nlohmann::json rows) {
+  nlohmann::json nccl = nlohmann::json::object();
+  for (const auto& [k, v] : options.nccl.given) nccl[k] = v;
+  return {{"tool", "clustersim collective"},
+          {"collective", nccl::to_string(a.op)},
+          {"cluster", a.spec.name},
+          {"gpus", a.gpus},
+          {"nodes", graph.num_nodes()},
+          {"datatype", a.dt.name},
+          {"granularity", to_string(a.granularity)},
+          {"network_model", "SimGrid CM02 (bandwidth factor " +
+                                std::to_string(options.network.bandwidth_factor) + ")"},
+          {"nccl", nccl},
+          {"avg_bus_bandwidth_GBps", avg_busbw},
+          {"results", std::move(rows)}};
+}
+
 }  // namespace
 
 std::string usage_collective() {
@@ -134,189 +342,33 @@ std::string usage_collective() {
 
 int cmd_collective(const std::vector<std::string>& argv) {
   const Args args(argv, collective_options(), 0);
-
-  const std::string op_name = args.value_or("op", "allreduce");
-  const auto op = nccl::parse_collective_op(op_name);
-  if (!op) {
-    std::string names;
-    for (const auto& n : nccl::collective_op_names()) names += (names.empty() ? "" : ", ") + n;
-    throw UsageError("--op: \"" + op_name + "\" is not one of " + names);
-  }
-  const std::string cluster_name = args.value_or("cluster", kDefaultCluster);
-  const ClusterSpec spec = load_cluster_preset(cluster_name);
-  const long long gpus = args.int_or("gpus", spec.total_gpus());
-  if (gpus < 1 || gpus > spec.total_gpus()) {
-    throw UsageError("--gpus: " + std::to_string(gpus) + " is outside 1.." +
-                     std::to_string(spec.total_gpus()) + " (cluster " + cluster_name + ")");
-  }
-  const std::uint64_t min_bytes = parse_size(args.value_or("minbytes", "8"));
-  const std::uint64_t max_bytes = parse_size(args.value_or("maxbytes", "8G"));
-  if (max_bytes < min_bytes) throw UsageError("-e must not be smaller than -b");
-  const double factor = args.number_or("stepfactor", 2);
-  const std::uint64_t step_bytes =
-      args.value("stepbytes") ? parse_size(*args.value("stepbytes")) : 0;
-  if (step_bytes == 0 && !(factor > 1)) throw UsageError("-f must be > 1");
-  const Dtype_ dt = parse_dtype(args.value_or("datatype", "float"));
-  const long long root = args.int_or("root", 0);
-  if (root < 0 || root >= gpus)
-    throw UsageError("--root must be a rank in 0.." + std::to_string(gpus - 1));
-  const auto gran = nccl::parse_granularity(args.value_or("granularity", "bulk"));
-  if (!gran) throw UsageError("--granularity must be bulk or step");
-  std::optional<nccl::Algorithm> algo;
-  if (auto a = args.value("algo")) {
-    algo = nccl::parse_algorithm(*a);
-    if (!algo || *algo == nccl::Algorithm::direct) {
-      throw UsageError("--algo: \"" + *a +
-                       "\" is not one of ring, tree, nvls, nvls_tree, pat, "
-                       "hierarchical");
-    }
-  }
-
-  // --nccl NAME=VALUE pairs go through the same parser as a scenario's comm.nccl object.
-  nlohmann::json nccl_json = nlohmann::json::object();
-  for (const std::string& kv : args.values("nccl")) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw UsageError("--nccl: \"" + kv + "\" is not NAME=VALUE");
-    }
-    nccl_json[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  const JsonDocument nccl_doc = JsonDocument::parse(nccl_json.dump(), "--nccl");
-  sim::SimulationOptions options;
-  options.nccl = parse_nccl_settings(nccl_doc.root());
-  options.granularity = *gran;
-  options.network_calibration = validation::load_network_calibration(spec);
+  const CollectiveArgs a = parse_collective_args(args);
+  const sim::SimulationOptions options = simulation_options(args, a);
   for (const auto& w : options.nccl.warnings) std::cerr << "warning: " << w << "\n";
-
-  const auto graph = topologies::ClusterGraph::build(spec, static_cast<int>(gpus));
-  const int n = static_cast<int>(gpus);
-
-  // Sizes as nccl-tests steps them; gathered/scattered sizes are whole elements per rank.
-  const bool per_rank_count = *op == nccl::CollectiveOp::all_gather ||
-                              *op == nccl::CollectiveOp::reduce_scatter ||
-                              *op == nccl::CollectiveOp::all_to_all;
-  const auto unit = static_cast<std::uint64_t>(per_rank_count ? dt.bytes * n : dt.bytes);
-  const std::vector<double> sizes = sweep_sizes(min_bytes, max_bytes, factor, step_bytes, unit);
-
-  std::vector<nccl::CollectiveRequest> requests;
-  for (double s : sizes) {
-    nccl::CollectiveRequest r;
-    r.op = *op;
-    r.gpus.resize(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) r.gpus[static_cast<std::size_t>(i)] = i;
-    r.bytes = s;
-    r.root = static_cast<int>(root);
-    r.dtype = dt.dtype;
-    r.algorithm = algo;
-    requests.push_back(std::move(r));
-  }
+  const auto graph = topologies::ClusterGraph::build(a.spec, a.gpus);
+  // Sizes as nccl-tests steps them.
+  const std::vector<double> sizes =
+      sweep_sizes(a.min_bytes, a.max_bytes, a.factor, a.step_bytes, a.size_unit());
   OutputFiles outputs;
   if (const auto path = args.value("json")) outputs.declare(*path);
   std::vector<nccl::CollectiveResult> results;
   try {
-    results = sim::simulate_collectives(graph, requests, options);
+    results = sim::simulate_collectives(graph, sweep_requests(a, sizes), options);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
 
-  // ---- nccl-tests text ----
-  const bool has_root = *op == nccl::CollectiveOp::broadcast || *op == nccl::CollectiveOp::reduce;
-  const bool has_redop = *op == nccl::CollectiveOp::all_reduce ||
-                         *op == nccl::CollectiveOp::reduce_scatter ||
-                         *op == nccl::CollectiveOp::reduce;
-  std::ostringstream out;
-  char line[512];
-  std::string program = nccl::to_string(*op);
-  out << "# Collective test starting: " << program << "_perf\n";
-  std::snprintf(
-      line, sizeof line,
-      "# nThread 1 nGpus %d minBytes %.0f maxBytes %.0f step: %s warmup iters: 0 iters: 1 "
-      "agg iters: 1 validation: 0 graph: 0\n",
-      n, static_cast<double>(min_bytes), static_cast<double>(max_bytes),
-      step_bytes > 0 ? (gnum(static_cast<double>(step_bytes)) + "(bytes)").c_str()
-                     : (gnum(factor) + "(factor)").c_str());
-  out << line << "#\n# clustersim: simulated with " << to_string(*gran)
-      << " granularity on cluster " << spec.name << "\n#\n# Using devices\n";
-  for (int i = 0; i < n; ++i) {
-    std::snprintf(line, sizeof line,
-                  "#  Rank %2d Group  0 Pid      0 on %10s device %2d [sim] %s\n", i,
-                  ("node" + std::to_string(graph.node_of_gpu(i))).c_str(), graph.local_of_gpu(i),
-                  spec.gpu.name.c_str());
-    out << line;
-  }
-  out << "#\n";
-  out << "#                                                              out-of-place              "
-         "   "
-         "      in-place          \n";
-  out << "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
-         "time   algbw   busbw #wrong\n";
-  out << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
-         "(us)  (GB/s)  (GB/s)       \n";
+  std::string text = table_header(a, graph);
   double busbw_sum = 0;
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto& res = results[i];
-    const double s = sizes[i];
-    const long count = static_cast<long>(s / unit);
-    const double t_us = res.time_s() * 1e6;
-    const double algbw = res.alg_bw_Bps() / 1e9;
-    const double busbw = res.bus_bw_Bps() / 1e9;
-    busbw_sum += busbw;
-    std::snprintf(line, sizeof line, "%12li  %12li  %8s  %6s  %6i", static_cast<long>(s), count,
-                  dt.name, has_redop ? "sum" : "none", has_root ? static_cast<int>(root) : -1);
-    out << line;
-    for (int pass = 0; pass < 2; ++pass) {
-      std::snprintf(line, sizeof line, "  %7s  %6s  %6s  %6s", num(t_us, 6).c_str(),
-                    num(algbw, 6).c_str(), num(busbw, 6).c_str(), "N/A");
-      out << line;
-    }
-    out << "\n";
-    const auto& p = res.plan;
-    nlohmann::json m = {{"time", t_us}, {"alg_bw", algbw}, {"bus_bw", busbw}, {"nwrong", nullptr}};
-    rows.push_back({{"size", static_cast<long>(s)},
-                    {"count", count},
-                    {"type", dt.name},
-                    {"redop", has_redop ? "sum" : "none"},
-                    {"root", has_root ? static_cast<int>(root) : -1},
-                    {"out_of_place", m},
-                    {"in_place", m},
-                    {"algorithm", nccl::to_string(p.algorithm)},
-                    {"protocol", to_string(p.protocol)},
-                    {"channels", p.channels},
-                    {"paths", p.paths},
-                    {"chosen_by", p.chosen_by},
-                    {"model_time_us", p.model_time_s * 1e6},
-                    {"latency_us", p.latency_s * 1e6},
-                    {"flows", res.flows},
-                    {"notes", p.notes}});
+    text += table_row(a, sizes[i], results[i], rows);
+    busbw_sum += results[i].bus_bw_Bps() / 1e9;
   }
   const double avg = results.empty() ? 0 : busbw_sum / static_cast<double>(results.size());
-  out << "# Out of bounds values : 0 OK\n";
-  std::snprintf(line, sizeof line, "# Avg bus bandwidth    : %g \n#\n", avg);
-  out << line;
-  for (const auto& note : options.nccl.notes) {
-    out << "# clustersim: " << note.name << "=" << note.value << " "
-        << (note.modelled ? "(modelled)" : "(not modelled)") << ": " << note.explanation << "\n";
-  }
-  std::cout << out.str();
-
-  if (auto path = args.value("json")) {
-    nlohmann::json nccl = nlohmann::json::object();
-    for (const auto& [k, v] : options.nccl.given) nccl[k] = v;
-    nlohmann::json doc = {
-        {"tool", "clustersim collective"},
-        {"collective", program},
-        {"cluster", spec.name},
-        {"gpus", n},
-        {"nodes", graph.num_nodes()},
-        {"datatype", dt.name},
-        {"granularity", to_string(*gran)},
-        {"network_model", "SimGrid CM02 (bandwidth factor " +
-                              std::to_string(options.network.bandwidth_factor) + ")"},
-        {"nccl", nccl},
-        {"avg_bus_bandwidth_GBps", avg},
-        {"results", rows}};
-    outputs.set(*path, json_text(doc));
+  std::cout << text << table_footer(avg, options);
+  if (const auto path = args.value("json")) {
+    outputs.set(*path, json_text(json_document(a, graph, options, avg, std::move(rows))));
   }
   outputs.commit();
   return 0;

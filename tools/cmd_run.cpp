@@ -118,7 +118,8 @@ void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step
   line("idle", b.idle_s);
 }
 
-void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r) {
+void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r,
+                  const models::ComputeCalibration& compute) {
   const Parallelism& p = s.parallelism;
   os << "clustersim run: " << s.name << " (" << s.gpus << " GPUs: dp " << p.dp << " x tp " << p.tp
      << " x pp " << p.pp;
@@ -148,10 +149,7 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   row(os, "peak per GPU",
       fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
           ", dense)");
-  const GpuSpec& gpu = s.cluster.gpu;
-  row(os, "system",
-      models::describe_system_parameters(
-          gpu, models::load_compute_calibration(models::compute_calibration_path(gpu))));
+  row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
   row(os, "memory per GPU",
       fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
           fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");
@@ -257,8 +255,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     return 1;
   }
 
-  const step::StepReport r = step::simulate_step(s, load_step_calibrations(s), options);
-  print_report(std::cout, s, r);
+  const step::StepCalibrations calibrations = load_step_calibrations(s);
+  const step::StepReport r = step::simulate_step(s, calibrations, options);
+  print_report(std::cout, s, r, calibrations.compute);
   if (const auto json = args.value("json")) outputs.set(*json, json_text(step::to_json(r)));
   if (const auto trace = args.value("trace")) {
     outputs.set(*trace, step::chrome_trace_json(r, s, static_cast<int>(trace_ranks)));

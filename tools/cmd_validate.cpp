@@ -3,8 +3,6 @@
 // case and the MAPE, writes JSON and a Markdown report with an SVG plot on request, and exits 1
 // when the MAPE is above the threshold.
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -44,15 +42,6 @@ const std::vector<OptionSpec>& validate_options() {
       {"jobs", "j", true, false, "published-run simulations at a time (default 1)"},
   };
   return specs;
-}
-
-std::string today_utc() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
 }
 
 validation::StepPrediction prediction_of(const step::StepReport& report) {
@@ -197,7 +186,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const auto threshold = args.value("threshold");
   const double threshold_pct = args.number_or("threshold", 10);
   if (threshold && !(threshold_pct > 0)) throw UsageError("--threshold must be positive");
-  const std::string date = args.value_or("date", today_utc());
+  const std::string date = args.value_or("date", utc_now("%Y-%m-%d"));
   const std::vector<std::string> case_ids = args.values("case");
   if (!case_ids.empty() &&
       std::find(suites.begin(), suites.end(), "published-runs") == suites.end())
@@ -251,7 +240,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
       svg_names[r.suite] = svg_name;
       if (r.suite != "published-runs") continue;
       const std::string signed_name = "validation-" + r.suite + "-signed.svg";
-      write_file_atomically(*dir + "/" + signed_name, validation::signed_error_svg(r, date));
+      outputs.set(*dir + "/" + signed_name, validation::signed_error_svg(r, date));
       svg_names[r.suite + "-signed"] = signed_name;
     }
     outputs.set(*dir + "/REPORT.md",

@@ -36,8 +36,6 @@ topologies::ClusterGraph four_nodes() {
   c.gpudirect_rdma = true;
   c.fabric.nodes_per_leaf = 4;
   c.fabric.oversubscription = 1;
-  c.fabric.nic_latency_s = 1e-6;
-  c.fabric.switch_latency_s = 0.5e-6;
   return topologies::ClusterGraph::build(c, 32);
 }
 
