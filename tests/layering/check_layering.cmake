@@ -9,7 +9,7 @@
 cmake_minimum_required(VERSION 3.25)
 
 set(LAYERS core models topologies workload nccl sim step input campaign validation sweep tools
-           tests)
+           fuzz tests)
 
 # Folder -> the folders it may include besides itself.
 set(ALLOWED_core "")
@@ -24,6 +24,7 @@ set(ALLOWED_campaign core step models)
 set(ALLOWED_validation core models topologies nccl step input)
 set(ALLOWED_sweep core input step campaign)
 set(ALLOWED_tools core models topologies workload nccl sim step input campaign validation sweep)
+set(ALLOWED_fuzz core models input validation)
 set(ALLOWED_tests ${LAYERS})
 
 if(NOT ROOT)
