@@ -3,40 +3,19 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <limits>
 #include <map>
+
+#include "input/nccl_variables.hpp"
 
 namespace clustersim {
 
 const std::vector<std::string>& known_nccl_variables() {
-  static const std::vector<std::string> names = {"NCCL_ALGO",
-                                                 "NCCL_PROTO",
-                                                 "NCCL_MIN_NCHANNELS",
-                                                 "NCCL_MAX_NCHANNELS",
-                                                 "NCCL_MIN_CTAS",
-                                                 "NCCL_MAX_CTAS",
-                                                 "NCCL_NET_GDR_LEVEL",
-                                                 "NCCL_NET_GDR_READ",
-                                                 "NCCL_P2P_LEVEL",
-                                                 "NCCL_P2P_DISABLE",
-                                                 "NCCL_SHM_DISABLE",
-                                                 "NCCL_BUFFSIZE",
-                                                 "NCCL_NVLS_ENABLE",
-                                                 "NCCL_IB_TIMEOUT",
-                                                 "NCCL_IB_RETRY_CNT",
-                                                 "NCCL_IB_SL",
-                                                 "NCCL_IB_TC",
-                                                 "NCCL_IB_HCA",
-                                                 "NCCL_IB_QPS_PER_CONNECTION",
-                                                 "NCCL_IB_DISABLE",
-                                                 "NCCL_NSOCKS_PERTHREAD",
-                                                 "NCCL_SOCKET_NTHREADS",
-                                                 "NCCL_SOCKET_IFNAME",
-                                                 "NCCL_CROSS_NIC",
-                                                 "NCCL_DEBUG",
-                                                 "NCCL_DEBUG_SUBSYS",
-                                                 "NCCL_NTHREADS",
-                                                 "NCCL_CHECKS_DISABLE",
-                                                 "NCCL_LAUNCH_MODE"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& v : documented_nccl_variables()) out.emplace_back(v.name);
+    return out;
+  }();
   return names;
 }
 
@@ -91,8 +70,10 @@ long parse_integer(const JsonNode& node, long min, long max) {
   }
   if (used != text.size()) node.fail("\"" + text + "\" is not an integer");
   if (v < min || v > max) {
-    node.fail(text + " is out of range; expected " + std::to_string(min) + " to " +
-              std::to_string(max));
+    node.fail(text + " is out of range; expected " +
+              (max == std::numeric_limits<long>::max()
+                   ? "at least " + std::to_string(min)
+                   : std::to_string(min) + " to " + std::to_string(max)));
   }
   return v;
 }
@@ -246,31 +227,24 @@ const std::map<std::string, Handler>& modelled_handlers() {
   return handlers;
 }
 
-// Variables checked for range but without a modelled effect, and why.
-Effect unmodelled(const std::string& name, const JsonNode& value) {
-  if (name == "NCCL_NSOCKS_PERTHREAD" || name == "NCCL_SOCKET_NTHREADS") {
-    parse_integer(value, 1, name == "NCCL_SOCKET_NTHREADS" ? 16 : 64);
-    return {false,
-            "affects only NCCL's socket (TCP) transport; an InfiniBand cluster uses the IB verbs "
-            "transport, so it has no effect"};
+// A documented variable without a modelled effect: its value is checked where the guide gives a
+// type (input/nccl_variables.cpp), and the note says why it does not change the simulation.
+Effect unmodelled(const NcclVariable& variable, const JsonNode& value) {
+  if (variable.kind == NcclValueKind::flag) {
+    const std::string text = value_text(value);
+    if (text != "0" && text != "1") value.fail("\"" + text + "\" is not 0 or 1");
+  } else if (variable.kind == NcclValueKind::integer) {
+    const long v = parse_integer(value, variable.min, variable.max);
+    if (variable.power_of_two && (v & (v - 1)) != 0)
+      value.fail(std::to_string(v) + " is not a power of two");
   }
-  if (name == "NCCL_IB_SL" || name == "NCCL_IB_TC") {
-    parse_integer(value, 0, name == "NCCL_IB_SL" ? 15 : 255);
-    return {false,
-            "selects an InfiniBand service level / traffic class; it matters only when the "
-            "fabric has QoS lanes separating competing traffic, which the cluster model does "
-            "not have"};
-  }
-  if (name == "NCCL_IB_QPS_PER_CONNECTION") {
-    parse_integer(value, 1, 128);
-    return {false, "queue pairs per connection; flow-level sharing is not modelled per queue pair"};
-  }
-  return {false, "has no effect on simulated time"};
+  return {false,
+          variable.unmodelled_because ? variable.unmodelled_because : "has no modelled effect"};
 }
 
-void require_known(const std::string& name, const JsonNode& value) {
+const NcclVariable& require_known(const std::string& name, const JsonNode& value) {
+  if (const NcclVariable* known = find_nccl_variable(name)) return *known;
   const auto& known = known_nccl_variables();
-  if (std::find(known.begin(), known.end(), name) != known.end()) return;
   std::string message = "unknown NCCL variable \"" + name + "\"";
   const std::string suggestion = nearest_name(name, known);
   if (!suggestion.empty()) message += "; did you mean \"" + suggestion + "\"?";
@@ -293,13 +267,13 @@ NcclSettings parse_nccl_settings(const JsonNode& node) {
   node.require_object();
   NcclSettings s;
   for (const auto& [name, value] : node.members()) {
-    require_known(name, value);
+    const NcclVariable& variable = require_known(name, value);
     const std::string text = value_text(value);
     s.given[name] = text;
     const auto& handlers = modelled_handlers();
     const auto handler = handlers.find(name);
-    const Effect effect =
-        handler != handlers.end() ? handler->second(name, value, text, s) : unmodelled(name, value);
+    const Effect effect = handler != handlers.end() ? handler->second(name, value, text, s)
+                                                    : unmodelled(variable, value);
     s.notes.push_back({name, text, effect.modelled, effect.explanation});
   }
   check_settings(node, s);

@@ -10,11 +10,14 @@
 
 namespace clustersim {
 
-// Names of the NCCL_* variables the simulator knows, for suggestions.
+// Names of the NCCL_* variables the simulator knows (every variable of NCCL's user guide at the
+// modelled version, input/nccl_variables.hpp), for suggestions.
 const std::vector<std::string>& known_nccl_variables();
 
 // Parses the `comm.nccl` object: keys are NCCL_* names, values strings or integers.
-// Unknown names are a ConfigError suggesting the nearest known one.
+// Documented variables the simulator does not model are accepted with a note saying why, their
+// value checked where the guide gives a type. Unknown names are a ConfigError suggesting the
+// nearest known one.
 NcclSettings parse_nccl_settings(const JsonNode& node);
 
 }  // namespace clustersim

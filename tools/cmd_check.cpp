@@ -240,7 +240,7 @@ void print_notes(std::ostream& os, const Scenario& s) {
     for (const auto& n : s.comm.nccl.notes) {
       std::string l = "    " + n.name + "=" + n.value;
       if (l.size() < 34) l.resize(34, ' ');
-      os << l << (n.modelled ? "modelled: " : "not modelled: ") << n.explanation << "\n";
+      os << l << (n.modelled ? "modelled: " : "no modelled effect: ") << n.explanation << "\n";
     }
   }
   if (!s.warnings.empty()) {

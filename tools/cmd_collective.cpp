@@ -300,7 +300,8 @@ std::string table_footer(double avg_busbw, const sim::SimulationOptions& options
   out << line;
   for (const auto& note : options.nccl.notes) {
     out << "# clustersim: " << note.name << "=" << note.value << " "
-        << (note.modelled ? "(modelled)" : "(not modelled)") << ": " << note.explanation << "\n";
+        << (note.modelled ? "(modelled)" : "(no modelled effect)") << ": " << note.explanation
+        << "\n";
   }
   return out.str();
 }
