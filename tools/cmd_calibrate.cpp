@@ -9,6 +9,7 @@
 #include "models/compute_cost.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/output.hpp"
 #include "validation/calibration.hpp"
 #include "validation/compute_efficiency.hpp"
@@ -34,8 +35,23 @@ const std::vector<OptionSpec>& calibrate_options() {
       {"gpu", "", true, false, "GPU preset whose dense peaks turn GEMM TFLOP/s into efficiency"},
       {"peak-tflops", "", true, true, "DTYPE=TFLOPS dense peak, e.g. bf16=989 (overrides --gpu)"},
       {"created", "", true, false, "creation date to record (default: now, UTC)"},
+      {"ranks", "", true, false,
+       "ranks of the nccl-tests run, when the log's \"#  Rank\" lines are missing (default: "
+       "the device list, else inferred from busbw/algbw)"},
+      {"nodes", "", true, false,
+       "hosts of the nccl-tests run, when the log's \"#  Rank\" lines are missing"},
   };
   return specs;
+}
+
+// --ranks / --nodes: a whole number >= 1.
+int positive_count(const Args& args, const std::string& name) {
+  const std::string text = *args.value(name);
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 1 || v > (1 << 24))
+    throw UsageError("--" + name + ": not a whole number from 1 to 16777216: " + text);
+  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -49,7 +65,11 @@ std::string usage_calibrate() {
          "and, per dtype, a GEMM model (time = launch + flops/throughput + bytes/bandwidth)\n"
          "with the efficiency of every measured shape. Prints R^2 and the worst residuals.\n"
          "--compute-out writes the GEMM efficiencies in the format the step simulator reads\n"
-         "(validation/data/compute_efficiency.json): one point per smallest GEMM dimension.\n\n" +
+         "(validation/data/compute_efficiency.json): one point per smallest GEMM dimension.\n"
+         "A network fit that cannot be trusted (rank or node count unknown, a negative or\n"
+         "infinite latency or bandwidth, R^2 below " +
+         fixed(validation::kMinNetworkFitR2, 2) +
+         ") is refused: exit 1 with the reason, nothing written.\n\n" +
          describe_options(calibrate_options()) + "\n" + usage_calibrate_runs();
 }
 
@@ -98,7 +118,13 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
   std::vector<validation::GemmLog> gemm_logs;
   for (const auto& f : gemm_files) gemm_logs.push_back(validation::load_gemm_log(f));
 
-  validation::Calibration cal = validation::calibrate(nccl_logs, gemm_logs, peaks);
+  validation::RankOverride counts;
+  if (args.value("ranks")) counts.nranks = positive_count(args, "ranks");
+  if (args.value("nodes")) counts.nodes = positive_count(args, "nodes");
+  if ((counts.nranks || counts.nodes) && nccl_files.empty())
+    throw UsageError("--ranks and --nodes describe an nccl-tests log: give --nccl LOG");
+
+  validation::Calibration cal = validation::calibrate(nccl_logs, gemm_logs, peaks, counts);
   std::string name = args.value_or("name", output.value_or(compute_out.value_or("")));
   if (const auto slash = name.find_last_of('/'); slash != std::string::npos && !args.value("name"))
     name = name.substr(slash + 1);
@@ -137,6 +163,12 @@ int cmd_calibrate(const std::vector<std::string>& argv) {
             << ", driver "
             << (cal.measured.driver_version.empty() ? "?" : cal.measured.driver_version) << "\n\n"
             << validation::describe_fit_quality(cal);
+  for (const auto& note : cal.notes) std::cout << "note: " << note << "\n";
+  if (!cal.refusals.empty()) {
+    std::cerr << "calibrate: refused, nothing written:\n";
+    for (const auto& r : cal.refusals) std::cerr << "  " << r << "\n";
+    return kExitNegativeVerdict;
+  }
   if (output) outputs.set(*output, json_text(validation::to_json(cal)));
   if (compute_out) outputs.set(*compute_out, compute_text);
   outputs.commit();

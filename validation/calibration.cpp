@@ -150,6 +150,10 @@ std::string fmt(double v, int digits) {
   return s.str();
 }
 
+std::string table_name(const NcclTestsTable& t, const std::string& file) {
+  return file + ", table at line " + std::to_string(t.header_line) + " (" + to_string(t.op) + ")";
+}
+
 }  // namespace
 
 double RegimeFit::time_us(double size_bytes, double factor) const {
@@ -583,9 +587,55 @@ void write_calibration(const std::string& path, const Calibration& calibration) 
   write_file_atomically(path, to_json(calibration).dump(2) + "\n");
 }
 
+std::vector<std::string> untrusted_fit_reasons(const NetworkCalibration& fit) {
+  std::vector<std::string> reasons;
+  for (const auto& r : fit.regimes) {
+    const std::string range = human_size(r.min_bytes) + " .. " + human_size(r.max_bytes);
+    if (!std::isfinite(r.latency_us) || r.latency_us < 0)
+      reasons.push_back(range + ": latency " + fmt(r.latency_us, 2) + " us");
+    if (std::isnan(r.busbw_GBps) || r.busbw_GBps <= 0)
+      reasons.push_back(range + ": busbw " + fmt(r.busbw_GBps, 1) + " GB/s");
+  }
+  if (!(fit.peak_busbw_GBps > 0) || !std::isfinite(fit.peak_busbw_GBps))
+    reasons.push_back("busbw is infinite in every size regime (busbw factor " +
+                      fmt(busbw_factor(fit.op, fit.nranks), 3) + " at " +
+                      std::to_string(fit.nranks) + " ranks): the fit has no bandwidth term");
+  if (!std::isfinite(fit.r2) || fit.r2 < kMinNetworkFitR2)
+    reasons.push_back("R^2 (log time) " + fmt(fit.r2, 3) + " is below " + fmt(kMinNetworkFitR2, 2) +
+                      ": the alpha-beta model does not describe "
+                      "these times");
+  return reasons;
+}
+
+namespace {
+
+// Fits one table with its resolved rank and node counts, or says why it cannot.
+void fit_table(Calibration& c, const NcclTestsTable& table, const std::string& file,
+               const RankOverride& given) {
+  const std::string name = table_name(table, file);
+  const RankCount counts = resolve_rank_count(table, given);
+  if (!counts.warning.empty()) c.notes.push_back(name + ": " + counts.warning);
+  if (!counts.problem.empty()) {
+    c.refusals.push_back(name + ": " + counts.problem);
+    return;
+  }
+  NcclTestsTable resolved = table;
+  resolved.nranks = counts.nranks;
+  resolved.nodes = counts.nodes;
+  c.notes.push_back(name + ": " + std::to_string(counts.nranks) + " ranks (from " + counts.source +
+                    ") on " + std::to_string(counts.nodes) + " node" +
+                    (counts.nodes == 1 ? "" : "s"));
+  c.network.push_back(fit_network_table(resolved, file));
+  c.measured.hosts = std::max(c.measured.hosts, counts.nodes);
+  for (const auto& reason : untrusted_fit_reasons(c.network.back()))
+    c.refusals.push_back(name + ": " + reason);
+}
+
+}  // namespace
+
 Calibration calibrate(const std::vector<NcclTestsLog>& nccl_logs,
                       const std::vector<GemmLog>& gemm_logs,
-                      const std::map<Dtype, double>& peaks_tflops) {
+                      const std::map<Dtype, double>& peaks_tflops, const RankOverride& given) {
   Calibration c;
   std::vector<std::string> hardware, nccl, cuda, driver, dates;
   for (const auto& log : nccl_logs) {
@@ -595,10 +645,7 @@ Calibration calibrate(const std::vector<NcclTestsLog>& nccl_logs,
     driver.push_back(log.provenance.driver_version);
     dates.push_back(log.provenance.date);
     c.measured.sources.push_back(log.file);
-    for (const auto& t : log.tables) {
-      c.network.push_back(fit_network_table(t, log.file));
-      c.measured.hosts = std::max(c.measured.hosts, t.nodes);
-    }
+    for (const auto& t : log.tables) fit_table(c, t, log.file, given);
   }
   for (const auto& log : gemm_logs) {
     hardware.push_back(log.device);

@@ -28,6 +28,7 @@
 #include "core/scenario.hpp"
 #include "validation/gemm_log.hpp"
 #include "validation/nccl_tests_log.hpp"
+#include "validation/rank_count.hpp"
 
 namespace clustersim::validation {
 
@@ -58,6 +59,21 @@ RegimeFit fit_regimes(std::vector<SizeTime> points, double factor, int max_regim
 // Fits one nccl-tests table (out-of-place times where measured, else in-place).
 // Throws ConfigError if the table has fewer than 2 usable rows.
 NetworkCalibration fit_network_table(const NcclTestsTable& table, const std::string& source);
+
+// The lowest R^2 (of log time, over all points) of a network fit that calibrate accepts.
+// R^2 = 1 - (residual variance) / (variance of ln time). Over an nccl-tests sweep ln time has a
+// standard deviation of 2 to 3 (2.2 in the shipped GCP A3 Mega table, 136 us to 48 ms; 3.1 in
+// the DGX H100 one), so R^2 = 0.95 still allows residuals of sqrt(0.05) x 2 = 0.45 in ln time,
+// a factor of about 1.6 on a typical point: the loosest fit that still models the table. The
+// shipped tables fit with R^2 0.986 and 0.999; the one-rank reading of the GCP table with its
+// "#  Rank" lines trimmed gave -1.14. A fit below the floor means the alpha-beta model does not
+// describe the table (a wrong rank count, runs mixed in one table, a mangled transcription).
+inline constexpr double kMinNetworkFitR2 = 0.95;
+
+// Why a fitted network entry cannot be trusted: a latency or bandwidth that is negative or not
+// finite, no regime with a finite bus bandwidth (times that do not grow with size, or a
+// bus-bandwidth factor of 0), R^2 not finite or below kMinNetworkFitR2. Empty when it can be.
+std::vector<std::string> untrusted_fit_reasons(const NetworkCalibration& fit);
 
 // ---- Compute -----------------------------------------------------------------------------
 
@@ -118,6 +134,12 @@ struct Calibration {
   std::vector<NetworkCalibration> network;
   ComputeCalibration compute;
 
+  // Not written to the file: how each network entry's rank count was found, overrides the log
+  // contradicts, and why a table could not be fitted or its fit cannot be trusted (calibrate
+  // refuses to write a calibration with any).
+  std::vector<std::string> notes;
+  std::vector<std::string> refusals;
+
   // The entry for (link class, op) with the rank count closest to `nranks`; nullptr if none.
   const NetworkCalibration* find(const std::string& link_class, NcclTestsOp op, int nranks) const;
 };
@@ -136,10 +158,12 @@ std::vector<NetworkCalibration> load_network_calibration(const ClusterSpec& clus
 void write_calibration(const std::string& path, const Calibration& calibration);
 
 // Builds a calibration from parsed logs: one network entry per table, the compute fit, and
-// the provenance merged from every log.
+// the provenance merged from every log. Each table's rank and node counts are resolved with
+// `given` (rank_count.hpp); a table whose counts stay unknown is not fitted, and it and every
+// untrusted fit are listed in `refusals`.
 Calibration calibrate(const std::vector<NcclTestsLog>& nccl_logs,
                       const std::vector<GemmLog>& gemm_logs,
-                      const std::map<Dtype, double>& peaks_tflops);
+                      const std::map<Dtype, double>& peaks_tflops, const RankOverride& given = {});
 
 // Human-readable fit quality: one line per entry with R², regimes and worst residuals.
 std::string describe_fit_quality(const Calibration& calibration);

@@ -173,6 +173,7 @@ void finish_table(NcclTestsLog& log, NcclTestsTable& table, const RunContext& ru
   if (table.rows.empty()) return;
   table.nranks = !run.devices.empty() ? static_cast<int>(run.devices.size()) : run.nthread_ngpus;
   if (declared.ranks > 0 && run.devices.empty()) table.nranks = declared.ranks;
+  table.nranks_known = !run.devices.empty() || declared.ranks > 0;
   table.nodes = count_hosts(run.hosts);
   if (declared.nodes > 0 && run.hosts.empty()) table.nodes = declared.nodes;
   table.op = run.op;
@@ -559,6 +560,7 @@ void json_config(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table)
   // device list then holds one entry per process (util.cu parseRankInfo reads the first).
   const int processes = static_cast<int>(log.provenance.devices.size());
   table.nranks = std::max(1, processes) * nthreads * ngpus;
+  table.nranks_known = processes > 0;
   table.nodes = static_cast<int>(log.provenance.hosts.size());
   log.provenance.nranks = table.nranks;
 }

@@ -73,7 +73,11 @@ struct NcclTestsTable {
   std::string check_column;  // "#wrong" (v2.13+) or "error" (older); "nwrong" from JSON
   bool has_root_column = false;
   int nranks = 0;  // ranks of the run the table belongs to
-  int nodes = 0;   // distinct hosts in the device list (0 = unknown)
+  // Whether nranks was read from the device list ("#  Rank" lines, JSON config) or a
+  // "# clustersim-env ranks=" line. When false it is only nThread x nGpus, the ranks of one
+  // process: the device list was trimmed and the run may have had more processes.
+  bool nranks_known = true;
+  int nodes = 0;  // distinct hosts in the device list (0 = unknown)
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_GBps;  // footer "# Avg bus bandwidth"
   std::optional<int> out_of_bounds;      // footer "# Out of bounds values"

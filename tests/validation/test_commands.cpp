@@ -43,6 +43,39 @@ TEST_CASE("calibrate fits the transcribed DGX H100 table and writes a readable f
   CHECK(cal.compute.models[0].dtype == clustersim::Dtype::fp8);
 }
 
+TEST_CASE("calibrate refuses a log without its Rank lines until the counts are known", "[slow]") {
+  // The shipped GCP A3 Mega table (16 ranks on 2 hosts) with its device list trimmed.
+  const auto dir = std::filesystem::temp_directory_path() / "clustersim-test-calibrate-trimmed";
+  std::filesystem::create_directories(dir);
+  const auto log = dir / "trimmed.log", out = dir / "cal.json", err = dir / "err.txt";
+  {
+    std::ifstream in(kSource +
+                     "/validation/data/nccl-tests/gcp-a3mega-2x8-allreduce.v2.13-layout.txt");
+    std::ofstream trimmed(log);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("#  Rank", 0) != 0) trimmed << line << "\n";
+  }
+  const std::string base = kTool + " calibrate --nccl " + log.string() + " -o " + out.string();
+  auto stderr_text = [&] {
+    std::ifstream in(err);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(run(base + " > /dev/null 2> " + err.string()) == 1);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(stderr_text().find("node count unknown") != std::string::npos);
+  // One rank, the count the log's "nThread 1 nGpus 1" suggests: busbw factor 0.
+  CHECK(run(base + " --ranks 1 --nodes 2 > /dev/null 2> " + err.string()) == 1);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(stderr_text().find("busbw is infinite in every size regime") != std::string::npos);
+  // The ranks from busbw/algbw, the hosts from the command line.
+  REQUIRE(run(base + " --nodes 2 > /dev/null") == 0);
+  const auto cal = clustersim::validation::load_calibration(out.string());
+  std::filesystem::remove_all(dir);
+  REQUIRE(cal.network.size() == 1);
+  CHECK(cal.network[0].nranks == 16);
+  CHECK(cal.network[0].link_class == "inter_node");
+}
+
 TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
   CHECK(run(kTool + " calibrate -o /tmp/x.json 2> /dev/null") == 2);
   CHECK(run(kTool + " calibrate --nccl /nonexistent.log -o /tmp/x.json 2> /dev/null") == 2);
