@@ -25,6 +25,7 @@ int cmd_validate(const std::vector<std::string>& args);
 int cmd_campaign(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
 int cmd_regress(const std::vector<std::string>& args);
+int cmd_version(const std::vector<std::string>& args);
 
 std::string usage_check();
 std::string usage_run();
@@ -35,6 +36,7 @@ std::string usage_validate();
 std::string usage_campaign();
 std::string usage_sweep();
 std::string usage_regress();
+std::string usage_version();
 // `calibrate --runs`: the system-parameter fit (tools/cmd_calibrate_runs.cpp).
 int calibrate_runs(const std::vector<std::string>& args);
 std::string usage_calibrate_runs();

@@ -12,7 +12,8 @@ namespace {
 void print_help() {
   std::cout << "clustersim — a discrete-event simulator of GPU training clusters\n\n"
                "usage: clustersim COMMAND [ARGS...]\n"
-               "       clustersim COMMAND --help\n\ncommands:\n";
+               "       clustersim COMMAND --help\n"
+               "       clustersim --version\n\ncommands:\n";
   for (const auto& c : clustersim::cli::commands()) {
     std::string name = c.name;
     name.resize(12, ' ');
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
     print_help();
     return args.empty() ? 2 : 0;
   }
+  if (args[0] == "--version") args[0] = "version";
   const std::string name = args[0];
   args.erase(args.begin());
   for (const auto& c : clustersim::cli::commands()) {
