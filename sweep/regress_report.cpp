@@ -36,6 +36,13 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
+// The body of a failed JUnit case: both values, or the reason when nothing was compared.
+std::string failure_detail(const Comparison& r) {
+  if (!r.baseline && !r.current) return r.message;
+  return "baseline " + show_metric(r.metric, r.baseline) + ", current " +
+         show_metric(r.metric, r.current);
+}
+
 // Rows of cells as text, every column but the last padded to its widest cell plus two spaces,
 // so that neighbouring cells never run together whatever their length.
 std::string aligned(const std::vector<std::vector<std::string>>& rows) {
@@ -125,10 +132,7 @@ std::string junit_xml(const RegressReport& report) {
       cases += "      <failure message=\"" +
                xml_escape(scenario_short_name(r.scenario) + ": " + r.message) +
                "\" type=\"regression\">" +
-               xml_escape(r.scenario + " " + r.metric + ": baseline " +
-                          show_metric(r.metric, r.baseline) + ", current " +
-                          show_metric(r.metric, r.current)) +
-               "</failure>\n";
+               xml_escape(r.scenario + " " + r.metric + ": " + failure_detail(r)) + "</failure>\n";
     }
     cases += "    </testcase>\n";
   }

@@ -221,9 +221,11 @@ TEST_CASE("a missing scenario is one failing check and the others are still comp
   CHECK_FALSE(report.rows[2].pass);
   CHECK(report.rows[2].metric == "scenario");
   const std::string xml = junit_xml(report);
-  CHECK_THAT(xml, Catch::Contains("tests=\"3\" failures=\"1\"") &&
-                      Catch::Contains("<testcase classname=\"regress.gone\" name=\"scenario\"") &&
-                      Catch::Contains("neither next to the baseline file"));
+  CHECK_THAT(xml,
+             Catch::Contains("tests=\"3\" failures=\"1\"") &&
+                 Catch::Contains("<testcase classname=\"regress.gone\" name=\"scenario\"") &&
+                 Catch::Contains("neither next to the baseline file") &&
+                 Catch::Contains(">gone.json scenario: scenario &quot;gone.json&quot; is neither"));
 }
 
 TEST_CASE("the update's metric check lists the unknown names and the reported ones") {

@@ -496,6 +496,9 @@ TEST_CASE("a changed model constant makes regress fail naming the scenario and m
                                  Catch::Contains("step_time_s") && Catch::Contains("FAIL"));
   // The preset is part of the scenario as loaded: the baseline's hash tells the edit apart.
   CHECK_THAT(changed.output, Catch::Contains("scenario edited since the baseline"));
+  // Every matrix multiply grows with hidden_size (by (10240/8192)^2 = 1.56 for most of them);
+  // the data-parallel traffic only with the parameter count: compute moves most.
+  CHECK_THAT(changed.output, Catch::Contains("breakdown moved most: compute_s +"));
   CHECK_THAT(read_text(junit), Catch::Contains("<failure") &&
                                    Catch::Contains("classname=\"regress.seed-optimized-1024\""));
   fs::remove_all(data);
