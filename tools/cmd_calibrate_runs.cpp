@@ -113,6 +113,14 @@ int calibrate_runs(const std::vector<std::string>& argv) {
     const std::string note = "clustersim calibrate --runs " + args.value_or("runs", "") +
                              " --update, " + args.value_or("date", utc_now("%Y-%m-%d"));
     for (const auto& [file, system] : fit.groups) {
+      // Leave-one-source-out needs a second source: a group measured by one family only is
+      // fitted in-sample, which the fidelity rules do not accept, so its file stays nominal.
+      if (system.folds.size() < 2) {
+        std::cout << "not written: " << file << " (its runs come from one source family, "
+                  << (system.folds.empty() ? std::string("none") : system.folds.front().held_out_source)
+                  << ", so its fit cannot be cross-validated; it stays nominal)\n";
+        continue;
+      }
       validation::write_system_block(file, system, note);
       std::cout << "wrote the system block of " << file << "\n";
     }
