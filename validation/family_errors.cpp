@@ -22,6 +22,12 @@ double in_sample_error(const CaseResult& c) {
 
 }  // namespace
 
+double faster_pct(const CaseResult& c, double error_pct) {
+  const bool time_metric =
+      c.metric == Metric::step_time_s || c.metric == Metric::collective_time_us;
+  return time_metric ? 100.0 * (1.0 / (1.0 + error_pct / 100.0) - 1.0) : error_pct;
+}
+
 std::vector<FamilyErrors> errors_by_family(const SuiteResult& result) {
   std::vector<FamilyErrors> out;
   for (const auto& c : result.cases) {
@@ -34,9 +40,9 @@ std::vector<FamilyErrors> errors_by_family(const SuiteResult& result) {
     }
     ++it->cases;
     it->mape_pct += std::abs(c.error_pct);
-    it->signed_pct += c.error_pct;
+    it->signed_pct += faster_pct(c, c.error_pct);
     it->in_sample_mape_pct += std::abs(in_sample_error(c));
-    it->in_sample_signed_pct += in_sample_error(c);
+    it->in_sample_signed_pct += faster_pct(c, in_sample_error(c));
   }
   for (auto& f : out) {
     f.mape_pct /= f.cases;
@@ -49,8 +55,8 @@ std::vector<FamilyErrors> errors_by_family(const SuiteResult& result) {
 
 std::string family_errors_markdown(const SuiteResult& result) {
   std::ostringstream out;
-  out << "| source family | cases | MAPE | mean signed error | MAPE in-sample | "
-         "signed in-sample |\n|---|---:|---:|---:|---:|---:|\n";
+  out << "| source family | cases | MAPE | mean signed error (+ = predicted faster) | "
+         "MAPE in-sample | signed in-sample |\n|---|---:|---:|---:|---:|---:|\n";
   double signed_all = 0, in_signed_all = 0;
   int n = 0;
   for (const auto& f : errors_by_family(result)) {
@@ -71,7 +77,8 @@ std::string family_errors_markdown(const SuiteResult& result) {
 
 std::string family_errors_text(const SuiteResult& result) {
   std::ostringstream out;
-  out << "per source family:   cases     MAPE   signed | in-sample MAPE  signed\n";
+  out << "per source family (signed: + = predicted faster)\n"
+         "                      cases     MAPE   signed | in-sample MAPE  signed\n";
   for (const auto& f : errors_by_family(result)) {
     char line[200];
     std::snprintf(line, sizeof line, "  %-20s %5d %8s %8s | %14s %7s\n", f.family.c_str(), f.cases,
@@ -85,9 +92,9 @@ std::string family_errors_text(const SuiteResult& result) {
 
 std::string signed_error_svg(const SuiteResult& result, const std::string& date) {
   svg::Axes axes;
-  axes.title = result.suite + ": signed error against GPU count (" + date + ")";
+  axes.title = result.suite + ": speed error against GPU count (" + date + ")";
   axes.x_label = "GPUs";
-  axes.y_label = "predicted - reported (% of reported)";
+  axes.y_label = "predicted faster than reported (%)";
   axes.x_log2 = true;
   std::vector<svg::Series> series;
   for (const auto& c : result.cases) {
@@ -102,7 +109,7 @@ std::string signed_error_svg(const SuiteResult& result, const std::string& date)
       series.push_back(s);
       it = series.end() - 1;
     }
-    it->points.push_back({static_cast<double>(c.gpus), c.error_pct, ""});
+    it->points.push_back({static_cast<double>(c.gpus), faster_pct(c, c.error_pct), ""});
   }
   return svg::line_chart(axes, series);
 }

@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
+#include "tests/workload/fixtures.hpp"
 
 using namespace clustersim;
 using namespace clustersim::models;
@@ -15,19 +16,10 @@ namespace {
 const std::string kCalibration =
     std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency.json";
 
-GpuSpec h100_like() {
-  GpuSpec g;
-  g.name = "test-h100";
-  g.peak_flops = {{Dtype::bf16, 989e12}, {Dtype::fp16, 989e12}, {Dtype::fp8, 1979e12}};
-  g.hbm_Bps = 3.35e12;
-  g.kernel_launch_s = 4e-6;
-  return g;
-}
-
 ComputeCostModel with(const SystemValues& values) {
-  GpuSpec gpu = h100_like();
+  GpuSpec gpu = test::h100_like();
   gpu.system_override = values;
-  return ComputeCostModel(gpu, load_compute_calibration(kCalibration));
+  return ComputeCostModel(gpu, test::nominal_calibration());
 }
 
 ComputeCalibration with_system_block(const std::string& block) {
@@ -83,10 +75,10 @@ TEST_CASE("A calibration file's fitted system block is read and a GPU override r
   CHECK(cal.system.find(SystemParameterId::tensor_sustained_fraction) == 0.9);
   CHECK(cal.system.values_without("s1").at(SystemParameterId::tensor_sustained_fraction) == 0.95);
   CHECK(cal.system.values_without("other").at(SystemParameterId::kernel_gap_us) == 7);
-  const ComputeCostModel fitted(h100_like(), cal);
+  const ComputeCostModel fitted(test::h100_like(), cal);
   CHECK(fitted.tensor_sustained_fraction() == Approx(0.9));
   CHECK(fitted.kernel_gap_s() == Approx(7e-6));
-  GpuSpec gpu = h100_like();
+  GpuSpec gpu = test::h100_like();
   gpu.system_override = SystemValues{{SystemParameterId::tensor_sustained_fraction, 0.75}};
   const ComputeCostModel overridden(gpu, cal);
   CHECK(overridden.tensor_sustained_fraction() == Approx(0.75));
@@ -108,10 +100,10 @@ TEST_CASE("run and check name fitted system parameters as fitted") {
   const ComputeCalibration fitted = with_system_block(
       R"({"parameters": {"tensor_sustained_fraction": 0.9, "kernel_gap_us": 7},
           "fit": {"note": "test", "fitted_on": ["a", "b", "c"]}})");
-  const std::string line = describe_system_parameters(h100_like(), fitted);
+  const std::string line = describe_system_parameters(test::h100_like(), fitted);
   CHECK_THAT(line, Catch::Contains("tensor_sustained_fraction 0.9, kernel_gap_us 7"));
   CHECK_THAT(line, Catch::Contains("FITTED to 3 published runs"));
-  GpuSpec gpu = h100_like();
+  GpuSpec gpu = test::h100_like();
   gpu.system_override = SystemValues{};
   CHECK_THAT(describe_system_parameters(gpu, fitted), Catch::StartsWith("nominal"));
 }

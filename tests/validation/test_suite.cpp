@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "input/scenario_loader.hpp"
+#include "validation/family_errors.hpp"
 #include "validation/suite.hpp"
 
 using namespace clustersim;
@@ -232,4 +233,27 @@ TEST_CASE("a completion other than specified or rule is an error at its JSON pat
   CHECK_THROWS_WITH(load_published_suite(path),
                     Catch::Contains("/cases/0/completion") && Catch::Contains("guessed"));
   std::filesystem::remove(path);
+}
+
+TEST_CASE("The family table's signed error has one sign for every metric: + is predicted faster") {
+  SuiteResult r;
+  CaseResult slow_time;  // step time predicted 25 % longer than reported: 20 % slower
+  slow_time.family = "a";
+  slow_time.metric = Metric::step_time_s;
+  slow_time.reported = 1.0;
+  slow_time.predicted = 1.25;
+  slow_time.error_pct = 25.0;
+  CaseResult fast_rate;  // throughput predicted 10 % higher than reported: 10 % faster
+  fast_rate.family = "a";
+  fast_rate.metric = Metric::tokens_per_s_per_gpu;
+  fast_rate.reported = 100.0;
+  fast_rate.predicted = 110.0;
+  fast_rate.error_pct = 10.0;
+  CHECK(faster_pct(slow_time, slow_time.error_pct) == Approx(-20.0));
+  CHECK(faster_pct(fast_rate, fast_rate.error_pct) == Approx(10.0));
+  r.cases = {slow_time, fast_rate};
+  const auto families = errors_by_family(r);
+  REQUIRE(families.size() == 1);
+  CHECK(families[0].mape_pct == Approx((25.0 + 10.0) / 2));
+  CHECK(families[0].signed_pct == Approx((-20.0 + 10.0) / 2));
 }

@@ -1,4 +1,5 @@
-// Scenarios for workload and step tests: a shipped scenario patched in memory.
+// Scenarios for workload, model and step tests: a shipped scenario patched in memory, an
+// H100-like GPU and the shipped compute calibrations.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,26 @@ inline nlohmann::json small_scenario(int gpus, int dp, int tp, int pp) {
   j["training"]["global_batch"] = dp * 8;
   j["comm"]["fp32_layer_groups"] = nlohmann::json::array();
   return j;
+}
+
+// The H100 SXM's dense peaks (NVIDIA H100 datasheet: 989 TFLOP/s BF16/FP16, 1979 FP8), HBM3
+// bandwidth (3.35 TB/s) and a 4 us kernel launch.
+inline GpuSpec h100_like() {
+  GpuSpec g;
+  g.name = "test-h100";
+  g.peak_flops = {{Dtype::bf16, 989e12}, {Dtype::fp16, 989e12}, {Dtype::fp8, 1979e12}};
+  g.hbm_Bps = 3.35e12;
+  g.kernel_launch_s = 4e-6;
+  return g;
+}
+
+// A shipped compute-calibration file without its fitted `system` block: the microbenchmark
+// efficiencies alone, which hand-calculated expectations are written against.
+inline models::ComputeCalibration nominal_calibration(
+    const std::string& relative = "validation/data/compute_efficiency.json") {
+  nlohmann::json root = scenario_json(relative);
+  root.erase("system");
+  return models::load_compute_calibration(JsonDocument::parse(root.dump(), relative));
 }
 
 inline Scenario load(const nlohmann::json& j) {

@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
+#include "tests/workload/fixtures.hpp"
 
 using namespace clustersim;
 using namespace clustersim::models;
@@ -13,15 +14,6 @@ namespace {
 
 const std::string kCalibration =
     std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency.json";
-
-GpuSpec h100_like() {
-  GpuSpec g;
-  g.name = "test-h100";
-  g.peak_flops = {{Dtype::bf16, 989e12}, {Dtype::fp16, 989e12}, {Dtype::fp8, 1979e12}};
-  g.hbm_Bps = 3.35e12;
-  g.kernel_launch_s = 4e-6;
-  return g;
-}
 
 std::string replace(std::string text, const std::string& from, const std::string& to) {
   const auto pos = text.find(from);
@@ -32,8 +24,8 @@ std::string replace(std::string text, const std::string& from, const std::string
 }  // namespace
 
 TEST_CASE("GEMM efficiency at a calibration point is the measured fraction of peak") {
-  const auto cal = load_compute_calibration(kCalibration);
-  const ComputeCostModel model(h100_like(), cal);
+  const auto cal = test::nominal_calibration();
+  const ComputeCostModel model(test::h100_like(), cal);
   // TileLang H800 FP16 8192x8192x8192: 758 of 989 TFLOPS.
   CHECK(model.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(758.0 / 989.0));
   // cuBLASLt FP8 4096^3: 1216.9 of 1979 TFLOPS.
@@ -41,7 +33,7 @@ TEST_CASE("GEMM efficiency at a calibration point is the measured fraction of pe
 }
 
 TEST_CASE("GEMM efficiency is linear in log2 of the smallest dimension between points") {
-  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const ComputeCostModel model(test::h100_like(), test::nominal_calibration());
   // 2048 lies halfway (in log2) between 1024 (628 TFLOPS) and 4096 (736 TFLOPS).
   CHECK(model.gemm_efficiency({2048, 16384, 8192}, Dtype::bf16) ==
         Approx((628.0 + 736.0) / 2.0 / 989.0));
@@ -57,12 +49,12 @@ TEST_CASE("GEMM efficiency never exceeds the best-shape efficiency") {
   // Lower the BF16 ceiling to 500 TFLOPS: every BF16 point above it is capped.
   text = replace(text, "\"tflops\":794.5", "\"tflops\":500.0");
   const auto cal = load_compute_calibration(JsonDocument::parse(text, "capped.json"));
-  const ComputeCostModel model(h100_like(), cal);
+  const ComputeCostModel model(test::h100_like(), cal);
   CHECK(model.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(500.0 / 989.0));
 }
 
 TEST_CASE("A large GEMM is compute-bound and takes FLOPs over achieved rate plus a launch") {
-  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const ComputeCostModel model(test::h100_like(), test::nominal_calibration());
   const OpCost c = model.gemm({8192, 8192, 8192}, Dtype::bf16);
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   CHECK(c.flops == Approx(flops));
@@ -73,7 +65,7 @@ TEST_CASE("A large GEMM is compute-bound and takes FLOPs over achieved rate plus
 }
 
 TEST_CASE("A memory-bound kernel takes bytes over the measured HBM bandwidth plus a launch") {
-  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const ComputeCostModel model(test::h100_like(), test::nominal_calibration());
   // Achieved HBM: 3.35 TB/s x (3.04 / 3.35) = 3.04 TB/s.
   const OpCost c = model.memory_op(1e9);
   CHECK(c.memory_bound() == true);
@@ -85,7 +77,7 @@ TEST_CASE("A memory-bound kernel takes bytes over the measured HBM bandwidth plu
 }
 
 TEST_CASE("Attention under FP8 training runs at the BF16 attention rate") {
-  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const ComputeCostModel model(test::h100_like(), test::nominal_calibration());
   // FlashAttention-3 Figure 5(d), cuDNN causal forward at 8k: 529 TFLOPS; Figure 6(b): 518
   // backward.
   CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(529.0 / 989.0));
@@ -95,7 +87,7 @@ TEST_CASE("Attention under FP8 training runs at the BF16 attention rate") {
 }
 
 TEST_CASE("Attention efficiency follows the sequence length of the call") {
-  const ComputeCostModel model(h100_like(), load_compute_calibration(kCalibration));
+  const ComputeCostModel model(test::h100_like(), test::nominal_calibration());
   // cuDNN causal forward (FlashAttention-3 Figure 5(d)): 484 TFLOPS at 2k, 518 at 4k.
   CHECK(model.attention_efficiency(Dtype::bf16, 2048) == Approx(484.0 / 989.0));
   // Between points, linear in log2(length): 3k lies log2(1.5) = 0.585 of the way to 4k.
@@ -112,7 +104,7 @@ TEST_CASE("Without a backward figure the attention backward runs at the forward'
   // The A100 file holds FlashAttention-2's combined forward + backward figures: 182 of 312 at
   // 8k (Figure 4(d)).
   const ComputeCostModel model(
-      h100_like(), load_compute_calibration(std::string(CLUSTERSIM_SOURCE_DIR) +
+      test::h100_like(), load_compute_calibration(std::string(CLUSTERSIM_SOURCE_DIR) +
                                             "/validation/data/compute_efficiency-a100.json"));
   CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
   CHECK(model.attention_backward_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
