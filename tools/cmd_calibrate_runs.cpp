@@ -117,7 +117,8 @@ int calibrate_runs(const std::vector<std::string>& argv) {
       // fitted in-sample, which the fidelity rules do not accept, so its file stays nominal.
       if (system.folds.size() < 2) {
         std::cout << "not written: " << file << " (its runs come from one source family, "
-                  << (system.folds.empty() ? std::string("none") : system.folds.front().held_out_source)
+                  << (system.folds.empty() ? std::string("none")
+                                           : system.folds.front().held_out_source)
                   << ", so its fit cannot be cross-validated; it stays nominal)\n";
         continue;
       }

@@ -105,7 +105,7 @@ TEST_CASE("Without a backward figure the attention backward runs at the forward'
   // 8k (Figure 4(d)).
   const ComputeCostModel model(
       test::h100_like(), load_compute_calibration(std::string(CLUSTERSIM_SOURCE_DIR) +
-                                            "/validation/data/compute_efficiency-a100.json"));
+                                                  "/validation/data/compute_efficiency-a100.json"));
   CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
   CHECK(model.attention_backward_efficiency(Dtype::bf16, 8192) == Approx(182.0 / 312.0));
   CHECK(model.attention_backward_efficiency(Dtype::bf16, 2048) == Approx(155.0 / 312.0));
