@@ -1,8 +1,10 @@
 #include "sim/isolated.hpp"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -133,9 +135,15 @@ std::string decode(const std::string& msg, int status) {
   }
 }
 
-}  // namespace
+// A child started by spawn(): its pid, the read end of its pipe and what it has sent so far.
+struct Child {
+  std::size_t index = 0;
+  pid_t pid = -1;
+  int fd = -1;
+  std::string answer;
+};
 
-std::string run_isolated(const std::function<std::string()>& work) {
+Child spawn(std::size_t index, const std::function<std::string()>& work) {
   std::fflush(stdout);
   std::fflush(stderr);
   int fds[2];
@@ -151,12 +159,72 @@ std::string run_isolated(const std::function<std::string()>& work) {
     run_child(fds[1], work);
   }
   ::close(fds[1]);
-  const std::string msg = read_all(fds[0]);
-  ::close(fds[0]);
+  return {index, pid, fds[0], {}};
+}
+
+// Closes the pipe, reaps the child and decodes its answer (returns the bytes or throws).
+std::string finish(Child& child) {
+  ::close(child.fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return decode(msg, status);
+  return decode(child.answer, status);
+}
+
+// Waits until a child's pipe has data or is closed and reads what is there. Returns the
+// position of a child whose pipe closed (its answer is complete), or -1.
+int poll_children(std::vector<Child>& running) {
+  std::vector<pollfd> fds;
+  for (const auto& c : running) fds.push_back({c.fd, POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), -1) < 0) return -1;
+  for (std::size_t k = 0; k < running.size(); ++k) {
+    if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[65536];
+    const ssize_t n = ::read(running[k].fd, buf, sizeof buf);
+    if (n > 0) {
+      running[k].answer.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
+
+std::vector<IsolatedOutcome> run_pool(std::size_t n, int jobs, bool stop_on_error,
+                                      const std::function<std::vector<double>(std::size_t)>& work) {
+  std::vector<IsolatedOutcome> out(n);
+  std::vector<Child> running;
+  bool failed = false;
+  std::size_t next = 0;
+  while (next < n || !running.empty()) {
+    while (next < n && !(stop_on_error && failed) &&
+           static_cast<int>(running.size()) < std::max(1, jobs)) {
+      const std::size_t i = next++;
+      running.push_back(spawn(i, [&work, i] { return doubles_to_bytes(work(i)); }));
+    }
+    if (running.empty()) break;
+    const int done = poll_children(running);
+    if (done < 0) continue;
+    Child child = std::move(running[static_cast<std::size_t>(done)]);
+    running.erase(running.begin() + done);
+    IsolatedOutcome& o = out[child.index];
+    try {
+      o.values = doubles_from_bytes(finish(child));
+    } catch (const std::exception& e) {
+      o.error = std::current_exception();
+      o.message = e.what();
+      failed = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string run_isolated(const std::function<std::string()>& work) {
+  Child child = spawn(0, work);
+  child.answer = read_all(child.fd);
+  return finish(child);
 }
 
 std::string doubles_to_bytes(const std::vector<double>& values) {
@@ -176,6 +244,34 @@ std::vector<double> doubles_from_bytes(const std::string& bytes) {
 
 std::vector<double> run_isolated_numbers(const std::function<std::vector<double>()>& work) {
   return doubles_from_bytes(run_isolated([&] { return doubles_to_bytes(work()); }));
+}
+
+std::vector<IsolatedOutcome> run_isolated_each(
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work) {
+  return run_pool(n, jobs, false, work);
+}
+
+std::vector<std::vector<double>> run_isolated_all(
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work) {
+  std::vector<IsolatedOutcome> outcomes = run_pool(n, jobs, true, work);
+  std::vector<std::vector<double>> out;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (!outcomes[i].error) {
+      out.push_back(std::move(outcomes[i].values));
+      continue;
+    }
+    try {
+      std::rethrow_exception(outcomes[i].error);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::invalid_argument&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw IsolatedRunError(IsolatedRunError::Kind::failed,
+                             "item " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return out;
 }
 
 }  // namespace clustersim::sim

@@ -1,9 +1,12 @@
 // Running work that needs a fresh SimGrid engine in a child process: SimGrid 3.32 allows one
 // engine per process (sim/platform.hpp). POSIX fork + pipe. The one way of isolating a
 // simulation: the step simulator (simulate_step_isolated, 1-bit Adam's second phase), the
-// campaign's step model, validation's predictions and the granularity comparison all use it.
+// campaign's step model, validation's predictions, the granularity comparison, and (several
+// children at a time) `validate --jobs` and `calibrate --runs` all use it.
 #pragma once
 
+#include <cstddef>
+#include <exception>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -42,5 +45,25 @@ std::vector<double> doubles_from_bytes(const std::string& bytes);
 
 // run_isolated for work that returns numbers.
 std::vector<double> run_isolated_numbers(const std::function<std::vector<double>()>& work);
+
+// One item of run_isolated_each: the numbers its work returned, or the exception its child's
+// answer decodes to (the same typed errors run_isolated throws) and that exception's message.
+struct IsolatedOutcome {
+  std::vector<double> values;
+  std::exception_ptr error;  // null when the work returned
+  std::string message;       // error's what(), empty when none
+};
+
+// run_isolated_numbers for every i in [0, n): each item in a child of its own, at most `jobs`
+// children at once (poll() on their pipes), outcomes in index order. Every item runs, whatever
+// the others do.
+std::vector<IsolatedOutcome> run_isolated_each(
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work);
+
+// The same for work that must not fail: once an item fails no new item starts, and after the
+// running children ended the first failure is rethrown: a ConfigError or std::invalid_argument
+// as it is (bad input stays bad input), anything else as IsolatedRunError naming the item.
+std::vector<std::vector<double>> run_isolated_all(
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work);
 
 }  // namespace clustersim::sim

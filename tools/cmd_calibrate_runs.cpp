@@ -5,10 +5,10 @@
 #include <iostream>
 
 #include "input/scenario_loader.hpp"
+#include "sim/isolated.hpp"
 #include "step/simulate_step.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
-#include "tools/isolated_pool.hpp"
 #include "tools/step_inputs.hpp"
 #include "validation/suite.hpp"
 #include "validation/system_fit_io.hpp"
@@ -93,7 +93,7 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   for (const auto& sc : scenarios) calibrations.push_back(load_step_calibrations(sc));
   const validation::FitEvaluator evaluate = [&](const std::vector<validation::FitQuery>& qs) {
     std::cerr << "simulating " << qs.size() << " runs...\n";
-    const auto out = map_isolated(qs.size(), jobs, [&](std::size_t k) {
+    const auto out = sim::run_isolated_all(qs.size(), jobs, [&](std::size_t k) {
       const auto run = static_cast<std::size_t>(qs[k].run);
       Scenario sc = scenarios[run];
       sc.cluster.gpu.system_override = qs[k].values;

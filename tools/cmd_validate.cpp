@@ -19,7 +19,6 @@
 #include "step/simulate_step.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
-#include "tools/isolated_pool.hpp"
 #include "tools/step_inputs.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "validation/calibration.hpp"
@@ -115,16 +114,16 @@ validation::BatchStepPredictor parallel_predictor(int jobs) {
         out[k].failure = e.what();
       }
     }
-    const auto outcomes = map_isolated_each(ready.size(), jobs, [&](std::size_t i) {
+    const auto outcomes = sim::run_isolated_each(ready.size(), jobs, [&](std::size_t i) {
       const std::size_t k = ready[i];
       return prediction_numbers(
           prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced())));
     });
     for (std::size_t i = 0; i < ready.size(); ++i) {
-      if (outcomes[i].error.empty()) {
+      if (!outcomes[i].error) {
         out[ready[i]].prediction = prediction_from(outcomes[i].values);
       } else {
-        out[ready[i]].failure = outcomes[i].error;
+        out[ready[i]].failure = outcomes[i].message;
       }
     }
     return out;
