@@ -13,6 +13,7 @@
 #include "tools/exit_codes.hpp"
 
 using clustersim::test::CliRun;
+using clustersim::test::kSmall;
 using clustersim::test::run_cli;
 using clustersim::test::shell_quote;
 using clustersim::test::write_text;
@@ -25,10 +26,6 @@ fs::path scratch() {
   static const fs::path dir = clustersim::test::cli_scratch("exit-codes");
   return dir;
 }
-
-const char* kSmall = R"({"name": "small", "model": "llama3-8b", "cluster": "h800-128x8-rail",
-  "gpus": 8, "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true},
-  "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 2048}})";
 
 // What a command throws, for run_command.
 int throws_config(const std::vector<std::string>&) {

@@ -7,6 +7,7 @@
 #include "tests/tools/cli_runner.hpp"
 
 using clustersim::test::CliRun;
+using clustersim::test::kSmall;
 using clustersim::test::run_cli;
 using clustersim::test::shell_quote;
 using clustersim::test::write_text;
@@ -19,11 +20,6 @@ fs::path scratch() {
   static const fs::path dir = clustersim::test::cli_scratch("hostile-input");
   return dir;
 }
-
-// A valid 8-GPU scenario that simulates in well under a second.
-const char* kSmall = R"({"name": "small", "model": "llama3-8b", "cluster": "h800-128x8-rail",
-  "gpus": 8, "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true},
-  "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 2048}})";
 
 json preset(const std::string& relative) {
   return json::parse(
