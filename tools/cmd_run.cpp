@@ -45,6 +45,9 @@ const std::vector<OptionSpec>& run_options() {
        "simulate the step at this moment of the run (e.g. 3600, 78h, 3.1d): the scenario's "
        "fault events active then apply from the step's start (default: events as timed, "
        "counted from the step's start)"},
+      {"ignore-memory", "", false, false,
+       "simulate the step even when the memory model says the layout does not fit (the "
+       "verdict is still printed, and the JSON says fits_in_memory: false)"},
       {"free-comm", "", false, false,
        "every transfer and collective takes no time: the pipeline schedule alone"},
       {"stack-guard", "", false, false,
@@ -146,6 +149,16 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
       pct(r.mfu) + "  (" + r.flop_convention + " FLOPs; megatron " + pct(r.mfu_megatron) +
           ", palm " + pct(r.mfu_palm) + ")");
   row(os, "HFU", pct(r.hfu) + "  (with recomputation)");
+  // What Megatron-LM and NeMo logs print: model TFLOP/s and tokens/s per GPU.
+  row(os, "per GPU",
+      fixed(r.mfu * r.peak_flops_per_gpu / 1e12, 1) + " TFLOP/s (" + r.flop_convention +
+          " FLOPs), " + fixed(r.tokens_per_s / s.gpus, 0) + " tokens/s");
+  if (s.training.tokens_total > 0 && r.tokens_per_s > 0) {
+    row(os, "time to train",
+        fixed(s.training.tokens_total / r.tokens_per_s / 86400, 2) + " days for " +
+            fixed(s.training.tokens_total / 1e12, 2) +
+            "T tokens without faults (`clustersim campaign` adds failures and checkpoints)");
+  }
   row(os, "peak per GPU",
       fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
           ", dense)");
@@ -192,6 +205,22 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   for (const auto& n : r.notes) os << "  note: " << n << "\n";
 }
 
+// The memory model's "does not fit" verdict: the worst stage and what fills it.
+void print_memory_verdict(std::ostream& os, const Scenario& s, const models::MemoryEstimate& mem) {
+  const auto& worst = mem.worst();
+  os << "clustersim run: " << s.name << " does NOT fit in GPU memory\n";
+  row(os, "worst stage", std::to_string(worst.stage));
+  row(os, "needs per GPU", fixed(mem.peak_bytes() / kGiB, 1) + " GiB");
+  row(os, "usable per GPU",
+      fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " + fixed(mem.hbm_bytes / kGiB, 1) +
+          " GiB HBM");
+  row(os, "short by", fixed(-mem.headroom_bytes() / kGiB, 1) + " GiB");
+  row(os, "weights", fixed(worst.weights_bytes / kGiB, 1) + " GiB");
+  row(os, "gradients", fixed(worst.gradients_bytes / kGiB, 1) + " GiB");
+  row(os, "optimizer states", fixed(worst.optimizer_bytes / kGiB, 1) + " GiB");
+  row(os, "activations", fixed(worst.activations_bytes / kGiB, 1) + " GiB");
+}
+
 }  // namespace
 
 std::string usage_run() {
@@ -235,24 +264,17 @@ int cmd_run(const std::vector<std::string>& argv) {
 
   for (const auto& w : s.warnings) std::cerr << "warning: " << w << "\n";
 
-  // Memory first: an infeasible layout gets a verdict, not a simulated MFU.
+  // Memory first: an infeasible layout gets a verdict, not a simulated MFU (unless asked).
   const models::MemoryEstimate mem = models::estimate_memory(s);
   if (!mem.fits()) {
-    const auto& worst = mem.worst();
-    std::cout << "clustersim run: " << s.name << " does NOT fit in GPU memory\n";
-    row(std::cout, "worst stage", std::to_string(worst.stage));
-    row(std::cout, "needs per GPU", fixed(mem.peak_bytes() / kGiB, 1) + " GiB");
-    row(std::cout, "usable per GPU",
-        fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " + fixed(mem.hbm_bytes / kGiB, 1) +
-            " GiB HBM");
-    row(std::cout, "short by", fixed(-mem.headroom_bytes() / kGiB, 1) + " GiB");
-    row(std::cout, "weights", fixed(worst.weights_bytes / kGiB, 1) + " GiB");
-    row(std::cout, "gradients", fixed(worst.gradients_bytes / kGiB, 1) + " GiB");
-    row(std::cout, "optimizer states", fixed(worst.optimizer_bytes / kGiB, 1) + " GiB");
-    row(std::cout, "activations", fixed(worst.activations_bytes / kGiB, 1) + " GiB");
-    std::cout << "No step was simulated. Shard more (ZeRO, tensor/pipeline parallelism) or "
-                 "recompute activations.\n";
-    return 1;
+    print_memory_verdict(std::cout, s, mem);
+    if (!args.flag("ignore-memory")) {
+      std::cout << "No step was simulated. Shard more (ZeRO, tensor/pipeline parallelism) or "
+                   "recompute activations; --ignore-memory simulates it anyway.\n";
+      return 1;
+    }
+    std::cout << "Simulated anyway (--ignore-memory): what this layout would do with enough "
+                 "memory.\n\n";
   }
 
   const step::StepCalibrations calibrations = load_step_calibrations(s);

@@ -18,13 +18,13 @@ struct CliRun {
   std::string err;
 };
 
-// A scratch directory per test process, named after `tag`.
 // A valid 8-GPU scenario that simulates in well under a second.
 inline constexpr const char* kSmall =
     R"({"name": "small", "model": "llama3-8b", "cluster": "h800-128x8-rail",
   "gpus": 8, "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true},
   "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 2048}})";
 
+// A scratch directory per test process, named after `tag`.
 inline std::filesystem::path cli_scratch(const std::string& tag) {
   const std::filesystem::path d = std::filesystem::temp_directory_path() /
                                   ("clustersim-test-" + tag + "-" + std::to_string(::getpid()));
