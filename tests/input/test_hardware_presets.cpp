@@ -1,0 +1,66 @@
+// The H200 and B200 presets load with the figures NVIDIA publishes (docs/hardware.md#h200-sxm,
+// docs/hardware.md#b200, docs/hardware.md#hgx-h200-and-hgx-b200-nodes). The expected values
+// are written from the datasheets here, not read from the presets: NVIDIA's tensor figures are
+// sparse, so the dense ones are halved by hand; bidirectional link figures are halved too.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "core/units.hpp"
+#include "input/presets.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+// A relative tolerance for figures given in TFLOPS, GB and GB/s.
+Approx near(double value) {
+  return Approx(value).epsilon(1e-9);
+}
+
+}  // namespace
+
+TEST_CASE("the HGX H200 cluster preset has the H200's published figures", "[input][presets]") {
+  const ClusterSpec c = load_cluster_preset("hgx-h200-2048x8-rail");
+  CHECK(c.gpu.name == "h200-sxm");
+  // H200 SXM: BF16 1,979 TFLOPS with sparsity -> 989.4 dense (the H100's exact value);
+  // FP8 3,958 with sparsity -> 1978.9 dense.
+  CHECK(c.gpu.peak(Dtype::bf16) == near(989.4 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp8) == near(1978.9 * kTflops));
+  CHECK(c.gpu.hbm_bytes == near(141 * kGB));   // 141 GB HBM3e
+  CHECK(c.gpu.hbm_Bps == near(4.8 * kTB));     // 4.8 TB/s
+  CHECK(c.gpu.nvlink_Bps == near(450 * kGB));  // NVLink 900 GB/s bidirectional
+  CHECK(c.nvlink_Bps == near(450 * kGB));      // the cluster keeps the GPU's NVLink
+  CHECK(c.gpu.sm_count == 132);                // the GH100 SXM5's SMs
+  // DGX H200: eight GPUs, eight single-port 400 Gb/s ConnectX-7 for the compute fabric.
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.nics_per_node == 8);
+  CHECK(c.nic_Bps == near(400 * kGbit));
+  CHECK(c.rail_optimized);
+  CHECK(c.nodes == 2048);
+}
+
+TEST_CASE("the HGX B200 cluster preset has the B200's published figures", "[input][presets]") {
+  const ClusterSpec c = load_cluster_preset("hgx-b200-2048x8-rail");
+  CHECK(c.gpu.name == "b200");
+  // HGX B200 per GPU: FP16/BF16 4.5 PFLOPS and FP8 9 PFLOPS with sparsity -> 2,250 and 4,500
+  // TFLOPS dense; TF32 2.2 PFLOPS sparse -> 1,100; FP32 75 TFLOPS (no sparsity).
+  CHECK(c.gpu.peak(Dtype::bf16) == near(2250 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp16) == near(2250 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp8) == near(4500 * kTflops));
+  CHECK(c.gpu.peak(Dtype::tf32) == near(1100 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp32) == near(75 * kTflops));
+  CHECK(c.gpu.hbm_bytes == near(180 * kGB));   // 180 GB HBM3e (1,440 GB / 8 in a DGX B200)
+  CHECK(c.gpu.hbm_Bps == near(7.7 * kTB));     // 7.7 TB/s
+  CHECK(c.gpu.nvlink_Bps == near(900 * kGB));  // NVLink 5: 1.8 TB/s bidirectional
+  CHECK(c.nvlink_Bps == near(900 * kGB));
+  CHECK(c.gpu.pcie_Bps == near(64 * kGB));  // PCIe Gen5 128 GB/s bidirectional
+  CHECK(c.gpu.sm_count == 0);               // NVIDIA gives no B200 SM count
+  // Until Blackwell microbenchmarks exist, the kernel efficiencies are Hopper's.
+  CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency.json"));
+  // DGX B200: eight GPUs, 4 OSFP ports for eight single-port 400 Gb/s ConnectX-7.
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c.nics_per_node == 8);
+  CHECK(c.nic_Bps == near(400 * kGbit));
+  CHECK(c.rail_optimized);
+  CHECK(c.nodes == 2048);
+}
