@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "input/framework_names.hpp"
 #include "input/nccl_settings.hpp"
 #include "input/read_helpers.hpp"
 
@@ -79,6 +80,7 @@ std::vector<std::string> parse_fp32_layer_groups(const JsonNode& groups) {
 }  // namespace
 
 Parallelism parse_parallelism(const JsonNode& n) {
+  refuse_framework_names(n);
   n.only_keys({"dp", "tp", "pp", "cp", "vpp", "sequence_parallel", "zero_stage",
                "zero3_implementation", "schedule", "layers_per_stage",
                "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
@@ -105,6 +107,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
 }
 
 Training parse_training(const JsonNode& n) {
+  refuse_framework_names(n);
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
                "recompute_layers", "dropout", "attention", "tp_comm_overlap", "tp_comm_overlap_sms",
                "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB", "grad_reduce",

@@ -7,6 +7,18 @@
 namespace clustersim {
 
 namespace input {
+namespace {
+
+// As Megatron-LM does: without "dp", the data-parallel size is what the other sizes leave of
+// the GPUs. When they do not divide the GPU count, dp stays 1 and the layout rule reports it.
+void infer_data_parallel(Scenario& s, const JsonNode& parallelism) {
+  if (parallelism.is_object() && parallelism.has("dp")) return;
+  const Parallelism& p = s.parallelism;
+  const long long rest = static_cast<long long>(p.tp) * p.pp * p.cp;
+  if (rest > 0 && s.gpus % rest == 0) s.parallelism.dp = static_cast<int>(s.gpus / rest);
+}
+
+}  // namespace
 
 Scenario parse_scenario(const JsonDocument& document) {
   const JsonNode root = document.root();
@@ -20,7 +32,9 @@ Scenario parse_scenario(const JsonDocument& document) {
   s.model = load_model(root.at("model"));
   s.cluster = load_cluster(root.at("cluster"));
   s.gpus = static_cast<int>(root.int_at("gpus", 1, 1 << 24));
-  s.parallelism = parse_parallelism(root.at("parallelism"));
+  const JsonNode parallelism = root.at("parallelism");
+  s.parallelism = parse_parallelism(parallelism);
+  infer_data_parallel(s, parallelism);
   s.training = parse_training(root.at("training"));
   if (const auto comm = root.find("comm")) s.comm = parse_comm(*comm);
   s.warnings = s.comm.nccl.warnings;

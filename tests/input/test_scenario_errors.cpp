@@ -256,3 +256,29 @@ TEST_CASE("malformed, empty and non-object documents name the file") {
     expect_error(json::array({1, 2}), "", "object");
   }
 }
+
+TEST_CASE("Megatron-LM and NeMo key names are answered with the clustersim key they map to") {
+  expect_error(with({{"parallelism", {{"tensor_model_parallel_size", 8}}}}),
+               "/parallelism/tensor_model_parallel_size", "write \"tp\"");
+  expect_error(with({{"parallelism", {{"use_distributed_optimizer", true}}}}),
+               "/parallelism/use_distributed_optimizer", "\"zero_stage\": 1");
+  expect_error(with({{"parallelism", {{"expert_model_parallel_size", 8}}}}),
+               "/parallelism/expert_model_parallel_size", "not modelled");
+  expect_error(with({{"training", {{"micro_batch_size", 1}}}}), "/training/micro_batch_size",
+               "write \"micro_batch\"");
+  expect_error(with({{"training", {{"seq_length", 4096}}}}), "/training/seq_length",
+               "write \"seq_len\"");
+}
+
+TEST_CASE("Without dp the data-parallel size is what tp, pp and cp leave of the GPUs") {
+  json doc = base();
+  doc["parallelism"].erase("dp");
+  // 1024 GPUs / (tp 8 x pp 2 x cp 1) = 64.
+  CHECK(load_scenario(JsonDocument::parse(doc.dump(), "ok.json")).parallelism.dp == 64);
+  doc["parallelism"]["cp"] = 2;
+  doc["training"]["global_batch"] = 512;
+  CHECK(load_scenario(JsonDocument::parse(doc.dump(), "ok.json")).parallelism.dp == 32);
+  // 1000 GPUs are not a multiple of 8 x 2 x 2: the layout rule says so.
+  doc["gpus"] = 1000;
+  expect_error(doc, "/parallelism", "uses 1000 GPUs");
+}
