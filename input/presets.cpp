@@ -41,9 +41,8 @@ double figure_at(const JsonNode& n, std::string_view key, double unit, double mi
   return n.number_in_at(key, min / unit, max / unit) * unit;
 }
 
-// Every numeric key of a preset must be cited in its "sources" object.
-void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys) {
-  const JsonNode sources = node.at("sources");
+// A "sources" object cites, as text, keys that its object sets.
+void check_sources(const JsonNode& node, const JsonNode& sources) {
   sources.require_object();
   for (const auto& [key, value] : sources.members()) {
     value.as_string();
@@ -51,6 +50,12 @@ void require_sources(const JsonNode& node, const std::vector<std::string>& numer
       value.fail("cites \"" + key + "\", which this file does not set");
     }
   }
+}
+
+// Every numeric key of a preset must be cited in its "sources" object.
+void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys) {
+  const JsonNode sources = node.at("sources");
+  check_sources(node, sources);
   for (const auto& key : numeric_keys) {
     if (node.has(key) && !sources.has(key)) {
       node.fail_at(key, "\"" + key + "\" has no citation in \"sources\"");
@@ -124,6 +129,12 @@ ModelSpec model_from_object(const JsonNode& n) {
       n.enum_or("position_embeddings", {"learned", "rope"}, "rope") == "learned";
   m.linear_biases = n.bool_or("linear_biases", false);
   m.norm = n.enum_or("norm", {"layernorm", "rmsnorm"}, "layernorm");
+  // A model's sources may also carry notes (e.g. "check": the parameter count against the
+  // paper), so only their form is checked: an object of texts.
+  if (const auto sources = n.find("sources")) {
+    sources->require_object();
+    for (const auto& [key, value] : sources->members()) value.as_string();
+  }
   check_model_heads(n, m);
   return m;
 }
@@ -186,6 +197,7 @@ void refuse_fabric_latencies(const JsonNode& f) {
 FabricSpec fabric_from_object(const JsonNode& f, int leaf_downlinks_per_node) {
   refuse_fabric_latencies(f);
   f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "sources"});
+  if (const auto sources = f.find("sources")) check_sources(f, *sources);
   FabricSpec fabric;
   fabric.kind = input::enum_at(f, "kind", kFabricNames);
   fabric.nodes_per_leaf = static_cast<int>(f.int_at("nodes_per_leaf", 1, 1 << 20));

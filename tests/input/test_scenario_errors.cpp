@@ -282,3 +282,21 @@ TEST_CASE("Without dp the data-parallel size is what tp, pp and cp leave of the 
   doc["gpus"] = 1000;
   expect_error(doc, "/parallelism", "uses 1000 GPUs");
 }
+
+TEST_CASE("An inline model's or fabric's sources are texts, and a fabric cites only its keys") {
+  json doc = base();
+  doc["model"] = json::parse(R"({"name": "m", "num_layers": 8, "hidden_size": 1024,
+    "num_attention_heads": 8, "ffn_hidden_size": 4096, "vocab_size": 32000, "max_seq_len": 4096,
+    "sources": {"vocab_size": null}})");
+  doc["parallelism"] = {{"dp", 128}, {"tp", 8}, {"pp", 1}};
+  expect_error(doc, "/model/sources/vocab_size", "");
+  doc["model"]["sources"] = true;
+  expect_error(doc, "/model/sources", "");
+  json fabric = base();
+  fabric["cluster"] = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                         "/topologies/clusters/h800-128x8-rail.json")
+                          .root()
+                          .raw();
+  fabric["cluster"]["fabric"]["sources"]["switch_radix"] = "a key the fabric does not set";
+  expect_error(fabric, "/cluster/fabric/sources/switch_radix", "does not set");
+}
