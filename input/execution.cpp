@@ -4,6 +4,7 @@
 
 #include "core/units.hpp"
 #include "input/framework_names.hpp"
+#include "input/limits.hpp"
 #include "input/nccl_settings.hpp"
 #include "input/read_helpers.hpp"
 
@@ -116,7 +117,7 @@ Training parse_training(const JsonNode& n) {
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
   t.seq_len = static_cast<int>(n.int_at("seq_len", 1, 1 << 26));
-  t.tokens_total = n.positive_or("tokens_total", 0.0);
+  t.tokens_total = n.number_in_or("tokens_total", 0.0, 1.0, kMaxTokensTotal);
   t.precision =
       enum_or(n, "precision", kDtypeNames, {Dtype::bf16, Dtype::fp16, Dtype::fp8}, Dtype::bf16);
   parse_recompute(n, t);

@@ -13,6 +13,9 @@ namespace clustersim::input {
 // its pre-training snapshot (arXiv 2407.21783 §3.3.4); campaign.max_days defaults to 365.
 inline constexpr double kMaxRunDays = 3650;
 inline constexpr double kMaxRun_s = kMaxRunDays * kSecondsPerDay;
+// The most tokens a run may train on: 10^16, about 700 times Llama 3's 15.6T-token pre-training
+// (arXiv 2407.21783 §3.1); 1e308 tokens made every per-token rate of a campaign overflow.
+inline constexpr double kMaxTokensTotal = 1e16;
 // The longest single delay: a week. Watchdogs, failure detection, rescheduling, communicator
 // set-up, checkpoint saves and loads and NaN responses take seconds to hours in published runs
 // (Meta RSC models 5-minute restarts; MegaScale initialises in under 30 s); a week still lets a

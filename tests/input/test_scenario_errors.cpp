@@ -300,3 +300,10 @@ TEST_CASE("An inline model's or fabric's sources are texts, and a fabric cites o
   fabric["cluster"]["fabric"]["sources"]["switch_radix"] = "a key the fabric does not set";
   expect_error(fabric, "/cluster/fabric/sources/switch_radix", "does not set");
 }
+
+TEST_CASE("A run's token count is at least one token and at most 10^16") {
+  expect_error(with({{"training", {{"tokens_total", 1e308}}}}), "/training/tokens_total", "");
+  expect_error(with({{"training", {{"tokens_total", 0.5}}}}), "/training/tokens_total", "");
+  CHECK_NOTHROW(load_scenario(
+      JsonDocument::parse(with({{"training", {{"tokens_total", 1.5e13}}}}).dump(), "ok.json")));
+}
