@@ -2,19 +2,12 @@
 
 #include "core/json_reader.hpp"
 #include "input/nccl_settings.hpp"
+#include "tests/config_error_of.hpp"
 
 using namespace clustersim;
+using clustersim::test::error_of;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("edit distance counts insertions, deletions and substitutions") {
   CHECK(edit_distance("kitten", "sitting") == 3);

@@ -9,19 +9,12 @@
 #include "core/json_reader.hpp"
 #include "input/nccl_settings.hpp"
 #include "input/nccl_variables.hpp"
+#include "tests/config_error_of.hpp"
 
 using namespace clustersim;
+using clustersim::test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 NcclSettings parse(const std::string& json) {
   return parse_nccl_settings(JsonDocument::parse(json, "n.json").root());

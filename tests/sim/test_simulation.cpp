@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -509,41 +510,50 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
   CHECK(with[3] == Approx(without[3]).epsilon(1e-9));  // all-gather: not in the file
 }
 
+namespace {
+
+// Runs a simulation set up by `setup` in a child process and returns the message of the
+// runtime_error it ends with ("" when it ends normally).
+std::string isolated_error(const std::function<void(Simulation&)>& setup,
+                           const topologies::ClusterGraph& graph) {
+  try {
+    run_isolated_numbers([&] {
+      Simulation sim(graph, SimulationOptions{});
+      setup(sim);
+      sim.run();
+      return std::vector<double>{};
+    });
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 TEST_CASE("A simulation that deadlocks is an error, not a result", "[sim]") {
   // Rank 0 waits for an all-reduce that rank 1 never joins: SimGrid finds nothing left to do
   // and would return as if the run had ended at t = 0.
   const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
   const auto graph = topologies::ClusterGraph::build(spec, 2);
-  std::string message;
-  try {
-    run_isolated_numbers([&] {
-      Simulation sim(graph, SimulationOptions{});
-      sim.spawn(0, "rank0", [&] {
-        auto h = sim.join_collective("lonely", 0, allreduce({0, 1}, 1 * MiB));
-        sim.wait(h);
-      });
-      sim.run();
-      return std::vector<double>{sim.now()};
-    });
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
+  const std::string message = isolated_error(
+      [&](Simulation& sim) {
+        sim.spawn(0, "rank0", [&] {
+          auto h = sim.join_collective("lonely", 0, allreduce({0, 1}, 1 * MiB));
+          sim.wait(h);
+        });
+      },
+      graph);
   CHECK(message.find("the simulation deadlocked") != std::string::npos);
 }
 
 TEST_CASE("A compute time that is not finite is an error, not an abort inside SimGrid", "[sim]") {
   const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
   const auto graph = topologies::ClusterGraph::build(spec, 2);
-  std::string message;
-  try {
-    run_isolated_numbers([&] {
-      Simulation sim(graph, SimulationOptions{});
-      sim.spawn(0, "rank0", [&] { sim.compute(0, std::numeric_limits<double>::infinity()); });
-      sim.run();
-      return std::vector<double>{};
-    });
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
+  const std::string message = isolated_error(
+      [&](Simulation& sim) {
+        sim.spawn(0, "rank0", [&] { sim.compute(0, std::numeric_limits<double>::infinity()); });
+      },
+      graph);
   CHECK(message.find("a compute time of inf s on GPU 0") != std::string::npos);
 }
