@@ -101,4 +101,35 @@ Placement place_ranks(const Parallelism& par, int gpus) {
   return p;
 }
 
+ExpertGroups place_experts(const Placement& p, int ep, int etp) {
+  const int stage_ranks = p.tp * p.cp * p.dp;
+  if (ep < 1 || etp < 1 || stage_ranks % (ep * etp) != 0) {
+    throw std::invalid_argument("place_experts: etp*ep = " + std::to_string(etp) + "*" +
+                                std::to_string(ep) +
+                                " does not divide tp*cp*dp = " + std::to_string(stage_ranks));
+  }
+  ExpertGroups g;
+  g.ep = ep;
+  g.etp = etp;
+  g.edp = stage_ranks / (ep * etp);
+  for (int stage = 0; stage < p.pp; ++stage) {
+    const int base = stage * stage_ranks;
+    for (int e = 0; e < g.edp; ++e) {
+      for (int t = 0; t < etp; ++t) {
+        std::vector<int> group;
+        for (int k = 0; k < ep; ++k) group.push_back(base + t + etp * (k + ep * e));
+        g.ep_groups.push_back(std::move(group));
+      }
+    }
+    for (int k = 0; k < ep; ++k) {
+      for (int t = 0; t < etp; ++t) {
+        std::vector<int> group;
+        for (int e = 0; e < g.edp; ++e) group.push_back(base + t + etp * (k + ep * e));
+        g.edp_groups.push_back(std::move(group));
+      }
+    }
+  }
+  return g;
+}
+
 }  // namespace clustersim::topologies

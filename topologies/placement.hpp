@@ -41,6 +41,22 @@ struct Placement {
   int pp_group_of(int rank) const;
 };
 
+// Expert parallelism (Megatron-Core parallel_state.py, the expert RankGenerator: order
+// "tp-ep-dp-pp" with tp = the expert tensor-parallel size etp and cp = 1). Inside one pipeline
+// stage, the stage's tp*cp*dp ranks are renumbered for the MoE layers as
+//   local = etp_rank + etp * (ep_rank + ep * edp_rank),   edp = tp*cp*dp / (etp*ep),
+// so an EP group holds ep ranks at stride etp and an expert-data-parallel group edp ranks at
+// stride etp*ep. With etp = 1 an EP group is ep consecutive ranks (consecutive GPUs: inside one
+// NVLink domain when ep fits in it).
+struct ExpertGroups {
+  int ep = 1, etp = 1, edp = 1;
+  std::vector<std::vector<int>> ep_groups;   // pp*etp*edp groups of ep ranks
+  std::vector<std::vector<int>> edp_groups;  // pp*etp*ep groups of edp ranks
+};
+
+// Throws std::invalid_argument when ep or etp < 1 or etp*ep does not divide tp*cp*dp.
+ExpertGroups place_experts(const Placement& placement, int ep, int etp);
+
 // Places dp*tp*cp*pp ranks on the first `gpus` GPUs in Megatron order. Throws
 // std::invalid_argument naming the parameter when a degree is < 1 or the product != gpus.
 Placement place_ranks(const Parallelism& parallelism, int gpus);

@@ -64,3 +64,25 @@ TEST_CASE("the HGX B200 cluster preset has the B200's published figures", "[inpu
   CHECK(c.rail_optimized);
   CHECK(c.nodes == 2048);
 }
+
+TEST_CASE("the GB200 NVL72 cluster preset has the rack's published figures", "[input][presets]") {
+  const ClusterSpec c = load_cluster_preset("gb200-nvl72-128x72-rail");
+  CHECK(c.gpu.name == "gb200");
+  // GB200 NVL72, 72 GPUs: FP16/BF16 360 PFLOPS, FP8 720 PFLOPS, TF32 180 PFLOPS with sparsity,
+  // FP32 5,760 TFLOPS -> per GPU dense 360e3 / 72 / 2 = 2,500; 720e3 / 144 = 5,000;
+  // 180e3 / 144 = 1,250; 5,760 / 72 = 80.
+  CHECK(c.gpu.peak(Dtype::bf16) == near(2500 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp8) == near(5000 * kTflops));
+  CHECK(c.gpu.peak(Dtype::tf32) == near(1250 * kTflops));
+  CHECK(c.gpu.peak(Dtype::fp32) == near(80 * kTflops));
+  // 13.4 TB and 576 TB/s over 72 GPUs: 186.1 GB (186 in the preset) and 8 TB/s.
+  CHECK(c.gpu.hbm_bytes == near(186 * kGB));
+  CHECK(c.gpu.hbm_Bps == near(8 * kTB));
+  CHECK(c.nvlink_Bps == near(900 * kGB));  // 18 NVLink 5 links, 1.8 TB/s bidirectional
+  // One NVLink domain of 72 GPUs per node (the rack), one 400 Gb/s NIC per GPU, 128 racks.
+  CHECK(c.gpus_per_node == 72);
+  CHECK(c.nics_per_node == 72);
+  CHECK(c.nic_Bps == near(400 * kGbit));
+  CHECK(c.nodes == 128);
+  CHECK(c.total_gpus() == 9216);
+}
