@@ -9,7 +9,8 @@
 //    "parallelism": {"dp","tp","pp","cp","vpp","sequence_parallel","zero_stage",
 //                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with
 //                                            zero_stage 3; core/scenario.hpp),
-//                    "schedule": "1f1b"|"interleaved"|"gpipe", "layers_per_stage": [..],
+//                    "schedule": "1f1b"|"interleaved"|"gpipe"|"zb-h1" (workload/schedule.hpp),
+//                    "layers_per_stage": [..],
 //                    "account_for_embedding_in_pipeline_split",
 //                    "account_for_loss_in_pipeline_split"},
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",

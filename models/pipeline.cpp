@@ -66,7 +66,9 @@ int recomputed_layers(const Scenario& s) {
 double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches, PipelineSchedule schedule) {
   if (pp <= 1 || micro_batches <= 0) return 0;
   const double v = schedule == PipelineSchedule::interleaved ? std::max(1, vpp) : 1;
-  return (pp - 1) / (v * static_cast<double>(micro_batches));
+  // ZB-H1 with T_F = T_B = T_W: (p - 1)(T_F + T_B - T_W) / (m (T_F + T_B + T_W)).
+  const double zb = schedule == PipelineSchedule::zb_h1 ? 3 : 1;
+  return (pp - 1) / (zb * v * static_cast<double>(micro_batches));
 }
 
 double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
@@ -82,6 +84,7 @@ double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_ba
   switch (schedule) {
     case PipelineSchedule::gpipe: return m;
     case PipelineSchedule::one_f_one_b: return std::min<double>(pp - stage, m);
+    case PipelineSchedule::zb_h1: return std::min<double>(pp, m);
     case PipelineSchedule::interleaved: {
       const double v = std::max(1, vpp);
       const double chunks = (pp - stage - 1) * 2.0 + (v - 1) * pp + 1;

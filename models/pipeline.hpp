@@ -30,7 +30,10 @@ int recomputed_layers(const clustersim::Scenario& scenario);
 
 // Idle time of the pipeline bubble divided by the ideal (bubble-free) compute time of a step
 // (Narayanan et al. SC'21 §2.2): (p - 1) / m for GPipe and 1F1B, (p - 1) / (v m) for the
-// interleaved schedule with v model chunks per rank. 0 when pp == 1.
+// interleaved schedule with v model chunks per rank. ZB-H1 (Qi et al. 2024, "Zero Bubble
+// Pipeline Parallelism", section 3.1): (p - 1)(T_F + T_B - T_W) / (m (T_F + T_B + T_W)) with the
+// backward split into input-gradient B and weight-gradient W passes; with the paper's
+// T_F = T_B = T_W, (p - 1) / (3 m), a third of 1F1B's. 0 when pp == 1.
 double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches,
                          clustersim::PipelineSchedule schedule);
 
@@ -46,6 +49,10 @@ double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
 //   its steady state, in model chunks of 1/v of the stage (schedules.py,
 //   forward_backward_pipelining_with_interleaving), at most m v chunks. For stage 0 this is
 //   p (1 + (p - 1) / (p v)), the factor of Korthikanti et al. 2022 §4.2.3.
+//   ZB-H1: p on every stage, at most m (Qi et al. 2024 section 3.1: each stage defers as many
+//   weight-gradient passes as 1F1B lets it hold fewer micro-batches, so that every stage holds
+//   the first stage's p). Counted whole: a micro-batch waiting for its W pass keeps only the
+//   linear layers' inputs and output gradients, so this is an upper bound for stages > 0.
 double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_batches,
                                clustersim::PipelineSchedule schedule);
 

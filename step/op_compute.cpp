@@ -19,7 +19,7 @@ std::string pass_name(const workload::Op& op, int vpp) {
                                                     : "step";
   }
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on the chained operator+.
-  std::string n(op.pass == PassKind::forward ? "F" : "B");
+  std::string n(op.pass == PassKind::forward ? "F" : op.pass == PassKind::backward ? "B" : "W");
   n += std::to_string(op.micro_batch);
   if (vpp > 1) {
     n += '.';

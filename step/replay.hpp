@@ -36,7 +36,7 @@ namespace clustersim::step {
 // The NCCL operation of a workload collective.
 nccl::CollectiveOp nccl_op(workload::CollKind k);
 
-// "F3", "B12.1" (micro-batch, model chunk), "optimizer": the name of an op's pass.
+// "F3", "B12.1", "W5" (pass, micro-batch, model chunk), "optimizer": the name of an op's pass.
 std::string pass_name(const workload::Op& op, int vpp);
 
 // Both directions of every ring edge of `gpus` (the pairs a ring collective's flows use).

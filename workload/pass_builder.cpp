@@ -151,13 +151,19 @@ int PassBuilder::collective(CollKind kind, Group group, double bytes, Dtype dtyp
 }
 
 StepPasses PassBuilder::step_passes() {
+  const BackwardPart part =
+      split_backward(s_.parallelism.schedule) ? BackwardPart::input_grad : BackwardPart::whole;
   StepPasses p;
   p.layer_forward = layer_forward();
-  p.layer_backward = layer_backward();
+  p.layer_backward = layer_backward(part);
   p.embedding_forward = embedding_forward();
   p.embedding_backward = embedding_backward();
   p.head_forward = head_forward();
-  p.head_backward = head_backward();
+  p.head_backward = head_backward(part);
+  if (part == BackwardPart::input_grad) {
+    p.layer_weight_grad = layer_weight_grad();
+    p.head_weight_grad = head_weight_grad();
+  }
   return p;
 }
 
@@ -203,20 +209,20 @@ Segments PassBuilder::layer_forward() {
   return out;
 }
 
-Segments PassBuilder::layer_backward() {
+Segments PassBuilder::layer_backward(BackwardPart part) {
   const Dims& d = d_;
   Segments out;
   OpCost c;
   c += mem(kResidualPasses * d.Ts * d.h);
   sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
-  c += gemm_backward(ffn_out());
+  c += gemm_backward(ffn_out(), part);
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.f / d.t);
-  c += gemm_backward(ffn_in());
+  c += gemm_backward(ffn_in(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
   c += mem(kNormBackwardPasses * d.Ts * d.h);
   c += mem(kResidualPasses * d.Ts * d.h);
   sequence_all_gather(out, c, dgrad_gemm(out_proj()));
-  c += gemm_backward(out_proj());
+  c += gemm_backward(out_proj(), part);
   c += selective_recompute();
   c += attention_backward();
   if (d.cp > 1) {
@@ -225,9 +231,19 @@ Segments PassBuilder::layer_backward() {
                        "context dKV reduce-scatter"));
   }
   if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
-  c += gemm_backward(qkv());
+  c += gemm_backward(qkv(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(qkv()));
   c += mem(kNormBackwardPasses * d.Ts * d.h);
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::layer_weight_grad() {
+  OpCost c;
+  for (const GemmShape& g : {ffn_out(), ffn_in(), out_proj(), qkv()}) {
+    c += c_.gemm(wgrad(g), d_.precision);
+  }
+  Segments out;
   flush(out, c);
   return out;
 }
@@ -269,18 +285,25 @@ Segments PassBuilder::head_forward() {
   return out;
 }
 
-Segments PassBuilder::head_backward() {
+Segments PassBuilder::head_backward(BackwardPart part) {
   const Dims& d = d_;
   Segments out;
   OpCost c = c_.memory_op(kCrossEntropyBackwardBytesPerLogit * d.T * d.V / d.t);
   c += c_.gemm(dgrad(logits()), head_dtype());
-  c += c_.gemm(wgrad(logits()), head_dtype());
+  if (part == BackwardPart::whole) c += c_.gemm(wgrad(logits()), head_dtype());
   if (d.tp > 1) {
     flush(out, c);
     out.push_back(coll(d.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp, d.T * d.h,
                        "head input-gradient reduction"));
   }
   c += mem(kNormBackwardPasses * d.Ts * d.h);
+  flush(out, c);
+  return out;
+}
+
+Segments PassBuilder::head_weight_grad() {
+  OpCost c = c_.gemm(wgrad(logits()), head_dtype());
+  Segments out;
   flush(out, c);
   return out;
 }
@@ -368,11 +391,12 @@ OpCost PassBuilder::linear_forward(const GemmShape& g) const {
   return c;
 }
 
-// dgrad and wgrad, after the FP8 cast of the m x n output gradient.
-OpCost PassBuilder::gemm_backward(const GemmShape& g) const {
+// dgrad and (unless only the input gradient is built) wgrad, after the FP8 cast of the m x n
+// output gradient, which both use.
+OpCost PassBuilder::gemm_backward(const GemmShape& g, BackwardPart part) const {
   OpCost c = fp8_cast(g.m * g.n);
   c += c_.gemm(dgrad(g), d_.precision);
-  c += c_.gemm(wgrad(g), d_.precision);
+  if (part == BackwardPart::whole) c += c_.gemm(wgrad(g), d_.precision);
   return c;
 }
 

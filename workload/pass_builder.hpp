@@ -47,11 +47,18 @@ using Segments = std::vector<Segment>;
 // The kernels of all segments of a pass (collectives left out).
 models::OpCost total(const Segments& segments);
 
-// The repeated passes of one step, each costed once.
+// Which part of a backward pass to build: all of it, or the input gradient only (the zero-bubble
+// schedules' B pass; the weight gradients are then a pass of their own, W).
+enum class BackwardPart : unsigned char { whole, input_grad };
+
+// The repeated passes of one step, each costed once. With a split backward
+// (split_backward(schedule)) layer_backward and head_backward are the input-gradient parts and
+// layer_weight_grad and head_weight_grad the weight-gradient GEMMs; otherwise the latter are
+// empty.
 struct StepPasses {
-  Segments layer_forward, layer_backward;
+  Segments layer_forward, layer_backward, layer_weight_grad;
   Segments embedding_forward, embedding_backward;
-  Segments head_forward, head_backward;
+  Segments head_forward, head_backward, head_weight_grad;
 };
 
 // Builds the segments of the repeated passes and the table of distinct TP/CP collectives they
@@ -73,15 +80,22 @@ class PassBuilder {
   Segments layer_forward();
   // Layer backward: the conjugate operators (Korthikanti et al. 2022 Fig. 5): all-reduce of the
   // input gradient after each column-parallel block; with SP, all-gather before each block and
-  // reduce-scatter after it.
-  Segments layer_backward();
+  // reduce-scatter after it. BackwardPart::input_grad leaves out the weight-gradient GEMMs.
+  Segments layer_backward(BackwardPart part = BackwardPart::whole);
+  // The weight-gradient GEMMs of a layer (X^T dY of each linear layer), one kernel run: the W
+  // pass of the zero-bubble schedules (Qi et al. 2024 section 2: B and W each do the forward's
+  // GEMM FLOPs, the attention core's backward stays in B). Every TP collective of the backward
+  // stays in B (see step/README.md).
+  Segments layer_weight_grad();
   // Vocab-parallel embedding lookup (Megatron-LM VocabParallelEmbedding): each TP rank looks up
   // its vocabulary shard, then the partial rows are all-reduced (reduce-scattered with SP).
   Segments embedding_forward();
   Segments embedding_backward();
   // Final norm, logits (column-parallel over the vocabulary) and vocab-parallel cross entropy.
   Segments head_forward();
-  Segments head_backward();
+  Segments head_backward(BackwardPart part = BackwardPart::whole);
+  // The logits' weight-gradient GEMM (the W pass of the LM head).
+  Segments head_weight_grad();
 
   models::OpCost attention_forward() const;
   models::OpCost attention_backward() const;
@@ -109,7 +123,7 @@ class PassBuilder {
 
   models::OpCost mem(double elements) const;
   models::OpCost linear_forward(const models::GemmShape& g) const;
-  models::OpCost gemm_backward(const models::GemmShape& g) const;
+  models::OpCost gemm_backward(const models::GemmShape& g, BackwardPart part) const;
   Dtype head_dtype() const;
   models::OpCost fp8_cast(double elements) const;
   double kv_bytes_elements() const;

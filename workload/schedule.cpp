@@ -7,7 +7,12 @@
 namespace clustersim::workload {
 
 const char* to_string(PassKind k) {
-  return k == PassKind::forward ? "forward" : "backward";
+  switch (k) {
+    case PassKind::forward: return "forward";
+    case PassKind::backward: return "backward";
+    case PassKind::weight_grad: return "weight_grad";
+  }
+  return "?";
 }
 
 namespace {
@@ -28,6 +33,27 @@ std::vector<PassSlot> one_f_one_b(int p, int stage, int m) {
     order.push_back({PassKind::backward, i, 0});
   }
   for (int i = m - warmup; i < m; ++i) order.push_back({PassKind::backward, i, 0});
+  return order;
+}
+
+// ZB-H1 (Qi et al. 2024 section 3.1): 1F1B with W of micro-batch i after B of i + stage in the
+// steady state, after each B in the cool-down, and the rest at the end.
+std::vector<PassSlot> zb_h1(int p, int stage, int m) {
+  const int warmup = std::min(p - stage - 1, m);
+  std::vector<PassSlot> order;
+  int next_w = 0;
+  auto weight_grad = [&] { order.push_back({PassKind::weight_grad, next_w++, 0}); };
+  for (int i = 0; i < warmup; ++i) order.push_back({PassKind::forward, i, 0});
+  for (int i = 0; i < m - warmup; ++i) {
+    order.push_back({PassKind::forward, warmup + i, 0});
+    order.push_back({PassKind::backward, i, 0});
+    if (i >= stage) weight_grad();
+  }
+  for (int i = m - warmup; i < m; ++i) {
+    order.push_back({PassKind::backward, i, 0});
+    weight_grad();
+  }
+  while (next_w < m) weight_grad();
   return order;
 }
 
@@ -80,6 +106,9 @@ std::vector<PassSlot> pipeline_order(PipelineSchedule schedule, int p, int stage
     case PipelineSchedule::one_f_one_b:
       if (v != 1) throw std::invalid_argument("pipeline_order: 1F1B takes v = 1");
       return one_f_one_b(p, stage, m);
+    case PipelineSchedule::zb_h1:
+      if (v != 1) throw std::invalid_argument("pipeline_order: ZB-H1 takes v = 1");
+      return zb_h1(p, stage, m);
     case PipelineSchedule::interleaved:
       if (m % p != 0) {
         throw std::invalid_argument("pipeline_order: interleaving needs m (" + std::to_string(m) +

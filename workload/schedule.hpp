@@ -13,7 +13,11 @@
 
 namespace clustersim::workload {
 
-enum class PassKind : unsigned char { forward, backward };
+// A layer's backward is one pass, or, in the zero-bubble schedules (Qi et al. 2024, "Zero Bubble
+// Pipeline Parallelism", section 2), two: `backward` then computes only the input gradient (B),
+// which the previous stage waits for, and `weight_grad` (W) the weight gradients, which only the
+// data-parallel reduction and the optimizer wait for.
+enum class PassKind : unsigned char { forward, backward, weight_grad };
 const char* to_string(PassKind k);
 
 // One pass of one micro-batch through one model chunk of a pipeline rank.
@@ -32,9 +36,22 @@ struct PassSlot {
 //     forward_backward_pipelining_with_interleaving): (p - s - 1) * 2 + (v - 1) * p warm-up
 //     forwards (all m * v when m == p), chunk of virtual micro-batch k = (k mod (p v)) / p
 //     (reversed for backward), micro-batch = (k / (p v)) * p + k mod p. Needs m % p == 0.
+//   ZB-H1 (Qi et al. 2024 section 3.1, figure 3): 1F1B's forwards and input-gradient passes B,
+//     with the weight-gradient passes W split off: in the steady state stage s runs W of its
+//     i-th micro-batch only after the B of its (i + s)-th, so that it holds p micro-batches
+//     like the first stage does under 1F1B; in the cool-down each B is followed by the oldest
+//     pending W, and the remaining Ws end the step. Step time with uniform stages and m >= p:
+//     m (T_F + T_B + T_W) + (p - 1)(T_F + T_B - T_W) while T_W <= T_F.
+//   Splits the backward (split_backward): each backward slot is the input gradient only.
 // Throws std::invalid_argument when p, m or v < 1, stage is out of range, v > 1 without the
 // interleaved schedule, or interleaving with m % p != 0.
 std::vector<PassSlot> pipeline_order(PipelineSchedule schedule, int p, int stage, int m, int v);
+
+// Whether the schedule runs each backward as an input-gradient pass and a separate
+// weight-gradient pass (PassKind::weight_grad).
+inline bool split_backward(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::zb_h1;
+}
 
 // The virtual stage a chunk of a pipeline rank holds: chunk * p + stage.
 inline int virtual_stage(int p, int stage, int chunk) {

@@ -55,6 +55,12 @@ class StageBuilder {
   void step_start();
   void forward(const PassSlot& slot);
   void backward(const PassSlot& slot);
+  void weight_grad(const PassSlot& slot);
+  bool reducing(const PassSlot& slot) const {
+    return tr_.reduce_per_micro_batch ||
+           slot.micro_batch == last_backward_mb_[static_cast<std::size_t>(slot.chunk)];
+  }
+  void after_gradients(const OpSite& at);
   void tail();
 
   int first_layer(int vs) const { return static_cast<int>(layer_count(vstage_layers_, 0, vs)); }
@@ -64,6 +70,7 @@ class StageBuilder {
   void await_zero12(const GradUnit& unit, int chunk);
   void unit_forward(const GradUnit& unit, const OpSite& at);
   void unit_backward(const GradUnit& unit, const OpSite& at);
+  void unit_weight_grad(const GradUnit& unit, const OpSite& at);
   void launch_reductions(const GradUnit& unit, const OpSite& at);
   void reduce_after_micro_batch(const OpSite& at);
   void optimizer();
@@ -73,6 +80,9 @@ class StageBuilder {
   const Training& tr_;
   const int stage_, p_, v_, num_vstages_, zero_, dp_ranks_;
   const bool ds2021_, zero12_overlap_, reduce_inline_;
+  // Zero-bubble schedules: backward slots are input gradients only, weight_grad slots the
+  // weight gradients, and the gradient reductions follow the latter.
+  const bool split_;
   const std::vector<int> vstage_layers_;  // layers per virtual stage
   const std::vector<PassSlot> order_;     // this rank's passes in schedule order
   StageProgram prog_;
@@ -80,8 +90,8 @@ class StageBuilder {
   std::vector<std::vector<GradUnit>> units_;  // per chunk, in backward order
   int embedding_sync_bucket_ = -1;
   std::optional<DeepSpeed2021Gathers> ds2021_gathers_;
-  // Which micro-batch's backward of a chunk launches its reductions: the last one this rank
-  // runs (gradient accumulation), unless every one does.
+  // Which micro-batch's backward (weight-gradient pass when split) of a chunk launches its
+  // reductions: the last one this rank runs (gradient accumulation), unless every one does.
   std::vector<int> last_backward_mb_;
   std::vector<bool> zero12_waited_;            // per ZeRO-1/2 gather
   std::vector<std::pair<int, int>> deferred_;  // (bucket, micro_batch) launched after backward
@@ -101,13 +111,15 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
               s_.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021),
       zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
       reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
+      split_(split_backward(s_.parallelism.schedule)),
       vstage_layers_(models::layers_per_virtual_stage(s_)),
       order_(pipeline_order(s_.parallelism.schedule, p_, stage,
                             static_cast<int>(s_.micro_batches()), v_)),
       last_backward_mb_(static_cast<std::size_t>(v_), -1) {
   prog_.stage = stage;
+  const PassKind reducing_pass = split_ ? PassKind::weight_grad : PassKind::backward;
   for (const auto& slot : order_) {
-    if (slot.kind == PassKind::backward)
+    if (slot.kind == reducing_pass)
       last_backward_mb_[static_cast<std::size_t>(slot.chunk)] = slot.micro_batch;
   }
 }
@@ -118,10 +130,10 @@ StageProgram StageBuilder::build() {
   add_gathers();
   step_start();
   for (const auto& slot : order_) {
-    if (slot.kind == PassKind::forward) {
-      forward(slot);
-    } else {
-      backward(slot);
+    switch (slot.kind) {
+      case PassKind::forward: forward(slot); break;
+      case PassKind::backward: backward(slot); break;
+      case PassKind::weight_grad: weight_grad(slot); break;
     }
   }
   tail();
@@ -198,21 +210,30 @@ void StageBuilder::forward(const PassSlot& slot) {
   if (at.virtual_stage < num_vstages_ - 1) ops_.send(plan_.message_bytes, at);
 }
 
+// A backward pass. Split (zero-bubble schedules): the input gradient only, sent to the previous
+// stage as soon as it is computed; the reductions wait for the weight-gradient pass.
 void StageBuilder::backward(const PassSlot& slot) {
   const OpSite at = site_of(slot);
   if (at.virtual_stage < num_vstages_ - 1) ops_.recv(plan_.message_bytes, at);
-  const bool reducing = tr_.reduce_per_micro_batch ||
-                        slot.micro_batch == last_backward_mb_[static_cast<std::size_t>(slot.chunk)];
   const std::vector<const GradUnit*> units = pass_units(slot);
   for (std::size_t i = 0; i < units.size(); ++i) {
     gather_before(units, i, at);
     unit_backward(*units[i], at);
-    if (reducing) launch_reductions(*units[i], at);
+    if (!split_ && reducing(slot)) launch_reductions(*units[i], at);
   }
   if (at.virtual_stage > 0) ops_.send(plan_.message_bytes, at);
-  if (!reduce_inline_ && !plan_.compressed_phase && tr_.reduce_per_micro_batch) {
-    reduce_after_micro_batch(at);
+  if (!split_) after_gradients(at);
+}
+
+// The weight gradients of a split backward, unit by unit in backward order; each unit's
+// buckets become ready after its W.
+void StageBuilder::weight_grad(const PassSlot& slot) {
+  const OpSite at = site_of(slot);
+  for (const GradUnit* unit : pass_units(slot)) {
+    unit_weight_grad(*unit, at);
+    if (reducing(slot)) launch_reductions(*unit, at);
   }
+  after_gradients(at);
 }
 
 // ZeRO-3 gathers before unit i of a pass; prefetched one unit ahead when overlapped (FSDP
@@ -273,10 +294,22 @@ void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
       }
       ops_.pass(passes.layer_backward, ComputeKind::backward, here);
       break;
+    case UnitKind::embedding:  // all weight gradient: the W pass's when split
+      if (!split_) ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
+      break;
+    case UnitKind::head: ops_.pass(passes.head_backward, ComputeKind::lm_head, here); break;
+  }
+}
+
+void StageBuilder::unit_weight_grad(const GradUnit& unit, const OpSite& at) {
+  const StepPasses& passes = plan_.passes;
+  const OpSite here = at.at_layer(unit.layer);
+  switch (unit.kind) {
+    case UnitKind::layer: ops_.pass(passes.layer_weight_grad, ComputeKind::backward, here); break;
     case UnitKind::embedding:
       ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
       break;
-    case UnitKind::head: ops_.pass(passes.head_backward, ComputeKind::lm_head, here); break;
+    case UnitKind::head: ops_.pass(passes.head_weight_grad, ComputeKind::lm_head, here); break;
   }
 }
 
@@ -288,6 +321,14 @@ void StageBuilder::launch_reductions(const GradUnit& unit, const OpSite& at) {
     } else {
       deferred_.push_back({bid, at.micro_batch});
     }
+  }
+}
+
+// Without overlap, a per-micro-batch reduction blocks right after the pass that completes the
+// micro-batch's gradients.
+void StageBuilder::after_gradients(const OpSite& at) {
+  if (!reduce_inline_ && !plan_.compressed_phase && tr_.reduce_per_micro_batch) {
+    reduce_after_micro_batch(at);
   }
 }
 

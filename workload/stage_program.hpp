@@ -1,7 +1,8 @@
 // The program of one pipeline rank: its gradient units, buckets and parameter gathers, then its
 // passes in schedule order (each forward and backward as ops: receive, per-unit gathers and
-// kernels, gradient reductions, send), then the step's tail (deferred reductions, optimizer,
-// ZeRO-1/2 parameter gathers).
+// kernels, gradient reductions, send; with a split backward the reductions follow the separate
+// weight-gradient pass instead), then the step's tail (deferred reductions, optimizer, ZeRO-1/2
+// parameter gathers).
 #pragma once
 
 #include "core/scenario.hpp"

@@ -1,5 +1,5 @@
-// Pipeline bubble and in-flight micro-batches against Narayanan et al. SC'21 §2.2 and
-// Korthikanti et al. §4.2.3.
+// Pipeline bubble and in-flight micro-batches against Narayanan et al. SC'21 §2.2,
+// Korthikanti et al. §4.2.3 and Qi et al. 2024 §3.1 (ZB-H1).
 #include <catch2/catch.hpp>
 
 #include "models/pipeline.hpp"
@@ -16,6 +16,19 @@ TEST_CASE("the 1F1B and GPipe bubble is (p - 1) / m of the ideal time") {
 
 TEST_CASE("interleaving v chunks per rank divides the bubble by v") {
   CHECK(bubble_over_ideal(8, 3, 64, PipelineSchedule::interleaved) == Approx(7.0 / (3 * 64)));
+}
+
+TEST_CASE("the ZB-H1 bubble is a third of 1F1B's with equal F, B and W passes") {
+  // Qi et al. 2024 section 3.1: (p - 1)(T_F + T_B - T_W) / (m (T_F + T_B + T_W)) = (p - 1) / 3m.
+  CHECK(bubble_over_ideal(4, 1, 8, PipelineSchedule::zb_h1) == Approx(3.0 / 24));
+  CHECK(bubble_fraction_of_step(4, 1, 8, PipelineSchedule::zb_h1) == Approx(3.0 / 27));
+}
+
+TEST_CASE("ZB-H1 holds p micro-batches on every stage, at most m") {
+  for (int i = 0; i < 4; ++i) {
+    CHECK(micro_batches_in_flight(i, 4, 1, 16, PipelineSchedule::zb_h1) == 4);
+  }
+  CHECK(micro_batches_in_flight(3, 8, 1, 3, PipelineSchedule::zb_h1) == 3);
 }
 
 TEST_CASE("1F1B holds p - i micro-batches on stage i, at most m") {

@@ -149,6 +149,50 @@ TEST_CASE("With free communication the interleaved bubble shrinks by the number 
   CHECK(share == Approx(double(p - 1) / (v * m + p - 1)).epsilon(0.002));
 }
 
+namespace {
+
+// Healthy-GPU time of micro-batch 0's passes of `kind` on one stage's program.
+double pass_time(const workload::StageProgram& prog, workload::PassKind kind) {
+  double t = 0;
+  for (const auto& op : prog.ops) {
+    if (op.kind == workload::OpKind::compute && op.micro_batch == 0 && op.pass == kind)
+      t += op.time_s;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("With free communication the ZB-H1 bubble is (p - 1)(F + B - W) of the step") {
+  // Qi et al. 2024 section 3.1: ZB-H1's bubble is (p - 1)(T_F + T_B - T_W) against 1F1B's
+  // (p - 1)(T_F + T_B + T_W), the pipeline part of the step m (T_F + T_B + T_W) plus the bubble
+  // (m >= p, T_W <= T_F). T_F, T_B, T_W: the first (critical) stage's kernels of one micro-batch.
+  const auto [p, m] =
+      GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
+  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
+  j["training"]["global_batch"] = m;
+  j["parallelism"]["schedule"] = "zb-h1";
+  const Scenario s = load_ideal(j);
+  const auto prepared = step::prepare_step(s, cli::load_step_calibrations(s), {}, false);
+  const auto& first = prepared.workload.stages.at(0);
+  const double tf = pass_time(first, workload::PassKind::forward);
+  const double tb = pass_time(first, workload::PassKind::backward);
+  const double tw = pass_time(first, workload::PassKind::weight_grad);
+  REQUIRE(tw > 0);
+  REQUIRE(tw <= tf);
+  step::StepOptions o;
+  o.free_communication = true;
+  const step::StepReport r = run(s, o);
+  REQUIRE(r.completed);
+  CHECK(r.critical_stage == 0);
+  const auto& b = r.breakdown;
+  const double bubble = (p - 1) * (tf + tb - tw);
+  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  CHECK(share == Approx(bubble / (m * (tf + tb + tw) + bubble)).epsilon(0.002));
+  // And below 1F1B's (p - 1) / (m + p - 1).
+  CHECK(share < double(p - 1) / (m + p - 1));
+}
+
 TEST_CASE("Turning overlap off never makes a step faster") {
   nlohmann::json j = medium(small_scenario(32, 4, 8, 1));
   j["parallelism"]["zero_stage"] = GENERATE(0, 1, 3);

@@ -235,7 +235,7 @@ TEST_CASE("Counting the embedding in the pipeline split takes a layer off the fi
 TEST_CASE("Every pipeline send has exactly one matching receive") {
   const auto [pp, vpp, schedule] =
       GENERATE(std::make_tuple(4, 1, "1f1b"), std::make_tuple(2, 2, "interleaved"),
-               std::make_tuple(4, 1, "gpipe"));
+               std::make_tuple(4, 1, "gpipe"), std::make_tuple(4, 1, "zb-h1"));
   nlohmann::json j = small_scenario(2 * pp, 2, 1, pp);
   j["parallelism"]["vpp"] = vpp;
   j["parallelism"]["schedule"] = schedule;
