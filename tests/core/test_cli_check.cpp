@@ -180,3 +180,16 @@ TEST_CASE("pure data parallelism of the 70B model fits only with ZeRO-3") {
     }
   }
 }
+
+TEST_CASE("check gives ZB-H1's closed-form bubble, a third of 1F1B's") {
+  // pp 2, global batch 1024 over dp 64: m = 16 micro-batches. 1F1B: (p - 1) / m = 1/16 =
+  // 6.25% of the ideal compute; ZB-H1 (Qi et al. 2024 section 3.1, F = B = W): 1/48 = 2.08%.
+  std::string zb = kValid;
+  zb.replace(zb.find("\"zero_stage\": 1"), 15, "\"zero_stage\": 1, \"schedule\": \"zb-h1\"");
+  const Run one = check(q(write_file("one.json", kValid).string()));
+  const Run r = check(q(write_file("zb.json", zb).string()));
+  CHECK(one.exit_code == 0);
+  CHECK(one.out.find("(p-1)/m = 6.25% of ideal compute") != std::string::npos);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("(p-1)/3m (F = B = W) = 2.08% of ideal compute") != std::string::npos);
+}
