@@ -58,7 +58,44 @@ const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
 
-// Model architecture (a dense decoder-only Transformer).
+// The mixture-of-experts FFN of a model (Shazeer et al. 2017; GShard; DeepSeekMoE, Dai et al.
+// 2024): in each MoE layer a router picks `experts_per_token` of `num_experts` routed experts for
+// every token, and `shared_experts` experts see every token. The FFN of every other layer is
+// the model's dense one (ModelSpec::ffn_hidden). Expert FFNs use the model's activation (SwiGLU:
+// three matrices each).
+struct MoeSpec {
+  int num_experts = 0;               // routed experts per MoE layer
+  int experts_per_token = 0;         // top-k
+  int expert_ffn_hidden = 0;         // FFN width of one routed expert
+  int shared_experts = 0;            // experts every token goes through
+  int shared_expert_ffn_hidden = 0;  // FFN width of one shared expert (0 without them)
+  // The first layers keep the dense FFN (DeepSeek's first_k_dense_replace); of the others,
+  // layer i (0-based) is an MoE layer when i % moe_layer_freq == 0 (DeepSeek's and Megatron-
+  // Core's moe_layer_freq; 1 = all of them).
+  int first_dense_layers = 0;
+  int moe_layer_freq = 1;
+  // Tokens an expert takes per micro-batch, as a multiple of the mean (tokens x top-k /
+  // experts); tokens beyond it are dropped. 0 = dropless (Megatron-Core's default, None).
+  double capacity_factor = 0;
+  // Tokens routed to the busiest expert / the mean: 1 = perfectly balanced; at most
+  // num_experts / experts_per_token (every token on the same experts).
+  double routing_imbalance = 1.0;
+};
+
+// Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1; DeepSeek-V3): queries and
+// keys/values pass through low-rank latents, and each head's query/key has a part without
+// position (qk_nope_head_dim) and a decoupled RoPE part (qk_rope_head_dim; the key's RoPE part
+// is one vector shared by all heads).
+struct MlaSpec {
+  int q_lora_rank = 0;  // query latent width; 0 = queries projected directly from the hidden
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+// Model architecture: a decoder-only Transformer, dense unless `moe` is set.
 struct ModelSpec {
   std::string name;
   std::string source;  // citation for the shape
@@ -74,7 +111,25 @@ struct ModelSpec {
   bool learned_position_embeddings = false;  // GPT-style absolute positions (RoPE otherwise)
   bool linear_biases = false;                // biases on the linear layers (GPT) or not (Llama)
   std::string norm = "layernorm";            // "layernorm" (weight+bias) or "rmsnorm" (weight only)
-  int head_dim() const { return hidden / num_heads; }
+  // Width of one attention head when the config gives it (Qwen3: 128 with hidden 2048 and 32
+  // heads); 0 = hidden / num_heads.
+  int attention_head_dim = 0;
+  std::optional<MoeSpec> moe;  // mixture-of-experts FFN; none = dense
+  std::optional<MlaSpec> mla;  // multi-head latent attention; none = multi-head / grouped-query
+  // Multi-token prediction modules (DeepSeek-V3 §2.2): each one Transformer layer, a 2h -> h
+  // projection and two RMSNorms, sharing the embedding and output head of the main model.
+  int mtp_layers = 0;
+  int head_dim() const { return attention_head_dim > 0 ? attention_head_dim : hidden / num_heads; }
+  // Whether Transformer layer `layer` (0-based, of num_layers) has the MoE FFN.
+  bool is_moe_layer(int layer) const {
+    return moe && layer >= moe->first_dense_layers && layer % moe->moe_layer_freq == 0;
+  }
+  // Layers with the MoE FFN, of the num_layers.
+  int moe_layer_count() const {
+    int n = 0;
+    for (int i = 0; i < num_layers; ++i) n += is_moe_layer(i) ? 1 : 0;
+    return n;
+  }
 };
 
 // One GPU model. Peaks are dense (no sparsity), in FLOP/s.
@@ -149,6 +204,15 @@ struct Parallelism {
   int pp = 1;
   int cp = 1;   // context parallelism (sequence split across GPUs for attention)
   int vpp = 1;  // virtual pipeline stages per rank (interleaved schedule); 1 = none
+  // Expert parallelism (Megatron-Core expert_model_parallel_size): the routed experts of each
+  // MoE layer split over ep ranks, taken from the tp x cp x dp ranks of a pipeline stage.
+  int ep = 1;
+  // Tensor parallelism inside each expert (expert_tensor_parallel_size); 0 = tp, Megatron-Core's
+  // default. expert_tp() is the size in use.
+  int etp = 0;
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Data parallelism of the expert weights: the tp x cp x dp ranks of a stage / (etp x ep).
+  int expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
   bool sequence_parallel = false;
   int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;

@@ -82,7 +82,7 @@ std::vector<std::string> parse_fp32_layer_groups(const JsonNode& groups) {
 
 Parallelism parse_parallelism(const JsonNode& n) {
   refuse_framework_names(n);
-  n.only_keys({"dp", "tp", "pp", "cp", "vpp", "sequence_parallel", "zero_stage",
+  n.only_keys({"dp", "tp", "pp", "cp", "vpp", "ep", "etp", "sequence_parallel", "zero_stage",
                "zero3_implementation", "schedule", "layers_per_stage",
                "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
   Parallelism p;
@@ -91,6 +91,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
   p.pp = static_cast<int>(n.int_or("pp", 1, 1, 1 << 12));
   p.cp = static_cast<int>(n.int_or("cp", 1, 1, 1 << 12));
   p.vpp = static_cast<int>(n.int_or("vpp", 1, 1, 1 << 10));
+  p.ep = static_cast<int>(n.int_or("ep", 1, 1, 1 << 16));
+  p.etp = static_cast<int>(n.int_or("etp", 0, 1, 1 << 12));
   p.sequence_parallel = n.bool_or("sequence_parallel", false);
   p.zero_stage = static_cast<int>(n.int_or("zero_stage", 0, 0, 3));
   parse_zero3_implementation(n, p);

@@ -22,8 +22,10 @@ const std::map<std::string, std::string>& framework_names() {
       {"use_distributed_optimizer",
        "write \"zero_stage\": 1 in \"parallelism\" (Megatron's distributed optimizer shards the "
        "optimizer states over data-parallel ranks, as ZeRO stage 1 does)"},
-      {"expert_model_parallel_size",
-       "expert parallelism is not modelled yet: clustersim simulates dense Transformers"},
+      {"expert_model_parallel_size", "write \"ep\" in \"parallelism\""},
+      {"expert_tensor_parallel_size",
+       "write \"etp\" in \"parallelism\" (or leave it out: experts then take tp, as in "
+       "Megatron-Core)"},
       {"micro_batch_size", "write \"micro_batch\" in \"training\""},
       {"global_batch_size", "write \"global_batch\" in \"training\""},
       {"seq_length", "write \"seq_len\" in \"training\""},

@@ -7,13 +7,16 @@
 
 #include "core/data_root.hpp"
 #include "core/units.hpp"
+#include "input/model_blocks.hpp"
 #include "input/read_helpers.hpp"
 
 namespace clustersim {
 
 namespace {
 
+using input::check_sources;
 using input::enum_or;
+using input::require_sources;
 
 // Ranges of the hardware figures, in SI units. They are far wider than any real part (the
 // slowest link meant here is PCIe 1.0 x1, 0.25 GB/s per direction; an H100's HBM3 moves
@@ -39,28 +42,6 @@ constexpr double kMaxOversubscription = 1000;
 // A figure in the key's unit (`unit` SI units each) within [min, max] SI units; returns SI.
 double figure_at(const JsonNode& n, std::string_view key, double unit, double min, double max) {
   return n.number_in_at(key, min / unit, max / unit) * unit;
-}
-
-// A "sources" object cites, as text, keys that its object sets.
-void check_sources(const JsonNode& node, const JsonNode& sources) {
-  sources.require_object();
-  for (const auto& [key, value] : sources.members()) {
-    value.as_string();
-    if (!node.has(key)) {
-      value.fail("cites \"" + key + "\", which this file does not set");
-    }
-  }
-}
-
-// Every numeric key of a preset must be cited in its "sources" object.
-void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys) {
-  const JsonNode sources = node.at("sources");
-  check_sources(node, sources);
-  for (const auto& key : numeric_keys) {
-    if (node.has(key) && !sources.has(key)) {
-      node.fail_at(key, "\"" + key + "\" has no citation in \"sources\"");
-    }
-  }
 }
 
 std::string preset_path(const std::string& folder, const std::string& name) {
@@ -98,7 +79,9 @@ T by_name_or_inline(const JsonNode& node, const std::string& folder, const char*
 }
 
 void check_model_heads(const JsonNode& n, const ModelSpec& m) {
-  if (m.hidden % m.num_heads != 0) {
+  // With the head width given (head_dim) or MLA's, the hidden size need not split into heads.
+  const bool own_head_width = m.attention_head_dim > 0 || m.mla.has_value();
+  if (!own_head_width && m.hidden % m.num_heads != 0) {
     n.fail_at("num_attention_heads", std::to_string(m.num_heads) +
                                          " attention heads do not divide hidden_size " +
                                          std::to_string(m.hidden));
@@ -110,9 +93,26 @@ void check_model_heads(const JsonNode& n, const ModelSpec& m) {
 }
 
 ModelSpec model_from_object(const JsonNode& n) {
-  n.only_keys({"name", "source", "description", "num_layers", "hidden_size", "num_attention_heads",
-               "num_kv_heads", "ffn_hidden_size", "vocab_size", "max_seq_len", "ffn",
-               "tied_embeddings", "position_embeddings", "linear_biases", "norm", "sources"});
+  n.only_keys({"name",
+               "source",
+               "description",
+               "num_layers",
+               "hidden_size",
+               "num_attention_heads",
+               "num_kv_heads",
+               "ffn_hidden_size",
+               "vocab_size",
+               "max_seq_len",
+               "ffn",
+               "tied_embeddings",
+               "position_embeddings",
+               "linear_biases",
+               "norm",
+               "head_dim",
+               "moe",
+               "mla",
+               "mtp_layers",
+               "sources"});
   ModelSpec m;
   m.name = n.string_at("name");
   m.source = n.string_or("source", "");
@@ -135,6 +135,7 @@ ModelSpec model_from_object(const JsonNode& n) {
     sources->require_object();
     for (const auto& [key, value] : sources->members()) value.as_string();
   }
+  input::read_model_blocks(n, m);
   check_model_heads(n, m);
   return m;
 }

@@ -7,7 +7,8 @@
 //   {"name", "source", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
 //    "ffn_hidden_size", "vocab_size", "max_seq_len", "ffn": "gelu"|"swiglu"|"squared_relu",
 //    "tied_embeddings", "position_embeddings": "learned"|"rope", "linear_biases",
-//    "norm": "layernorm"|"rmsnorm"}
+//    "norm": "layernorm"|"rmsnorm", "head_dim" (optional; default hidden_size / heads),
+//    "moe": {...}, "mla": {...}, "mtp_layers" (optional blocks: input/model_blocks.hpp)}
 // GPU preset:
 //   {"name", "peak_tflops": {"fp32","tf32","bf16","fp16","fp8"} (dense), "hbm_GB",
 //    "hbm_TBps", "nvlink_GBps" (per GPU, one direction), "pcie_GBps" (one direction),

@@ -11,6 +11,27 @@ std::string number_text(double v) {
   return os.str();
 }
 
+void check_sources(const JsonNode& node, const JsonNode& sources) {
+  sources.require_object();
+  for (const auto& [key, value] : sources.members()) {
+    value.as_string();
+    if (!node.has(key)) {
+      value.fail("cites \"" + key + "\", which this file does not set");
+    }
+  }
+}
+
+// Every numeric key of a preset must be cited in its "sources" object.
+void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys) {
+  const JsonNode sources = node.at("sources");
+  check_sources(node, sources);
+  for (const auto& key : numeric_keys) {
+    if (node.has(key) && !sources.has(key)) {
+      node.fail_at(key, "\"" + key + "\" has no citation in \"sources\"");
+    }
+  }
+}
+
 namespace {
 
 std::string with_unit(double v, std::string_view unit) {

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/json_reader.hpp"
 #include "core/name_table.hpp"
@@ -44,6 +45,11 @@ double positive_up_to_at(const JsonNode& node, std::string_view key, double max,
                          std::string_view unit = "");
 double positive_up_to_or(const JsonNode& node, std::string_view key, double fallback, double max,
                          std::string_view unit = "");
+
+// A "sources" object cites, as text, keys that its object (`node`) sets.
+void check_sources(const JsonNode& node, const JsonNode& sources);
+// `node` has a "sources" object (checked as above) citing every key of `numeric_keys` it sets.
+void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys);
 
 // "1e+07" -> "1e7"-style short text of a bound or value for messages.
 std::string number_text(double v);

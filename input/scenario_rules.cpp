@@ -73,6 +73,60 @@ void check_tensor_parallel(const Rules& r) {
   }
 }
 
+// Expert parallelism as Megatron-Core lays it out (megatron/core/parallel_state.py: the
+// tp x cp x dp ranks of a pipeline stage are regrouped as etp x ep x expert-dp; transformer_
+// config.py: experts divisible by ep, sequence parallelism with tp and ep).
+void check_expert_parallel(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const ModelSpec& m = r.s.model;
+  if (!m.moe) {
+    if (p.ep > 1) {
+      r.fail("/parallelism/ep", "ep " + std::to_string(p.ep) +
+                                    " needs a mixture-of-experts "
+                                    "model; \"" +
+                                    m.name + "\" is dense (no \"moe\" block)");
+    }
+    if (p.etp > 0) {
+      r.fail("/parallelism/etp",
+             "etp (expert tensor parallelism) needs a mixture-of-experts "
+             "model; \"" +
+                 m.name + "\" is dense (no \"moe\" block)");
+    }
+    return;
+  }
+  const MoeSpec& e = *m.moe;
+  const std::string ep_text = "ep " + std::to_string(p.ep);
+  if (e.num_experts % p.ep != 0) {
+    r.fail("/parallelism/ep", ep_text + " does not divide the model's " +
+                                  std::to_string(e.num_experts) + " routed experts");
+  }
+  const int etp = p.expert_tp();
+  const std::string etp_key = p.etp > 0 ? "/parallelism/etp" : "/parallelism/tp";
+  const std::string etp_text =
+      "expert tensor parallelism " + std::to_string(etp) + (p.etp > 0 ? "" : " (etp = tp)");
+  const std::int64_t stage_ranks = std::int64_t(p.tp) * p.cp * p.dp;
+  if (stage_ranks % (std::int64_t(etp) * p.ep) != 0) {
+    r.fail(p.etp > 0 ? "/parallelism/etp" : "/parallelism/ep",
+           "tp x cp x dp = " + std::to_string(stage_ranks) +
+               " ranks per pipeline stage are not divisible by etp x ep = " + std::to_string(etp) +
+               " x " + std::to_string(p.ep));
+  }
+  if (e.expert_ffn_hidden % etp != 0) {
+    r.fail(etp_key, etp_text + " does not divide expert_ffn_hidden_size " +
+                        std::to_string(e.expert_ffn_hidden));
+  }
+  if (e.shared_experts > 0 && e.shared_expert_ffn_hidden % p.tp != 0) {
+    r.fail("/parallelism/tp", "tp " + std::to_string(p.tp) +
+                                  " does not divide shared_expert_ffn_hidden_size " +
+                                  std::to_string(e.shared_expert_ffn_hidden));
+  }
+  if (p.ep > 1 && p.tp > 1 && !p.sequence_parallel) {
+    r.fail("/parallelism/sequence_parallel",
+           "expert parallelism with tp > 1 needs sequence_parallel (Megatron-Core refuses it "
+           "otherwise: the tokens are dispatched from their sequence-parallel shards)");
+  }
+}
+
 void check_schedule(const Rules& r) {
   const Parallelism& p = r.s.parallelism;
   if (p.vpp > 1 && p.pp == 1) {
@@ -240,6 +294,7 @@ void validate_scenario(Scenario& scenario) {
   const Rules rules{scenario};
   check_gpus(rules);
   check_tensor_parallel(rules);
+  check_expert_parallel(rules);
   check_schedule(rules);
   check_layer_split(rules);
   check_overlap_and_attention(rules);

@@ -185,7 +185,7 @@ CheckedInput load_checked(const std::string& path) {
   InputBundle& input = checked.input;
   input.checkpointing =
       input.checkpointing.resolved_for(models::count_parameters(input.scenario.model).total());
-  checked.calibrations = load_step_calibrations(input.scenario);
+  checked.calibrations = read_step_calibrations(input.scenario);
   return checked;
 }
 

@@ -263,7 +263,9 @@ TEST_CASE("Megatron-LM and NeMo key names are answered with the clustersim key t
   expect_error(with({{"parallelism", {{"use_distributed_optimizer", true}}}}),
                "/parallelism/use_distributed_optimizer", "\"zero_stage\": 1");
   expect_error(with({{"parallelism", {{"expert_model_parallel_size", 8}}}}),
-               "/parallelism/expert_model_parallel_size", "not modelled");
+               "/parallelism/expert_model_parallel_size", "write \"ep\"");
+  expect_error(with({{"parallelism", {{"expert_tensor_parallel_size", 1}}}}),
+               "/parallelism/expert_tensor_parallel_size", "write \"etp\"");
   expect_error(with({{"training", {{"micro_batch_size", 1}}}}), "/training/micro_batch_size",
                "write \"micro_batch\"");
   expect_error(with({{"training", {{"seq_length", 4096}}}}), "/training/seq_length",
