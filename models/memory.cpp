@@ -209,7 +209,48 @@ struct MemorySizes {
   int seq_per_gpu = 1;
   LayerActivations act;   // a layer under training.recompute
   LayerActivations kept;  // a layer left out of a partial full recomputation
+  // Mixture of experts: one MoE layer's parameters on one GPU besides its routed experts (split
+  // by tp), its routed experts there (num_experts / ep of them, split by etp), the ranks ZeRO
+  // shards the experts over (the expert-data-parallel group, Megatron-Core's
+  // expert_data_parallel group: tp x cp x dp / (etp x ep)), and its activations.
+  double moe_layer_params = 0;
+  double expert_params = 0;
+  double expert_shard_ranks = 1;
+  LayerActivations moe_act;
+  LayerActivations moe_kept;
 };
+
+// The model as the activation estimate sees an MoE layer: a dense FFN as wide as what one
+// token passes through on the busiest GPU, top-k routed experts (times the routing imbalance)
+// plus the shared experts. UNVERIFIED approximation: the permuted copies of the tokens and the
+// router's probabilities are not counted.
+ModelSpec moe_layer_as_dense(const ModelSpec& m) {
+  const MoeSpec& e = *m.moe;
+  ModelSpec d = m;
+  d.ffn_hidden =
+      static_cast<int>(std::lround(e.experts_per_token * e.expert_ffn_hidden * e.routing_imbalance +
+                                   double(e.shared_experts) * e.shared_expert_ffn_hidden));
+  return d;
+}
+
+void add_moe_sizes(const Scenario& s, MemorySizes& z) {
+  const ModelSpec& m = s.model;
+  if (!m.moe) return;
+  const Parallelism& par = s.parallelism;
+  const Training& tr = s.training;
+  const LayerParameters layer = moe_layer_parameters_on_gpu(m, par);
+  z.moe_layer_params = layer.dense;
+  z.expert_params = layer.experts;
+  z.expert_shard_ranks = par.expert_dp();
+  const ModelSpec d = moe_layer_as_dense(m);
+  const bool fp8_linears = tr.precision == Dtype::fp8;
+  z.moe_act =
+      layer_activation_bytes(d, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
+                             tr.recompute, tr.attention, tr.dropout, fp8_linears);
+  z.moe_kept =
+      layer_activation_bytes(d, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
+                             Recompute::none, tr.attention, tr.dropout, fp8_linears);
+}
 
 MemorySizes memory_sizes(const Scenario& s) {
   const Parallelism& par = s.parallelism;
@@ -231,7 +272,25 @@ MemorySizes memory_sizes(const Scenario& s) {
   z.kept =
       layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
                              Recompute::none, tr.attention, tr.dropout, fp8_linears);
+  add_moe_sizes(s, z);
   return z;
+}
+
+// MoE layers of pipeline stage `stage`: the layers of its virtual stages (chunk x pp + stage),
+// numbered in virtual-stage order, that ModelSpec::is_moe_layer names.
+int moe_layers_on_stage(const Scenario& s, int stage) {
+  if (!s.model.moe) return 0;
+  const std::vector<int> chunks = layers_per_virtual_stage(s);
+  const int pp = s.parallelism.pp;
+  int first = 0;
+  int n = 0;
+  for (std::size_t vs = 0; vs < chunks.size(); ++vs) {
+    if (static_cast<int>(vs) % pp == stage) {
+      for (int i = first; i < first + chunks[vs]; ++i) n += s.model.is_moe_layer(i) ? 1 : 0;
+    }
+    first += chunks[vs];
+  }
+  return n;
 }
 
 // NCCL channels of a collective communicator under NCCL_MIN/MAX_NCHANNELS.
@@ -257,6 +316,16 @@ NcclBuffers nccl_buffers(const Scenario& s, int channels) {
       ++b.collective_comms;
     }
   }
+  // An MoE model adds the expert-parallel communicator (dispatch and combine) and the
+  // expert-data-parallel one (expert gradients).
+  if (s.model.moe) {
+    for (int size : {par.ep, par.expert_dp()}) {
+      if (size > 1) {
+        b.bytes += collective_buffers(s.comm.nccl, channels);
+        ++b.collective_comms;
+      }
+    }
+  }
   if (par.pp > 1) b.bytes += 2 * kNcclP2pChannelsPerPeer * s.comm.nccl.buffsize_bytes;
   return b;
 }
@@ -270,13 +339,19 @@ struct StageParameters {
   double embedding = 0;
   double head = 0;
   double other = 0;
+  double experts = 0;  // routed experts (MoE layers)
 };
 StageParameters stage_parameters(const Scenario& s, const MemorySizes& z, int stage, int layers) {
   const ParameterCounts params = count_parameters(s.model);
   const int tp = s.parallelism.tp;
   const int pp = s.parallelism.pp;
   StageParameters sp;
-  sp.other = layers * z.layer_params;
+  const int moe_layers = moe_layers_on_stage(s, stage);
+  sp.other = (layers - moe_layers) * z.layer_params;
+  if (moe_layers > 0) {
+    sp.other += moe_layers * z.moe_layer_params;
+    sp.experts = moe_layers * z.expert_params;
+  }
   if (stage == 0) {
     sp.embedding = params.embedding / tp;
     sp.other += params.position_embedding;
@@ -306,14 +381,15 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   // its two moments only (4 + 4 + 8 = 16 B/param with FP32 gradients, not 2 + 4 + 12 = 18).
   const bool master_is_shard =
       par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
-  st.weights_bytes = st.parameters * (master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
+  const double dense = sp.embedding + sp.head + sp.other;  // all but the routed experts
+  st.weights_bytes = dense * (master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
   st.gradients_bytes = (sp.embedding * z.embedding_grad_bytes + sp.head * z.head_grad_bytes +
                         sp.other * z.grad_bytes) /
                        grad_shard;
   const Dtype state = s.training.optimizer_state_dtype;
   const double adam_bytes =
       adam_state_bytes_per_param(state) - (master_is_shard ? bytes_per_element(state) : 0.0);
-  st.optimizer_bytes = st.parameters * adam_bytes / opt_shard;
+  st.optimizer_bytes = dense * adam_bytes / opt_shard;
   if (par.zero_stage < 3) return;
   const bool first = st.stage == 0;
   const bool last = st.stage == par.pp - 1;
@@ -333,6 +409,30 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   }
 }
 
+// The routed experts' states, as add_model_states counts the rest, sharded by ZeRO over the
+// expert-data-parallel ranks (Megatron-Core's distributed optimizer shards expert parameters
+// over that group). UNVERIFIED for ZeRO-3: no gathered expert units are added.
+void add_expert_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
+                       const StageParameters& sp) {
+  if (sp.experts == 0) return;
+  const Parallelism& par = s.parallelism;
+  const double ranks = z.expert_shard_ranks;
+  const bool master_is_shard =
+      par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
+  const Dtype state = s.training.optimizer_state_dtype;
+  const double adam_bytes =
+      adam_state_bytes_per_param(state) - (master_is_shard ? bytes_per_element(state) : 0.0);
+  const double weights = sp.experts * (master_is_shard ? kFp32Bytes : z.weight_bytes) /
+                         (par.zero_stage >= 3 ? ranks : 1.0);
+  const double grads = sp.experts * z.grad_bytes / (par.zero_stage >= 2 ? ranks : 1.0);
+  const double optimizer = sp.experts * adam_bytes / (par.zero_stage >= 1 ? ranks : 1.0);
+  st.weights_bytes += weights;
+  st.gradients_bytes += grads;
+  st.optimizer_bytes += optimizer;
+  st.expert_parameters = sp.experts;
+  st.expert_state_bytes = weights + grads + optimizer;
+}
+
 void add_activations(StageMemory& st, const Scenario& s, const MemorySizes& z) {
   const ModelSpec& m = s.model;
   const Parallelism& par = s.parallelism;
@@ -346,6 +446,13 @@ void add_activations(StageMemory& st, const Scenario& s, const MemorySizes& z) {
   const int act_layers =
       tr.recompute == Recompute::full ? recomputed_layers_on_stage(s, st.stage) : st.layers;
   double per_micro_batch = z.act.stored * act_layers + z.kept.stored * (st.layers - act_layers);
+  // MoE layers store their FFN's activations instead of the dense FFN's (taken as recomputed
+  // like the stage's other layers).
+  if (st.moe_layers > 0) {
+    const double moe_extra =
+        act_layers > 0 ? z.moe_act.stored - z.act.stored : z.moe_kept.stored - z.kept.stored;
+    per_micro_batch += moe_extra * st.moe_layers;
+  }
   // Korthikanti et al. §4.3: the embedding dropout mask on the first stage; the final norm's
   // and output layer's inputs (2 bytes each per element) and the FP32 logits (split by the
   // vocab-parallel output layer) on the last.
@@ -355,7 +462,10 @@ void add_activations(StageMemory& st, const Scenario& s, const MemorySizes& z) {
     per_micro_batch += tokens * kLogitBytes * m.vocab / par.tp;
   }
   st.activation_per_micro_batch_bytes = per_micro_batch;
-  st.activation_transient_bytes = act_layers > 0 ? z.act.transient : 0.0;
+  st.activation_transient_bytes =
+      act_layers > 0
+          ? (st.moe_layers > 0 ? std::max(z.act.transient, z.moe_act.transient) : z.act.transient)
+          : 0.0;
   st.activations_bytes =
       per_micro_batch * st.micro_batches_in_flight + st.activation_transient_bytes;
 }
@@ -442,8 +552,10 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     st.stage = stage;
     st.layers = layers[static_cast<std::size_t>(stage)];
     const StageParameters sp = stage_parameters(s, z, stage, st.layers);
-    st.parameters = sp.embedding + sp.head + sp.other;
+    st.moe_layers = moe_layers_on_stage(s, stage);
+    st.parameters = sp.embedding + sp.head + sp.other + sp.experts;
     add_model_states(st, s, z, sp);
+    add_expert_states(st, s, z, sp);
     add_activations(st, s, z);
     add_buffers(st, s, z, nccl.bytes);
     est.stages.push_back(st);

@@ -1,6 +1,7 @@
 // GPU memory per rank for a training scenario: model states (weights, gradients, optimizer
-// states under ZeRO 0-3), activations (Korthikanti et al. 2022, generalised to GQA and SwiGLU),
-// communication buffers and 1-bit Adam error feedback, and the verdict against the GPU's HBM.
+// states under ZeRO 0-3; routed experts split by expert parallelism), activations (Korthikanti et
+// al. 2022, generalised to GQA and SwiGLU), communication buffers and 1-bit Adam error feedback,
+// and the verdict against the GPU's HBM.
 //
 // Everything here is a closed-form estimate of the peak, by pipeline stage; the worst stage
 // decides whether the scenario fits. Bytes throughout.
@@ -74,6 +75,12 @@ struct StageMemory {
   double nccl_buffers_bytes = 0;  // NCCL's per-channel protocol buffers of every communicator
   double dp_bucket_bytes = 0;     // gradient-reduction staging buckets
   double onebit_adam_bytes = 0;   // 1-bit Adam error-feedback buffers and packed sign buffers
+  // Mixture of experts: the routed-expert parameters this GPU holds (its num_experts / ep
+  // experts of each MoE layer on the stage, split by expert tensor parallelism; included in
+  // `parameters`) and their weights, gradients and optimizer states (included in those three).
+  int moe_layers = 0;
+  double expert_parameters = 0;
+  double expert_state_bytes = 0;
 
   double total_bytes() const {
     return weights_bytes + zero3_gathered_bytes + gradients_bytes + optimizer_bytes +

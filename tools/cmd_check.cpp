@@ -74,6 +74,24 @@ std::string describe_model(const ModelSpec& m) {
      << (m.learned_position_embeddings ? "learned positions" : "RoPE") << ", "
      << (m.linear_biases ? "biases" : "no biases") << ", "
      << (m.tied_embeddings ? "tied" : "untied") << " embeddings";
+  if (m.mla) {
+    os << "; MLA (KV latent " << m.mla->kv_lora_rank << ", query latent " << m.mla->q_lora_rank
+       << ", heads " << m.mla->qk_nope_head_dim << "+" << m.mla->qk_rope_head_dim << " / "
+       << m.mla->v_head_dim << ")";
+  }
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    os << "; MoE in " << m.moe_layer_count() << " layers: top-" << e.experts_per_token << " of "
+       << e.num_experts << " experts of width " << e.expert_ffn_hidden;
+    if (e.shared_experts > 0) {
+      os << " + " << e.shared_experts << " shared of width " << e.shared_expert_ffn_hidden;
+    }
+    os << ", "
+       << (e.capacity_factor > 0 ? "capacity factor " + fixed(e.capacity_factor, 2)
+                                 : std::string("dropless"));
+    if (e.routing_imbalance > 1) os << ", routing imbalance " << fixed(e.routing_imbalance, 2);
+  }
+  if (m.mtp_layers > 0) os << "; " << m.mtp_layers << " MTP module(s)";
   return os.str();
 }
 
@@ -109,6 +127,10 @@ std::string describe_layout(const Scenario& s) {
   os << s.gpus << " GPUs = DP " << p.dp << " x TP " << p.tp << " x PP " << p.pp;
   if (p.cp > 1) os << " x CP " << p.cp;
   if (p.sequence_parallel) os << ", sequence parallel";
+  if (s.model.moe) {
+    os << "; experts: EP " << p.ep << " x expert TP " << p.expert_tp() << " x expert DP "
+       << p.expert_dp();
+  }
   os << ", ZeRO-" << p.zero_stage;
   if (p.zero_stage == 3 && p.zero3_implementation == Zero3Implementation::deepspeed_2021) {
     os << " (DeepSpeed 2021: per-matrix gathers after a synchronize, per-rank copies, nothing "
@@ -145,6 +167,15 @@ nlohmann::json stage_json(const models::StageMemory& st) {
           {"onebit_adam_bytes", st.onebit_adam_bytes},
           {"total_bytes", st.total_bytes()},
           {"total_GiB", st.total_bytes() / kGiB}};
+}
+
+// The MoE split of one GPU's memory, for check --json (MoE models only).
+nlohmann::json moe_stage_json(const models::StageMemory& st) {
+  return {{"moe_layers", st.moe_layers},
+          {"expert_parameters", st.expert_parameters},
+          {"expert_state_bytes", st.expert_state_bytes},
+          {"dense_state_bytes",
+           st.weights_bytes + st.gradients_bytes + st.optimizer_bytes - st.expert_state_bytes}};
 }
 
 // What check derives from a scenario: parameters, FLOPs, pipeline bubble and memory.
@@ -269,6 +300,21 @@ void print_inputs(std::ostream& os, const Scenario& s, const Derived& d,
   print_notes(os, s);
 }
 
+// Total against active parameters of an MoE model, what each layer kind holds.
+void print_moe_parameters(std::ostream& os, const models::ParameterCounts& p) {
+  row(os, "MoE parameters",
+      billions(p.active()) + " active per token of " + billions(p.total() - p.mtp) +
+          " (main model); " + std::to_string(p.dense_layers()) + " dense layers x " +
+          billions(p.per_layer()) + ", " + std::to_string(p.moe_layers) + " MoE layers x " +
+          billions(p.per_moe_layer(false)) + " (" + billions(p.per_moe_layer(true)) +
+          " active); routed experts " + billions(p.routed_experts()));
+  if (p.mtp > 0) {
+    row(os, "MTP modules",
+        billions(p.mtp) + " (" + billions(p.mtp_active) +
+            " active; embedding and head shared), included in the total");
+  }
+}
+
 void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
   const models::ParameterCounts& params = d.params;
   const double peak =
@@ -280,6 +326,7 @@ void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
           std::to_string(params.num_layers) + " layers x " + billions(params.per_layer()) +
           ", LM head " + (params.lm_head > 0 ? billions(params.lm_head) : "tied") + "; PaLM N " +
           billions(params.palm_n()));
+  if (s.model.moe) print_moe_parameters(os, params);
   auto conv_row = [&](const char* label, const models::StepFlops& f) {
     row(os, label,
         flops(f.per_token.model()) + "/token model, " + flops(f.per_token.hardware()) +
@@ -302,6 +349,19 @@ void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
   } else {
     row(os, "pipeline bubble", "none (pp = 1)");
   }
+}
+
+// Model states of one GPU split into the routed experts' and the rest (MoE models).
+void print_moe_memory(std::ostream& os, const Scenario& s, const models::StageMemory& st) {
+  const Parallelism& p = s.parallelism;
+  const double states = st.weights_bytes + st.gradients_bytes + st.optimizer_bytes;
+  row(os, "MoE split",
+      "experts " + gib(st.expert_state_bytes) + " (" + billions(st.expert_parameters) +
+          " parameters: " + std::to_string(s.model.moe->num_experts / p.ep) + " experts x " +
+          std::to_string(st.moe_layers) + " MoE layers, 1/" + std::to_string(p.expert_tp()) +
+          " of each; ZeRO over expert DP " + std::to_string(p.expert_dp()) + "), dense " +
+          gib(states - st.expert_state_bytes) + " (ZeRO over DP x CP " +
+          std::to_string(p.dp * p.cp) + ")");
 }
 
 void print_memory_parts(std::ostream& os, const Scenario& s, const models::StageMemory& worst) {
@@ -328,6 +388,7 @@ void print_memory_parts(std::ostream& os, const Scenario& s, const models::Stage
   row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
   if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
   if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
+  if (s.model.moe) print_moe_memory(os, s, worst);
 }
 
 void print_memory(std::ostream& os, const Scenario& s, const models::MemoryEstimate& mem) {
@@ -365,15 +426,24 @@ void print_verdict(std::ostream& os, const models::MemoryEstimate& mem) {
 }
 
 nlohmann::json params_json(const models::ParameterCounts& params) {
-  return {{"embedding", params.embedding},
-          {"position_embedding", params.position_embedding},
-          {"per_layer", params.per_layer()},
-          {"attention_per_layer", params.attention_per_layer},
-          {"mlp_per_layer", params.mlp_per_layer},
-          {"norms_per_layer", params.norms_per_layer},
-          {"final_norm", params.final_norm},
-          {"lm_head", params.lm_head},
-          {"palm_n", params.palm_n()}};
+  nlohmann::json j = {{"embedding", params.embedding},
+                      {"position_embedding", params.position_embedding},
+                      {"per_layer", params.per_layer()},
+                      {"attention_per_layer", params.attention_per_layer},
+                      {"mlp_per_layer", params.mlp_per_layer},
+                      {"norms_per_layer", params.norms_per_layer},
+                      {"final_norm", params.final_norm},
+                      {"lm_head", params.lm_head},
+                      {"palm_n", params.palm_n()}};
+  if (params.moe_layers > 0) {
+    j["active"] = params.active();
+    j["moe_layers"] = params.moe_layers;
+    j["per_moe_layer"] = params.per_moe_layer(false);
+    j["per_moe_layer_active"] = params.per_moe_layer(true);
+    j["routed_experts"] = params.routed_experts();
+    j["mtp"] = params.mtp;
+  }
+  return j;
 }
 
 nlohmann::json flops_json(const models::StepFlops& f) {
@@ -397,8 +467,11 @@ nlohmann::json layout_json(const Parallelism& p) {
 nlohmann::json check_json(const Scenario& s, const Derived& d) {
   const models::MemoryEstimate& mem = d.memory;
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& st : mem.stages) stages.push_back(stage_json(st));
-  return {
+  for (const auto& st : mem.stages) {
+    stages.push_back(stage_json(st));
+    if (s.model.moe) stages.back()["moe"] = moe_stage_json(st);
+  }
+  nlohmann::json out = {
       {"scenario", s.name},
       {"file", s.file},
       {"model", s.model.name},
@@ -423,6 +496,12 @@ nlohmann::json check_json(const Scenario& s, const Derived& d) {
       {"memory_assumptions", mem.assumptions},
       {"warnings", s.warnings},
   };
+  if (s.model.moe) {
+    out["layout"]["ep"] = s.parallelism.ep;
+    out["layout"]["expert_tp"] = s.parallelism.expert_tp();
+    out["layout"]["expert_dp"] = s.parallelism.expert_dp();
+  }
+  return out;
 }
 
 }  // namespace
