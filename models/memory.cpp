@@ -341,6 +341,19 @@ struct StageParameters {
   double other = 0;
   double experts = 0;  // routed experts (MoE layers)
 };
+// The multi-token prediction modules on the last stage, next to the output head they share
+// (DeepSeek-V3 report §3.2.3: the deepest layers and the output head on one pipeline rank,
+// shared with the MTP module): each a layer like the model's last, its 2h -> h projection
+// split by tp and two norms.
+void add_mtp_parameters(const Scenario& s, const MemorySizes& z, StageParameters& sp) {
+  const ModelSpec& m = s.model;
+  const double h = m.hidden;
+  const double own = 2 * h * h / s.parallelism.tp + 2 * count_parameters(m).final_norm;
+  const bool moe_layer = m.is_moe_layer(m.num_layers - 1);
+  sp.other += m.mtp_layers * ((moe_layer ? z.moe_layer_params : z.layer_params) + own);
+  if (moe_layer) sp.experts += m.mtp_layers * z.expert_params;
+}
+
 StageParameters stage_parameters(const Scenario& s, const MemorySizes& z, int stage, int layers) {
   const ParameterCounts params = count_parameters(s.model);
   const int tp = s.parallelism.tp;
@@ -363,6 +376,7 @@ StageParameters stage_parameters(const Scenario& s, const MemorySizes& z, int st
     } else if (pp > 1) {
       sp.head = params.embedding / tp;
     }
+    if (s.model.mtp_layers > 0) add_mtp_parameters(s, z, sp);
   }
   return sp;
 }

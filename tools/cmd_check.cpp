@@ -323,7 +323,8 @@ void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
   row(os, "parameters",
       billions(params.total()) + " total: embedding " +
           billions(params.embedding + params.position_embedding) + ", " +
-          std::to_string(params.num_layers) + " layers x " + billions(params.per_layer()) +
+          std::to_string(params.num_layers) + " layers" +
+          (params.moe_layers > 0 ? std::string(" (below)") : " x " + billions(params.per_layer())) +
           ", LM head " + (params.lm_head > 0 ? billions(params.lm_head) : "tied") + "; PaLM N " +
           billions(params.palm_n()));
   if (s.model.moe) print_moe_parameters(os, params);

@@ -48,18 +48,22 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-// Runs `clustersim check ARGS`, capturing stdout and stderr.
-Run check(const std::string& args) {
+// Runs `clustersim COMMAND ARGS`, capturing stdout and stderr.
+Run cli(const std::string& command, const std::string& args) {
   const fs::path out = scratch() / "stdout.txt";
   const fs::path err = scratch() / "stderr.txt";
-  const std::string cmd =
-      q(CLUSTERSIM_BINARY) + " check " + args + " >" + q(out.string()) + " 2>" + q(err.string());
+  const std::string cmd = q(CLUSTERSIM_BINARY) + " " + command + " " + args + " >" +
+                          q(out.string()) + " 2>" + q(err.string());
   const int status = std::system(cmd.c_str());
   Run r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+Run check(const std::string& args) {
+  return cli("check", args);
 }
 
 fs::path write_file(const std::string& name, const std::string& text) {
@@ -192,4 +196,26 @@ TEST_CASE("check gives ZB-H1's closed-form bubble, a third of 1F1B's") {
   CHECK(one.out.find("(p-1)/m = 6.25% of ideal compute") != std::string::npos);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("(p-1)/3m (F = B = W) = 2.08% of ideal compute") != std::string::npos);
+}
+
+TEST_CASE("check explains an MoE model's parameters and memory, and run refuses it for now") {
+  // Mixtral 8x7B on 64 GPUs: tp 2 x dp 32, ep 8 (one expert per GPU), etp = tp = 2.
+  const std::string moe = R"({"name": "moe", "model": "mixtral-8x7b",
+    "cluster": "h800-128x8-rail", "gpus": 64, "parallelism": {"tp": 2, "pp": 1, "ep": 8,
+    "sequence_parallel": true, "zero_stage": 1},
+    "training": {"global_batch": 64, "micro_batch": 1, "seq_len": 4096}})";
+  const fs::path path = write_file("moe.json", moe);
+  const fs::path output = scratch() / "moe-check.json";
+  const Run r = check(q(path.string()) + " --json " + q(output.string()));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("active per token") != std::string::npos);
+  CHECK(r.out.find("MoE split") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(output));
+  // Each GPU holds 32 MoE layers x 1 expert of 3 x 4096 x 14336 parameters, halved by etp 2.
+  CHECK(j.at("memory_stages").at(0).at("moe").at("expert_parameters").get<double>() ==
+        32.0 * 3 * 4096 * 14336 / 2);
+  CHECK(j.at("layout").at("expert_dp").get<int>() == 4);  // 64 / (etp 2 x ep 8)
+  const Run run = cli("run", q(path.string()));
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find(":/model: MoE layers are not simulated yet") != std::string::npos);
 }

@@ -131,6 +131,12 @@ TEST_CASE(
   CHECK(st.expert_state_bytes == 6144 * 2 + 6144 * 2 + 6144 * 12 / 2.0);
   // Everything else is whole on every GPU: 98368 - 4 x 6144, plus the expert.
   CHECK(st.parameters == 98368 - 4 * 6144 + 6144);
+  // An MTP module sits on the last stage: its MoE layer's expert and the rest of its 52736.
+  doc["model"]["mtp_layers"] = 1;
+  const StageMemory mtp =
+      estimate_memory(load_scenario(JsonDocument::parse(doc.dump(), "moe.json"))).worst();
+  CHECK(mtp.expert_parameters == 2 * 6144);
+  CHECK(mtp.parameters == st.parameters + 52736 - 4 * 6144 + 6144);
 }
 
 TEST_CASE("MoE presets count their published totals") {
