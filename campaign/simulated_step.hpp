@@ -29,7 +29,7 @@ inline StepEstimate estimate_from_report(const Scenario& scenario, const step::S
   if (r.hang) e.hang_on = r.hang->cause;
   e.slowest = !r.slowest_rank.empty() ? r.slowest_rank : r.slowest_link;
   const auto& b = r.breakdown;
-  const double busy = b.compute_s + b.tp_s + b.pp_s + b.dp_s + b.optimizer_s;
+  const double busy = b.compute_s + b.tp_s + b.ep_s + b.pp_s + b.dp_s + b.optimizer_s;
   e.compute_share = busy > 0 ? b.compute_s / busy : 0.0;
   double link_factor = 1;
   for (const auto& l : faults.links) link_factor = std::min(link_factor, l.bandwidth_factor);

@@ -39,6 +39,15 @@ enum class Compression { none, onebit_adam };
 // attention), or Megatron-LM's 2021-22 path of batched GEMMs around a fused scale-mask-softmax
 // kernel, which writes the scores to HBM and keeps them for the backward pass.
 enum class AttentionKernel { flash, unfused };
+// How MoE tokens travel to their experts' GPUs (Megatron-Core moe_token_dispatcher_type):
+//   alltoall - one NCCL all-to-all over the EP group for dispatch and one for combine;
+//   deepep   - DeepEP's two-hop dispatch for DeepSeek-V3 (arXiv:2412.19437 §3.2.2): each token
+//              crosses InfiniBand once per destination node, to the GPU of the same in-node
+//              index, and is forwarded over NVLink there; the NVLink hop overlaps the
+//              InfiniBand one. Dispatch in FP8 under an FP8 recipe (§3.3.2), combine in BF16.
+enum class MoeDispatcher { alltoall, deepep };
+inline const NameTable<MoeDispatcher> kMoeDispatcherNames = {{MoeDispatcher::alltoall, "alltoall"},
+                                                             {MoeDispatcher::deepep, "deepep"}};
 inline const NameTable<FfnKind> kFfnNames = {
     {FfnKind::gelu, "gelu"}, {FfnKind::swiglu, "swiglu"}, {FfnKind::squared_relu, "squared_relu"}};
 inline const NameTable<Recompute> kRecomputeNames = {
@@ -57,6 +66,7 @@ const char* to_string(Recompute r);
 const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
+const char* to_string(MoeDispatcher d);
 
 // The mixture-of-experts FFN of a model (Shazeer et al. 2017; GShard; DeepSeekMoE, Dai et al.
 // 2024): in each MoE layer a router picks `experts_per_token` of `num_experts` routed experts for
@@ -80,6 +90,11 @@ struct MoeSpec {
   // Tokens routed to the busiest expert / the mean: 1 = perfectly balanced; at most
   // num_experts / experts_per_token (every token on the same experts).
   double routing_imbalance = 1.0;
+  // Group-limited routing (DeepSeek-V3 §2.1.2, config.json n_group / topk_group): the routed
+  // experts form `expert_groups` equal groups and each token picks experts from at most
+  // `groups_per_token` of them. 0 = no limit.
+  int expert_groups = 0;
+  int groups_per_token = 0;
 };
 
 // Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1; DeepSeek-V3): queries and
@@ -256,6 +271,16 @@ struct Training {
   // Engine's default.
   int tp_overlap_proj_fprop_sms = 0;
   int tp_overlap_fc2_fprop_sms = 0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // The EP all-to-alls of one micro-batch overlapped with the compute of another, paired
+  // forward and backward chunks as DualPipe runs them (DeepSeek-V3 §3.2.1) and Megatron-Core's
+  // overlap_moe_expert_parallel_comm does in 1F1B: per MoE layer, max(0, all-to-all - compute)
+  // stays exposed.
+  bool moe_comm_overlap = false;
+  // SMs the dispatch and combine kernels hold while they overlap compute (DeepSeek-V3 §3.2.2:
+  // 20 of the H800's 132 SMs keep InfiniBand and NVLink busy): with moe_comm_overlap the
+  // step's compute-bound kernels run on the other SMs. 0 = none.
+  int moe_comm_sms = 0;
   // Dtype of the Adam state: master copy of the weights, momentum and variance. FP32 in
   // Megatron-LM's and DeepSpeed's mixed-precision Adam; BF16 where a recipe sets Apex
   // DistributedFusedAdam's `dtype` to it (NeMo optim.dtype: bf16), which then keeps its

@@ -114,7 +114,7 @@ Training parse_training(const JsonNode& n) {
   n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
                "recompute_layers", "dropout", "attention", "tp_comm_overlap", "tp_comm_overlap_sms",
                "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB", "grad_reduce",
-               "optimizer_state_dtype"});
+               "optimizer_state_dtype", "moe_dispatcher", "moe_comm_overlap", "moe_comm_sms"});
   Training t;
   t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
   t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
@@ -127,6 +127,9 @@ Training parse_training(const JsonNode& n) {
   t.attention = enum_or(n, "attention", kAttentionNames, AttentionKernel::flash);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);
+  t.moe_dispatcher = enum_or(n, "moe_dispatcher", kMoeDispatcherNames, MoeDispatcher::alltoall);
+  t.moe_comm_overlap = n.bool_or("moe_comm_overlap", false);
+  t.moe_comm_sms = static_cast<int>(n.int_or("moe_comm_sms", 0, 0, 1 << 16));
   t.optimizer_state_dtype =
       enum_or(n, "optimizer_state_dtype", kDtypeNames, {Dtype::fp32, Dtype::bf16}, Dtype::fp32);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);

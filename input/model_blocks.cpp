@@ -64,13 +64,31 @@ void check_routing_imbalance(const JsonNode& n, const MoeSpec& e) {
   }
 }
 
+// Group-limited routing: both keys or neither, the groups dividing the experts, a token's
+// groups at most all of them.
+void read_group_limit(const JsonNode& n, MoeSpec& e) {
+  if (n.has("expert_groups") != n.has("groups_per_token")) {
+    n.fail_at(n.has("expert_groups") ? "groups_per_token" : "expert_groups",
+              "group-limited routing needs both expert_groups and groups_per_token");
+  }
+  if (!n.has("expert_groups")) return;
+  e.expert_groups = int_key(n, "expert_groups", 1, e.num_experts);
+  e.groups_per_token = int_key(n, "groups_per_token", 1, e.expert_groups);
+  if (e.num_experts % e.expert_groups != 0) {
+    n.fail_at("expert_groups", std::to_string(e.expert_groups) + " groups do not divide the " +
+                                   std::to_string(e.num_experts) + " routed experts");
+  }
+}
+
 void read_moe(const JsonNode& n, ModelSpec& m) {
   n.only_keys({"num_experts", "experts_per_token", "expert_ffn_hidden_size", "shared_experts",
                "shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
-               "capacity_factor", "routing_imbalance", "sources"});
-  require_sources(n, {"num_experts", "experts_per_token", "expert_ffn_hidden_size",
-                      "shared_experts", "shared_expert_ffn_hidden_size", "first_dense_layers",
-                      "moe_layer_freq", "capacity_factor", "routing_imbalance"});
+               "capacity_factor", "routing_imbalance", "expert_groups", "groups_per_token",
+               "sources"});
+  require_sources(n,
+                  {"num_experts", "experts_per_token", "expert_ffn_hidden_size", "shared_experts",
+                   "shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
+                   "capacity_factor", "routing_imbalance", "expert_groups", "groups_per_token"});
   MoeSpec e;
   e.num_experts = int_key(n, "num_experts", 1, kMaxExperts);
   e.experts_per_token = int_key(n, "experts_per_token", 1, e.num_experts);
@@ -81,6 +99,7 @@ void read_moe(const JsonNode& n, ModelSpec& m) {
   e.moe_layer_freq = int_key_or(n, "moe_layer_freq", 1, 1, kMaxLayers);
   e.capacity_factor = number_in_or(n, "capacity_factor", 0, 0, kMaxCapacityFactor);
   e.routing_imbalance = number_in_or(n, "routing_imbalance", 1, 1, kMaxExperts);
+  read_group_limit(n, e);
   check_shared_experts(n, e);
   check_routing_imbalance(n, e);
   m.moe = e;

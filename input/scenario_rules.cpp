@@ -73,6 +73,51 @@ void check_tensor_parallel(const Rules& r) {
   }
 }
 
+// What the step simulator builds of an MoE or MLA model (workload/pass_builder.hpp): expert
+// tensor parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no
+// zero-bubble split of its backward, no ZeRO-3 (Megatron-Core shards MoE models with its
+// distributed optimizer).
+void check_expert_simulation(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const ModelSpec& m = r.s.model;
+  const Training& t = r.s.training;
+  if (!m.moe) {
+    if (t.moe_comm_overlap) {
+      r.fail("/training/moe_comm_overlap", "needs a mixture-of-experts model");
+    }
+    if (t.moe_dispatcher != MoeDispatcher::alltoall) {
+      r.fail("/training/moe_dispatcher", "needs a mixture-of-experts model");
+    }
+  } else {
+    const int sms = r.s.cluster.gpu.sm_count;
+    if (t.moe_comm_sms > 0 && !t.moe_comm_overlap) {
+      r.fail("/training/moe_comm_sms", "applies with \"moe_comm_overlap\": true only");
+    }
+    if (t.moe_comm_sms > 0 && t.moe_comm_sms >= sms) {
+      r.fail("/training/moe_comm_sms",
+             std::to_string(t.moe_comm_sms) + " SMs leave none of the GPU's " +
+                 (sms > 0 ? std::to_string(sms)
+                          : std::string("(unknown: the GPU preset has no sm_count)")) +
+                 " for compute");
+    }
+    if (p.expert_tp() != 1 && p.expert_tp() != p.tp) {
+      r.fail("/parallelism/etp", "etp " + std::to_string(p.expert_tp()) +
+                                     " is not simulated: use 1 or tp (" + std::to_string(p.tp) +
+                                     ")");
+    }
+    if (p.zero_stage == 3) {
+      r.fail("/parallelism/zero_stage",
+             "ZeRO-3 with an MoE model is not simulated: Megatron-Core shards MoE training with "
+             "its distributed optimizer (zero_stage 1)");
+    }
+  }
+  if ((m.moe || m.mla || m.mtp_layers > 0) && p.schedule == PipelineSchedule::zb_h1) {
+    r.fail("/parallelism/schedule",
+           "zb-h1 is not simulated for MoE or MLA layers (their backward is not split into "
+           "input- and weight-gradient passes); use 1f1b or interleaved");
+  }
+}
+
 // Expert parallelism as Megatron-Core lays it out (megatron/core/parallel_state.py: the
 // tp x cp x dp ranks of a pipeline stage are regrouped as etp x ep x expert-dp; transformer_
 // config.py: experts divisible by ep, sequence parallelism with tp and ep).
@@ -295,6 +340,7 @@ void validate_scenario(Scenario& scenario) {
   check_gpus(rules);
   check_tensor_parallel(rules);
   check_expert_parallel(rules);
+  check_expert_simulation(rules);
   check_schedule(rules);
   check_layer_split(rules);
   check_overlap_and_attention(rules);

@@ -37,12 +37,16 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
   blk.name = name;
   if (op.kind == workload::OpKind::compute) {
     const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
-    blk.parts.push_back({false, opt, op.time_s});
+    blk.parts.push_back({false, false, opt, op.time_s});
   } else {
     const double comm = coll_time_[static_cast<std::size_t>(op.index)];
-    blk.parts.push_back(
-        {true, false,
-         op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm});
+    if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
+      blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_});
+    } else {
+      blk.parts.push_back(
+          {true, false, false,
+           op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm});
+    }
   }
   return true;
 }
@@ -58,7 +62,7 @@ bool Replay::flush(ClassStage& me) {
   for (const auto& part : blk.parts) {
     if (part.tp) {
       t += part.seconds;
-      me.b.tp_s += part.seconds;
+      (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
       has_tp = true;
     } else {
       const double end = stretch(t, part.seconds, slow);

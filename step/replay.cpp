@@ -63,6 +63,17 @@ nccl::CollectiveRequest Replay::tp_request(const workload::Collective& c, int d,
   req.label = c.label;
   if (c.group == Group::cp) {
     for (int x = 0; x < cp_; ++x) req.gpus.push_back(gpu_of(0, x, d, st));
+  } else if (workload::is_expert_group(c.group)) {
+    // EP: the group of the stage's rank (0, cpi, d); its rail part: the members on the GPU's
+    // in-node index, one per node.
+    const int rank = rank_of(0, cpi, d, st);
+    const int gpn = s_.cluster.gpus_per_node;
+    const int local = pl_.gpu_of_rank[static_cast<std::size_t>(rank)] % gpn;
+    for (int r :
+         topologies::expert_group_of(pl_, rank, s_.parallelism.ep, s_.parallelism.expert_tp())) {
+      const int gpu = pl_.gpu_of_rank[static_cast<std::size_t>(r)];
+      if (c.group == Group::ep || gpu % gpn == local) req.gpus.push_back(gpu);
+    }
   } else {
     for (int t = 0; t < tp_; ++t) req.gpus.push_back(gpu_of(t, cpi, d, st));
   }
@@ -90,7 +101,18 @@ void Replay::cost_collectives() {
       }
     }
     const double gpus_per_stage = static_cast<double>(dp_) * cp_ * tp_;
-    if (req.gpus.size() > 1) tp_nvlink_bytes_ += 2 * per_gpu * executions * gpus_per_stage;
+    // EP groups may span nodes: their bytes are not all NVLink, and are left out.
+    if (req.gpus.size() > 1 && !workload::is_expert_group(c.group)) {
+      tp_nvlink_bytes_ += 2 * per_gpu * executions * gpus_per_stage;
+    }
+  }
+  // training.moe_comm_overlap: the fraction of each EP all-to-all left exposed, max(0, A - C)
+  // / A per MoE layer (workload::MoeOverlap).
+  const auto& ov = w_.moe_overlap;
+  if (ov.on) {
+    double a = 0;
+    for (int i : ov.a2a) a += coll_time_[static_cast<std::size_t>(i)];
+    ep_exposed_fraction_ = a > 0 ? std::max(0.0, a - ov.layer_compute_s) / a : 1.0;
   }
 }
 

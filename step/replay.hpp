@@ -103,7 +103,8 @@ struct ClassInfo {
 // Consecutive compute (and TP collectives costed once) of one pass, run as one timed block.
 struct Block {
   struct Part {
-    bool tp = false;
+    bool tp = false;  // a collective costed once (TP/CP, or EP when `ep`)
+    bool ep = false;
     bool optimizer = false;
     double seconds = 0;
   };
@@ -221,6 +222,7 @@ class Replay {
   std::deque<Stream> reduce_, gather_;               // per stage (deque: Stream is move-only)
   Stream embedding_;
   std::vector<double> coll_time_;
+  double ep_exposed_fraction_ = 1;  // of each EP all-to-all (training.moe_comm_overlap)
   double tp_nvlink_bytes_ = 0;
   std::array<double, topologies::kNumLinkClasses> unsimulated_bytes_{};
   std::map<std::tuple<int, int, int>,

@@ -13,7 +13,7 @@
 namespace clustersim::step {
 
 double TimeBreakdown::total() const {
-  return compute_s + tp_s + pp_s + dp_s + bubble_s + optimizer_s + idle_s;
+  return compute_s + tp_s + ep_s + pp_s + dp_s + bubble_s + optimizer_s + idle_s;
 }
 
 namespace {

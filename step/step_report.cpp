@@ -14,8 +14,13 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMicrosecondsPerSecond = 1e6;
 
 nlohmann::json breakdown_json(const TimeBreakdown& b) {
-  return {{"compute_s", b.compute_s}, {"tp_s", b.tp_s},         {"pp_s", b.pp_s},
-          {"dp_s", b.dp_s},           {"bubble_s", b.bubble_s}, {"optimizer_s", b.optimizer_s},
+  return {{"compute_s", b.compute_s},
+          {"tp_s", b.tp_s},
+          {"ep_s", b.ep_s},
+          {"pp_s", b.pp_s},
+          {"dp_s", b.dp_s},
+          {"bubble_s", b.bubble_s},
+          {"optimizer_s", b.optimizer_s},
           {"idle_s", b.idle_s}};
 }
 
@@ -23,6 +28,7 @@ TimeBreakdown breakdown_from(const nlohmann::json& j) {
   TimeBreakdown b;
   b.compute_s = j.at("compute_s").get<double>();
   b.tp_s = j.at("tp_s").get<double>();
+  b.ep_s = j.value("ep_s", 0.0);  // absent in reports of dense-only versions
   b.pp_s = j.at("pp_s").get<double>();
   b.dp_s = j.at("dp_s").get<double>();
   b.bubble_s = j.at("bubble_s").get<double>();

@@ -17,13 +17,14 @@ namespace clustersim::step {
 struct TimeBreakdown {
   double compute_s = 0;    // kernels: forward, backward, recomputation, embedding, head
   double tp_s = 0;         // blocking tensor-/context-parallel collectives
+  double ep_s = 0;         // MoE token dispatch and combine (expert-parallel all-to-alls)
   double pp_s = 0;         // waiting for pipeline transfers once the peer had sent
   double dp_s = 0;         // waiting for gradient reductions and ZeRO parameter gathers
   double bubble_s = 0;     // waiting for the peer stage to produce (pipeline bubble)
   double optimizer_s = 0;  // optimizer update (and 1-bit Adam compression)
   double idle_s = 0;       // finished, waiting for the slowest rank to end the step
   double total() const;
-  double comm() const { return tp_s + pp_s + dp_s; }
+  double comm() const { return tp_s + ep_s + pp_s + dp_s; }
 };
 
 // One pipeline stage of one replica class.

@@ -18,6 +18,7 @@
 #include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
+#include "workload/workload.hpp"
 
 namespace clustersim::cli {
 
@@ -352,6 +353,30 @@ void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
   }
 }
 
+// The MoE token exchanges of one step on the busiest pipeline rank (workload::expert_exchange).
+void print_expert_exchange(std::ostream& os, const Scenario& s,
+                           const models::ComputeCalibration& calibration) {
+  const workload::Workload w =
+      workload::build_workload(s, models::ComputeCostModel(s.cluster.gpu, calibration));
+  workload::ExpertExchange most;
+  int stage = 0;
+  for (int st = 0; st < w.pp; ++st) {
+    const workload::ExpertExchange x = workload::expert_exchange(w, st);
+    if (x.bytes > most.bytes) {
+      most = x;
+      stage = st;
+    }
+  }
+  std::string text = "none (ep 1: every token's experts are on its GPU)";
+  if (most.calls > 0) {
+    text = fixed(most.bytes / 1e9, 2) + " GB per GPU per step in " + std::to_string(most.calls) +
+           " all-to-alls (send buffers, pipeline stage " + std::to_string(stage) + "; " +
+           to_string(s.training.moe_dispatcher) + " dispatcher" +
+           (s.training.moe_comm_overlap ? ", overlapped with compute)" : ")");
+  }
+  row(os, "EP exchanges", text);
+}
+
 // Model states of one GPU split into the routed experts' and the rest (MoE models).
 void print_moe_memory(std::ostream& os, const Scenario& s, const models::StageMemory& st) {
   const Parallelism& p = s.parallelism;
@@ -529,6 +554,7 @@ int cmd_check(const std::vector<std::string>& argv) {
   const Derived d = derive(s);
   print_inputs(std::cout, s, d, checked.calibrations.compute);
   print_derived(std::cout, s, d);
+  if (s.model.moe) print_expert_exchange(std::cout, s, checked.calibrations.compute);
   print_memory(std::cout, s, d.memory);
   print_verdict(std::cout, d.memory);
   if (const auto json_path = args.value("json")) write_json_file(*json_path, check_json(s, d));

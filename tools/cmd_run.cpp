@@ -114,6 +114,7 @@ void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step
   };
   line("compute", b.compute_s);
   line("TP comm (exposed)", b.tp_s);
+  if (b.ep_s > 0) line("EP comm (exposed)", b.ep_s);
   line("PP comm (exposed)", b.pp_s);
   line("DP comm (exposed)", b.dp_s);
   line("pipeline bubble", b.bubble_s);
@@ -127,6 +128,7 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   os << "clustersim run: " << s.name << " (" << s.gpus << " GPUs: dp " << p.dp << " x tp " << p.tp
      << " x pp " << p.pp;
   if (p.cp > 1) os << " x cp " << p.cp;
+  if (p.ep > 1) os << ", ep " << p.ep;
   os << ", " << s.micro_batches() << " micro-batches, " << to_string(p.schedule);
   if (p.vpp > 1) os << " vpp " << p.vpp;
   if (p.zero_stage > 0) os << ", ZeRO-" << p.zero_stage;
@@ -179,7 +181,9 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   os << "\nWhere the time goes (critical path: pipeline stage " << r.critical_stage
      << ", replica class " << r.critical_class << ")\n";
   print_breakdown(os, r.breakdown, r.step_time_s);
-  row(os, "communication share", pct(r.comm_fraction) + " of the step (exposed TP + PP + DP)");
+  row(os, "communication share",
+      pct(r.comm_fraction) + " of the step (exposed TP + " + (s.model.moe ? "EP + " : "") +
+          "PP + DP)");
 
   os << "\nPer pipeline stage and replica class (seconds)\n";
   os << "  class stage replicas     ranks     end  compute       tp       pp       dp   bubble"

@@ -6,14 +6,6 @@
 
 namespace clustersim::cli {
 
-void refuse_unsimulated_model(const Scenario& scenario) {
-  if (!scenario.model.moe) return;
-  throw ConfigError(scenario.file, "/model",
-                    "MoE layers are not simulated yet: model \"" + scenario.model.name +
-                        "\" has a \"moe\" block; `clustersim check` gives its parameters and "
-                        "memory");
-}
-
 step::StepCalibrations read_step_calibrations(const Scenario& scenario) {
   step::StepCalibrations c;
   c.compute =
@@ -23,7 +15,6 @@ step::StepCalibrations read_step_calibrations(const Scenario& scenario) {
 }
 
 step::StepCalibrations load_step_calibrations(const Scenario& scenario) {
-  refuse_unsimulated_model(scenario);
   return read_step_calibrations(scenario);
 }
 

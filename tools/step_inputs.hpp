@@ -9,12 +9,7 @@
 
 namespace clustersim::cli {
 
-// The one gate of every command that simulates a step (run, campaign, validate, calibrate
-// --runs; sweep and regress run `clustersim run`): a model the step simulator cannot build yet
-// is a ConfigError (exit 2) at /model. Today: any model with a "moe" block.
-void refuse_unsimulated_model(const Scenario& scenario);
-
-// For a simulation: refuse_unsimulated_model, then read_step_calibrations. Throws ConfigError
+// For a simulation: the calibration files of the scenario's GPU and cluster. Throws ConfigError
 // naming the calibration file on a malformed one.
 step::StepCalibrations load_step_calibrations(const Scenario& scenario);
 

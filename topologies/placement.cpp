@@ -101,6 +101,17 @@ Placement place_ranks(const Parallelism& par, int gpus) {
   return p;
 }
 
+std::vector<int> expert_group_of(const Placement& p, int rank, int ep, int etp) {
+  const int stage_ranks = p.tp * p.cp * p.dp;
+  const int base = rank / stage_ranks * stage_ranks;
+  const int local = rank % stage_ranks;
+  const int t = local % etp;
+  const int e = local / etp / ep;
+  std::vector<int> group;
+  for (int k = 0; k < ep; ++k) group.push_back(base + t + etp * (k + ep * e));
+  return group;
+}
+
 ExpertGroups place_experts(const Placement& p, int ep, int etp) {
   const int stage_ranks = p.tp * p.cp * p.dp;
   if (ep < 1 || etp < 1 || stage_ranks % (ep * etp) != 0) {
@@ -116,9 +127,7 @@ ExpertGroups place_experts(const Placement& p, int ep, int etp) {
     const int base = stage * stage_ranks;
     for (int e = 0; e < g.edp; ++e) {
       for (int t = 0; t < etp; ++t) {
-        std::vector<int> group;
-        for (int k = 0; k < ep; ++k) group.push_back(base + t + etp * (k + ep * e));
-        g.ep_groups.push_back(std::move(group));
+        g.ep_groups.push_back(expert_group_of(p, base + t + etp * ep * e, ep, etp));
       }
     }
     for (int k = 0; k < ep; ++k) {

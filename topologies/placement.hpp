@@ -57,6 +57,9 @@ struct ExpertGroups {
 // Throws std::invalid_argument when ep or etp < 1 or etp*ep does not divide tp*cp*dp.
 ExpertGroups place_experts(const Placement& placement, int ep, int etp);
 
+// The EP group (ep ranks, ascending) that holds `rank`. Preconditions as place_experts.
+std::vector<int> expert_group_of(const Placement& placement, int rank, int ep, int etp);
+
 // Places dp*tp*cp*pp ranks on the first `gpus` GPUs in Megatron order. Throws
 // std::invalid_argument naming the parameter when a degree is < 1 or the product != gpus.
 Placement place_ranks(const Parallelism& parallelism, int gpus);

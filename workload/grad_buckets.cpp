@@ -92,6 +92,16 @@ UnitSizes unit_sizes(const Scenario& s) {
   const int tp = s.parallelism.tp;
   UnitSizes u;
   u.layer = models::layer_parameters_per_tp_rank(s.model, tp);
+  if (s.model.moe) {
+    const models::LayerParameters moe = models::moe_layer_parameters_on_gpu(s.model, s.parallelism);
+    u.moe_layer = moe.dense + moe.experts;
+    for (int l = 0; l < s.model.num_layers; ++l) u.moe.push_back(s.model.is_moe_layer(l));
+  }
+  // Multi-token prediction modules live with the head on the last stage: each a layer like the
+  // model's last, the 2h x h projection and two norms (DeepSeek-V3 §2.2; models/memory.cpp).
+  const double h = s.model.hidden;
+  const double mtp_layer = s.model.is_moe_layer(s.model.num_layers - 1) ? u.moe_layer : u.layer;
+  u.head += s.model.mtp_layers * (mtp_layer + 2 * h * h / tp + 2 * counts.final_norm);
   u.embedding = (counts.embedding) / tp + counts.position_embedding;
   const double head_params = (s.model.tied_embeddings ? counts.embedding : counts.lm_head) / tp;
   u.head = head_params + counts.final_norm;
@@ -111,7 +121,7 @@ std::vector<GradUnit> grad_units(const UnitSizes& sizes, int vs, int num_vstages
   }
   for (int l = first_layer + layers - 1; l >= first_layer; --l) {
     u.push_back({UnitKind::layer,
-                 sizes.layer,
+                 sizes.of_layer(l),
                  sizes.layer_dtype,
                  l,
                  "layer " + std::to_string(l),

@@ -31,6 +31,16 @@ struct GradUnit {
 // dtype its gradients travel in (comm.grad_dtype, FP32 for comm.fp32_layer_groups).
 struct UnitSizes {
   double layer = 0;
+  // An MoE layer's parameters on one GPU (attention and norms split over TP as a dense
+  // layer's, the router and the shared experts as Megatron-Core keeps them, the routed experts
+  // split over EP and expert TP); moe[l] says whether global layer l is one. Empty when dense.
+  double moe_layer = 0;
+  std::vector<bool> moe;
+  double of_layer(int l) const {
+    return l >= 0 && static_cast<std::size_t>(l) < moe.size() && moe[static_cast<std::size_t>(l)]
+               ? moe_layer
+               : layer;
+  }
   double embedding = 0;  // token embedding shard and the learned positions
   double head = 0;       // LM head shard (the embedding's copy when tied) and the final norm
   Dtype layer_dtype = Dtype::bf16;

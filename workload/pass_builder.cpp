@@ -1,6 +1,7 @@
 #include "workload/pass_builder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace clustersim::workload {
 
@@ -67,6 +68,16 @@ constexpr double kCrossEntropyBackwardBytesPerLogit = kLogitBytes + kActivationB
 // maximum, the target logit and the sum of exponentials (Megatron-LM cross_entropy.py).
 constexpr int kCrossEntropyAllReduces = 3;
 
+// Mixture of experts (Megatron-Core moe/router.py and moe_utils.py): the router's scores are
+// FP32 (read the logits, write the probabilities before top-k); token permutation and
+// unpermutation each read and write every routed copy of a token's hidden state once.
+constexpr double kRouterScoreBytes = 4.0;
+constexpr double kRouterPasses = 2;
+constexpr double kPermutePasses = 2;
+// FP8 dispatch (DeepSeek-V3 §3.3.2): one byte per element plus one FP32 scale per 1 x 128 tile
+// of the activation (its fine-grained quantization, §3.3.1).
+constexpr double kFp8DispatchBytes = 1.0 + 4.0 / 128.0;
+
 // Passes over the MLP's intermediate tensor (f wide) that its activation makes.
 double activation_passes(FfnKind ffn, PassKind pass) {
   const bool fwd = pass == PassKind::forward;
@@ -90,6 +101,10 @@ GemmShape wgrad(const GemmShape& g) {
 void flush(Segments& out, OpCost& c) {
   if (c.time_s > 0) out.push_back(Segment{false, c, -1});
   c = OpCost{};
+}
+
+void append(Segments& to, const Segments& more) {
+  to.insert(to.end(), more.begin(), more.end());
 }
 
 OpCost sum(OpCost a, const OpCost& b) {
@@ -121,6 +136,42 @@ Dims dims_of(const Scenario& s) {
   d.rope = !m.learned_position_embeddings;
   d.learned_pos = m.learned_position_embeddings;
   d.precision = s.training.precision;
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    d.moe = true;
+    d.E = e.num_experts;
+    d.k = e.experts_per_token;
+    d.fe = e.expert_ffn_hidden;
+    d.ep = s.parallelism.ep;
+    d.et = s.parallelism.expert_tp();
+    d.El = d.E / d.ep;
+    d.fs = static_cast<double>(e.shared_experts) * e.shared_expert_ffn_hidden;
+    d.rho = e.capacity_factor > 0 ? std::min(e.routing_imbalance, e.capacity_factor)
+                                  : e.routing_imbalance;
+    const int gpn = s.cluster.gpus_per_node;
+    d.two_hop = s.training.moe_dispatcher == MoeDispatcher::deepep && d.et == 1 && d.ep > gpn &&
+                d.ep % gpn == 0;
+    if (d.two_hop) {
+      // Each token picks k experts; with the experts spread evenly over N nodes and routing
+      // uniform, the expected number of distinct nodes it reaches is M (1 - (1 - 1/M)^k) with
+      // M = N. Group-limited routing (DeepSeek-V3 §2.1.2: at most 4 nodes per token) keeps a
+      // token on groups_per_token of the expert groups, each spanning N / groups nodes.
+      d.ep_nodes = d.ep / gpn;
+      double m = d.ep_nodes;
+      if (e.expert_groups > 0) {
+        m = std::min(m, e.groups_per_token * std::max(1.0, d.ep_nodes / e.expert_groups));
+      }
+      d.token_nodes = m * (1 - std::pow(1 - 1 / m, d.k));
+    }
+  }
+  if (m.mla) {
+    d.mla = true;
+    d.q_lora = m.mla->q_lora_rank;
+    d.kv_lora = m.mla->kv_lora_rank;
+    d.d_nope = m.mla->qk_nope_head_dim;
+    d.d_rope = m.mla->qk_rope_head_dim;
+    d.d_v = m.mla->v_head_dim;
+  }
   return d;
 }
 
@@ -164,6 +215,18 @@ StepPasses PassBuilder::step_passes() {
     p.layer_weight_grad = layer_weight_grad();
     p.head_weight_grad = head_weight_grad();
   }
+  for (int i = 0; i < s_.model.mtp_layers; ++i) {
+    // Multi-token prediction (DeepSeek-V3 §2.2): after the main head, each module runs on the
+    // last stage; its backward comes before the main head's.
+    append(p.head_forward, mtp_forward());
+    Segments b = mtp_backward();
+    append(b, p.head_backward);
+    p.head_backward = std::move(b);
+  }
+  if (d_.moe) {
+    p.moe_layer_forward = moe_layer_forward();
+    p.moe_layer_backward = moe_layer_backward();
+  }
   return p;
 }
 
@@ -177,14 +240,28 @@ void PassBuilder::sequence_all_gather(Segments& out, OpCost& c, const OpCost& ne
   if (s_.training.tp_comm_overlap) out.back().overlap_s = next_gemm.time_s;
 }
 
-Segments PassBuilder::layer_forward() {
-  const Dims& d = d_;
+Segments PassBuilder::layer_forward(bool moe) {
   Segments out;
   OpCost c;
+  attention_block_forward(out, c);
+  if (moe) {
+    moe_block_forward(out, c);
+  } else {
+    mlp_block_forward(out, c);
+  }
+  c += mem(kResidualPasses * d_.Ts * d_.h);
+  flush(out, c);
+  return out;
+}
+
+// Norm, [SP all-gather], QKV, rope, [CP KV gather], attention, out-proj, all-reduce (or SP
+// reduce-scatter), residual.
+void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
   c += mem(kNormForwardPasses * d.Ts * d.h);
-  sequence_all_gather(out, c, forward_gemm(qkv()));
-  c += linear_forward(qkv());
-  if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
+  sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision));
+  c += attention_in_forward();
+  if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
   if (d.cp > 1) {
     flush(out, c);
     out.push_back(
@@ -196,6 +273,11 @@ Segments PassBuilder::layer_forward() {
   c += proj_margin;
   tp_reduce(out, c, "layer", sum(forward_gemm(out_proj()), proj_margin));
   c += mem(kResidualPasses * d.Ts * d.h);
+}
+
+// Norm, [AG], FFN, all-reduce/RS (the residual after it is the layer's).
+void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
   c += mem(kNormForwardPasses * d.Ts * d.h);
   sequence_all_gather(out, c, forward_gemm(ffn_in()));
   c += linear_forward(ffn_in());
@@ -204,22 +286,37 @@ Segments PassBuilder::layer_forward() {
   const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
   c += fc2_margin;
   tp_reduce(out, c, "layer", sum(forward_gemm(ffn_out()), fc2_margin));
-  c += mem(kResidualPasses * d.Ts * d.h);
+}
+
+Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
+  Segments out;
+  OpCost c;
+  c += mem(kResidualPasses * d_.Ts * d_.h);
+  if (moe) {
+    moe_block_backward(out, c);
+  } else {
+    mlp_block_backward(out, c, part);
+  }
+  attention_block_backward(out, c, part);
   flush(out, c);
   return out;
 }
 
-Segments PassBuilder::layer_backward(BackwardPart part) {
+// The conjugate operators (Korthikanti et al. 2022 Fig. 5): all-reduce of the input gradient
+// after each column-parallel block; with SP, all-gather before each block and reduce-scatter
+// after it.
+void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
-  Segments out;
-  OpCost c;
-  c += mem(kResidualPasses * d.Ts * d.h);
   sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
   c += gemm_backward(ffn_out(), part);
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.f / d.t);
   c += gemm_backward(ffn_in(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
   c += mem(kNormBackwardPasses * d.Ts * d.h);
+}
+
+void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPart part) {
+  const Dims& d = d_;
   c += mem(kResidualPasses * d.Ts * d.h);
   sequence_all_gather(out, c, dgrad_gemm(out_proj()));
   c += gemm_backward(out_proj(), part);
@@ -230,12 +327,10 @@ Segments PassBuilder::layer_backward(BackwardPart part) {
     out.push_back(coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
                        "context dKV reduce-scatter"));
   }
-  if (d.rope) c += mem(kRopePasses * d.T * (d.hl + d.gl) * d.d);
-  c += gemm_backward(qkv(), part);
-  tp_reduce(out, c, "layer", dgrad_gemm(qkv()));
+  if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  c += attention_in_backward(part);
+  tp_reduce(out, c, "layer", c_.gemm(dgrad(attention_in_first_gemm()), d.precision));
   c += mem(kNormBackwardPasses * d.Ts * d.h);
-  flush(out, c);
-  return out;
 }
 
 Segments PassBuilder::layer_weight_grad() {
@@ -301,6 +396,33 @@ Segments PassBuilder::head_backward(BackwardPart part) {
   return out;
 }
 
+// One multi-token prediction module (DeepSeek-V3 §2.2, Fig. 3): RMSNorm of the main model's
+// last hidden state and of the next tokens' embeddings (the shared table), their concatenation
+// projected 2h -> h, one Transformer layer (an MoE layer in an MoE model, as the published
+// checkpoint's layer 61), and the shared output head with its cross entropy.
+Segments PassBuilder::mtp_forward() {
+  const Dims& d = d_;
+  Segments out;
+  OpCost c = mem(kEmbeddingForwardPasses * d.T * d.h);
+  c += mem(2 * kNormForwardPasses * d.Ts * d.h);
+  c += linear_forward({d.Ts, d.h, 2 * d.h});
+  flush(out, c);
+  append(out, layer_forward(mtp_moe()));
+  append(out, head_forward());
+  return out;
+}
+
+Segments PassBuilder::mtp_backward() {
+  const Dims& d = d_;
+  Segments out = head_backward(BackwardPart::whole);
+  append(out, layer_backward(mtp_moe(), BackwardPart::whole));
+  OpCost c = gemm_backward({d.Ts, d.h, 2 * d.h}, BackwardPart::whole);
+  c += mem(2 * kNormBackwardPasses * d.Ts * d.h);
+  c += mem(kEmbeddingBackwardPasses * d.T * d.h);
+  flush(out, c);
+  return out;
+}
+
 Segments PassBuilder::head_weight_grad() {
   OpCost c = c_.gemm(wgrad(logits()), head_dtype());
   Segments out;
@@ -311,6 +433,14 @@ Segments PassBuilder::head_weight_grad() {
 OpCost PassBuilder::attention_forward() const {
   if (s_.training.attention == AttentionKernel::unfused) return unfused_attention_forward();
   const Dims& d = d_;
+  if (d.mla) {
+    // MLA: Q K^T over the query/key head width (nope + rope parts), P V over the value width;
+    // keys and values are expanded per head for training (DeepSeek-V2 §2.1.2).
+    const double dqk = d.d_nope + d.d_rope;
+    const double flops = 2.0 * d.b * (d.S / d.cp) * d.S * d.hl * (dqk + d.d_v) * kCausalFraction;
+    const double bytes = (d.T + d.b * d.S) * d.hl * (dqk + d.d_v) * kActivationBytes;
+    return c_.attention(flops, bytes, d.precision, attention_kernel_seq_len());
+  }
   // Q K^T and P V: 2 x 2 b (S/cp) S d FLOPs per query head (Narayanan et al. 2021 section 5.1).
   const double flops = 4.0 * d.b * (d.S / d.cp) * d.S * d.hl * d.d * kCausalFraction;
   const double bytes = (2 * d.T * d.hl * d.d + 2 * d.b * d.S * d.gl * d.d) * kActivationBytes;
@@ -368,7 +498,7 @@ GemmShape PassBuilder::qkv() const {
   return {d_.T, (d_.hl + 2 * d_.gl) * d_.d, d_.h};
 }
 GemmShape PassBuilder::out_proj() const {
-  return {d_.T, d_.h, d_.hl * d_.d};
+  return {d_.T, d_.h, d_.hl * (d_.mla ? d_.d_v : d_.d)};
 }
 GemmShape PassBuilder::ffn_in() const {
   return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h};
@@ -413,6 +543,7 @@ OpCost PassBuilder::fp8_cast(double elements) const {
 
 // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
 double PassBuilder::kv_bytes_elements() const {
+  if (d_.mla) return d_.b * d_.S * d_.hl * (d_.d_nope + d_.d_rope + d_.d_v);
   return 2 * d_.b * d_.S * d_.gl * d_.d;
 }
 
@@ -453,6 +584,174 @@ OpCost PassBuilder::forward_gemm(const GemmShape& g) const {
 }
 OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
   return c_.gemm(dgrad(g), d_.precision);
+}
+
+// The first GEMM of the attention input projections (what an SP all-gather overlaps).
+GemmShape PassBuilder::attention_in_first_gemm() const {
+  const Dims& d = d_;
+  if (!d.mla) return qkv();
+  if (d.q_lora > 0) return {d.T, d.q_lora, d.h};
+  return {d.T, d.hl * (d.d_nope + d.d_rope), d.h};
+}
+
+// MLA (DeepSeek-V2 §2.1; Megatron-Core multi_latent_attention.py): the down projections to the
+// query and key/value latents (the latter with the shared RoPE key part) are replicated over
+// TP; RMSNorm on each latent; the up projections are column-parallel over the heads.
+OpCost PassBuilder::attention_in_forward() const {
+  const Dims& d = d_;
+  if (!d.mla) return linear_forward(qkv());
+  OpCost c;
+  const double dqk = d.d_nope + d.d_rope;
+  if (d.q_lora > 0) {
+    c += linear_forward({d.T, d.q_lora, d.h});
+    c += mem(kNormForwardPasses * d.T * d.q_lora);
+    c += linear_forward({d.T, d.hl * dqk, d.q_lora});
+  } else {
+    c += linear_forward({d.T, d.hl * dqk, d.h});
+  }
+  c += linear_forward({d.T, d.kv_lora + d.d_rope, d.h});
+  c += mem(kNormForwardPasses * d.T * d.kv_lora);
+  c += linear_forward({d.T, d.hl * (d.d_nope + d.d_v), d.kv_lora});
+  return c;
+}
+
+OpCost PassBuilder::attention_in_backward(BackwardPart part) const {
+  const Dims& d = d_;
+  if (!d.mla) return gemm_backward(qkv(), part);
+  OpCost c;
+  const double dqk = d.d_nope + d.d_rope;
+  c += gemm_backward({d.T, d.hl * (d.d_nope + d.d_v), d.kv_lora}, part);
+  c += mem(kNormBackwardPasses * d.T * d.kv_lora);
+  c += gemm_backward({d.T, d.kv_lora + d.d_rope, d.h}, part);
+  if (d.q_lora > 0) {
+    c += gemm_backward({d.T, d.hl * dqk, d.q_lora}, part);
+    c += mem(kNormBackwardPasses * d.T * d.q_lora);
+    c += gemm_backward({d.T, d.q_lora, d.h}, part);
+  } else {
+    c += gemm_backward({d.T, d.hl * dqk, d.h}, part);
+  }
+  return c;
+}
+
+// Tokens one local expert computes on the busiest GPU. Every GPU of an EP group sends its Ts
+// tokens x top-k copies over the group; balanced, each GPU receives Ts k copies for its El
+// experts. With expert TP (= tp) the TP group all-gathers them first (x et). The busiest
+// expert takes rho times the mean (moe.routing_imbalance, capped by the capacity factor).
+double PassBuilder::expert_tokens() const {
+  const Dims& d = d_;
+  return d.Ts * d.k * d.et * d.rho / d.El;
+}
+
+GemmShape PassBuilder::expert_in() const {
+  return {expert_tokens(), (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.fe / d_.et, d_.h};
+}
+GemmShape PassBuilder::expert_out() const {
+  return {expert_tokens(), d_.h, d_.fe / d_.et};
+}
+
+// Router, permutation, dispatch, experts, combine, unpermutation, then the shared experts.
+// The local experts run as one grouped GEMM per matrix (Megatron-Core GroupedMLP, CUTLASS
+// grouped GEMM): El products of the per-expert shape in one launch, each at the efficiency a
+// GEMM of that shape reaches, so few tokens per expert give the small-m efficiency the
+// calibration measured.
+void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  c += mem(kNormForwardPasses * d.Ts * d.h);
+  c += c_.gemm({d.Ts, d.E, d.h}, head_dtype());
+  c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
+  c += mem(kPermutePasses * dispatch_elements());
+  flush(out, c);
+  token_exchange(out, true, "MoE dispatch");
+  if (d.et > 1)
+    out.push_back(coll(CollKind::all_gather, Group::tp, dispatch_elements() * d.et,
+                       "MoE expert-TP all-gather"));
+  const double te = expert_tokens() * d.El;
+  c += fp8_cast(te * d.h);
+  c += c_.batched_gemm(expert_in(), d.precision, d.El);
+  c += mem(activation_passes(d.ffn, PassKind::forward) * te * d.fe / d.et);
+  c += fp8_cast(te * d.fe / d.et);
+  c += c_.batched_gemm(expert_out(), d.precision, d.El);
+  flush(out, c);
+  if (d.et > 1)
+    out.push_back(coll(CollKind::reduce_scatter, Group::tp, dispatch_elements() * d.et,
+                       "MoE expert-TP reduce-scatter"));
+  token_exchange(out, false, "MoE combine");
+  c += mem(kPermutePasses * dispatch_elements());
+  shared_experts_forward(out, c);
+}
+
+void PassBuilder::moe_block_backward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  shared_experts_backward(out, c);
+  c += mem(kPermutePasses * dispatch_elements());
+  flush(out, c);
+  token_exchange(out, true, "MoE combine backward");
+  if (d.et > 1)
+    out.push_back(coll(CollKind::all_gather, Group::tp, dispatch_elements() * d.et,
+                       "MoE expert-TP all-gather"));
+  const double te = expert_tokens() * d.El;
+  c += fp8_cast(te * d.h);
+  c += c_.batched_gemm(dgrad(expert_out()), d.precision, d.El);
+  c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  c += mem(activation_passes(d.ffn, PassKind::backward) * te * d.fe / d.et);
+  c += fp8_cast(te * d.fe / d.et);
+  c += c_.batched_gemm(dgrad(expert_in()), d.precision, d.El);
+  c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  flush(out, c);
+  if (d.et > 1)
+    out.push_back(coll(CollKind::reduce_scatter, Group::tp, dispatch_elements() * d.et,
+                       "MoE expert-TP reduce-scatter"));
+  token_exchange(out, false, "MoE dispatch backward");
+  c += mem(kPermutePasses * dispatch_elements());
+  c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
+  c += c_.gemm(dgrad({d.Ts, d.E, d.h}), head_dtype());
+  c += c_.gemm(wgrad({d.Ts, d.E, d.h}), head_dtype());
+  c += mem(kNormBackwardPasses * d.Ts * d.h);
+}
+
+// Tokens (or their gradients) on their way to the experts (`to_experts`: dispatch, and the
+// backward of combine) or back (combine, and the backward of dispatch), over the EP group:
+// one all-to-all of Ts k h, or DeepEP's InfiniBand hop of Ts x token_nodes x h among the GPUs
+// of the same in-node index, in FP8 towards the experts under an FP8 recipe (DeepSeek-V3
+// §3.3.2: dispatch and the gradients before the down-projection in FP8, combine in BF16).
+void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::string& what) {
+  const Dims& d = d_;
+  if (d.ep <= 1) return;
+  if (!d.two_hop) {
+    out.push_back(coll(CollKind::all_to_all, Group::ep, dispatch_elements(), what + " all-to-all"));
+    return;
+  }
+  const bool fp8 = to_experts && d.precision == Dtype::fp8;
+  const double bytes = d.Ts * d.token_nodes * d.h * (fp8 ? kFp8DispatchBytes : kActivationBytes);
+  out.push_back(Segment{true,
+                        {},
+                        collective(CollKind::all_to_all, Group::ep_rail, bytes,
+                                   fp8 ? Dtype::fp8 : Dtype::bf16, what + " (InfiniBand hop)")});
+}
+
+// The shared experts: a dense FFN of their summed width, split over TP like the dense MLP.
+void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  if (d.fs <= 0) return;
+  const GemmShape in{d.T, (d.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d.fs / d.t, d.h};
+  const GemmShape outp{d.T, d.h, d.fs / d.t};
+  sequence_all_gather(out, c, forward_gemm(in));
+  c += linear_forward(in);
+  c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
+  c += linear_forward(outp);
+  tp_reduce(out, c, "shared-expert", forward_gemm(outp));
+}
+
+void PassBuilder::shared_experts_backward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  if (d.fs <= 0) return;
+  const GemmShape in{d.T, (d.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d.fs / d.t, d.h};
+  const GemmShape outp{d.T, d.h, d.fs / d.t};
+  sequence_all_gather(out, c, dgrad_gemm(outp));
+  c += gemm_backward(outp, BackwardPart::whole);
+  c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
+  c += gemm_backward(in, BackwardPart::whole);
+  tp_reduce(out, c, "shared-expert", dgrad_gemm(in));
 }
 
 }  // namespace clustersim::workload

@@ -28,6 +28,20 @@ struct Dims {
   bool sp = false, rope = true, learned_pos = false;
   FfnKind ffn = FfnKind::gelu;
   Dtype precision = Dtype::bf16;
+  // Mixture of experts (MoE layers only): routed experts E, top-k, one expert's FFN width fe,
+  // the experts on one GPU El = E / ep, the expert tensor-parallel size et, the width of all
+  // shared experts together fs, and the routing imbalance rho (busiest expert / mean, capped by
+  // the capacity factor when tokens are dropped).
+  bool moe = false;
+  double E = 0, k = 0, fe = 0, El = 0, fs = 0, rho = 1;
+  int ep = 1, et = 1;
+  // Multi-head latent attention (DeepSeek-V2/V3): latent widths and per-head dimensions.
+  // DeepEP two-hop dispatch in use: the EP group spans `ep_nodes` nodes, and each token
+  // crosses InfiniBand to `token_nodes` of them on average.
+  bool two_hop = false;
+  double ep_nodes = 1, token_nodes = 1;
+  bool mla = false;
+  double q_lora = 0, kv_lora = 0, d_nope = 0, d_rope = 0, d_v = 0;
 };
 Dims dims_of(const Scenario& s);
 
@@ -59,6 +73,7 @@ struct StepPasses {
   Segments layer_forward, layer_backward, layer_weight_grad;
   Segments embedding_forward, embedding_backward;
   Segments head_forward, head_backward, head_weight_grad;
+  Segments moe_layer_forward, moe_layer_backward;  // empty for a dense model
 };
 
 // Builds the segments of the repeated passes and the table of distinct TP/CP collectives they
@@ -77,22 +92,36 @@ class PassBuilder {
 
   // Layer forward: norm, [SP all-gather], QKV, rope, [CP KV gather], attention, out-proj,
   // all-reduce (or SP reduce-scatter), residual, norm, [AG], FFN, all-reduce/RS, residual.
-  Segments layer_forward();
+  Segments layer_forward() { return layer_forward(false); }
   // Layer backward: the conjugate operators (Korthikanti et al. 2022 Fig. 5): all-reduce of the
   // input gradient after each column-parallel block; with SP, all-gather before each block and
   // reduce-scatter after it. BackwardPart::input_grad leaves out the weight-gradient GEMMs.
-  Segments layer_backward(BackwardPart part = BackwardPart::whole);
+  Segments layer_backward(BackwardPart part = BackwardPart::whole) {
+    return layer_backward(false, part);
+  }
   // The weight-gradient GEMMs of a layer (X^T dY of each linear layer), one kernel run: the W
   // pass of the zero-bubble schedules (Qi et al. 2024 section 2: B and W each do the forward's
   // GEMM FLOPs, the attention core's backward stays in B). Every TP collective of the backward
   // stays in B (see step/README.md).
   Segments layer_weight_grad();
+  // An MoE layer (Megatron-Core MoELayer with the all-to-all token dispatcher, Fedus et al.
+  // 2022; DeepSeek-V3 §2.1.2): the same attention block, then router, token permutation,
+  // dispatch all-to-all over the EP group, the local experts' FFNs as grouped GEMMs, combine
+  // all-to-all, unpermutation, and the shared experts as a dense FFN. The zero-bubble split is
+  // not built for MoE layers (the loader refuses the combination).
+  Segments moe_layer_forward() { return layer_forward(true); }
+  Segments moe_layer_backward() { return layer_backward(true, BackwardPart::whole); }
   // Vocab-parallel embedding lookup (Megatron-LM VocabParallelEmbedding): each TP rank looks up
   // its vocabulary shard, then the partial rows are all-reduced (reduce-scattered with SP).
   Segments embedding_forward();
   Segments embedding_backward();
   // Final norm, logits (column-parallel over the vocabulary) and vocab-parallel cross entropy.
   Segments head_forward();
+  // A multi-token prediction module (model.mtp_layers), appended to the head's passes.
+  Segments mtp_forward();
+  Segments mtp_backward();
+  // An MTP module's layer is like the model's last (MoE in DeepSeek-V3).
+  bool mtp_moe() const { return s_.model.is_moe_layer(s_.model.num_layers - 1); }
   Segments head_backward(BackwardPart part = BackwardPart::whole);
   // The logits' weight-gradient GEMM (the W pass of the LM head).
   Segments head_weight_grad();
@@ -112,6 +141,31 @@ class PassBuilder {
   models::GemmShape logits() const;
 
  private:
+  Segments layer_forward(bool moe);
+  Segments layer_backward(bool moe, BackwardPart part);
+  void attention_block_forward(Segments& out, models::OpCost& c);
+  void attention_block_backward(Segments& out, models::OpCost& c, BackwardPart part);
+  void mlp_block_forward(Segments& out, models::OpCost& c);
+  void mlp_block_backward(Segments& out, models::OpCost& c, BackwardPart part);
+  void moe_block_forward(Segments& out, models::OpCost& c);
+  void moe_block_backward(Segments& out, models::OpCost& c);
+  void shared_experts_forward(Segments& out, models::OpCost& c);
+  void shared_experts_backward(Segments& out, models::OpCost& c);
+  // The attention input projections: fused QKV, or MLA's down/norm/up projections.
+  models::OpCost attention_in_forward() const;
+  models::OpCost attention_in_backward(BackwardPart part) const;
+  models::GemmShape attention_in_first_gemm() const;
+  // One local expert's GEMMs on the busiest GPU's tokens (te rows).
+  models::GemmShape expert_in() const;
+  models::GemmShape expert_out() const;
+  double expert_tokens() const;
+  double dispatch_elements() const { return d_.Ts * d_.k * d_.h; }
+  // The dispatch (forward) or combine all-to-all, and their conjugates in the backward pass.
+  void token_exchange(Segments& out, bool to_experts, const std::string& what);
+  // Heads and per-head width RoPE rotates: queries and keys (MLA: queries and the one shared
+  // key part of qk_rope_head_dim).
+  double rope_heads() const { return d_.mla ? d_.hl + 1 : d_.hl + d_.gl; }
+  double rope_dim() const { return d_.mla ? d_.d_rope : d_.d; }
   // The sequence length one attention call sees (the kernel calibration's axis).
   double attention_kernel_seq_len() const { return d_.S / d_.cp; }
   models::GemmShape scores_gemm() const;

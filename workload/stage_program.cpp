@@ -68,6 +68,7 @@ class StageBuilder {
   std::vector<const GradUnit*> pass_units(const PassSlot& slot) const;
   void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at);
   void await_zero12(const GradUnit& unit, int chunk);
+  const Segments& layer_pass(const GradUnit& unit, bool forward) const;
   void unit_forward(const GradUnit& unit, const OpSite& at);
   void unit_backward(const GradUnit& unit, const OpSite& at);
   void unit_weight_grad(const GradUnit& unit, const OpSite& at);
@@ -266,11 +267,20 @@ void StageBuilder::await_zero12(const GradUnit& unit, int chunk) {
   }
 }
 
+// The forward or backward pass of a Transformer layer: the MoE layer's for a layer with the
+// MoE FFN, else the dense one.
+const Segments& StageBuilder::layer_pass(const GradUnit& unit, bool forward) const {
+  const StepPasses& p = plan_.passes;
+  if (s_.model.is_moe_layer(unit.layer))
+    return forward ? p.moe_layer_forward : p.moe_layer_backward;
+  return forward ? p.layer_forward : p.layer_backward;
+}
+
 void StageBuilder::unit_forward(const GradUnit& unit, const OpSite& at) {
   const StepPasses& passes = plan_.passes;
   const OpSite here = at.at_layer(unit.layer);
   switch (unit.kind) {
-    case UnitKind::layer: ops_.pass(passes.layer_forward, ComputeKind::forward, here); break;
+    case UnitKind::layer: ops_.pass(layer_pass(unit, true), ComputeKind::forward, here); break;
     case UnitKind::embedding:
       ops_.pass(passes.embedding_forward, ComputeKind::embedding, here);
       break;
@@ -284,7 +294,7 @@ void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
   switch (unit.kind) {
     case UnitKind::layer:
       if (models::layer_recomputed(s_, unit.layer - first_layer(at.virtual_stage))) {
-        ops_.pass(passes.layer_forward, ComputeKind::recompute, here);
+        ops_.pass(layer_pass(unit, true), ComputeKind::recompute, here);
         // The recompute forward gathered the layer's matrices again (its module hooks fire);
         // DeepSpeed keeps them for the backward only while they fit under
         // stage3_max_live_parameters, else it releases and gathers them once more.
@@ -292,7 +302,7 @@ void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
           ds2021_gathers_->emit(ops_, unit, at);
         }
       }
-      ops_.pass(passes.layer_backward, ComputeKind::backward, here);
+      ops_.pass(layer_pass(unit, false), ComputeKind::backward, here);
       break;
     case UnitKind::embedding:  // all weight gradient: the W pass's when split
       if (!split_) ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);

@@ -59,6 +59,8 @@ const char* to_string(Group g) {
     case Group::cp: return "cp";
     case Group::dp: return "dp";
     case Group::embedding: return "embedding";
+    case Group::ep: return "ep";
+    case Group::ep_rail: return "ep_rail";
   }
   return "?";
 }
@@ -97,6 +99,18 @@ double GradBucket::bytes() const {
   return b;
 }
 
+ExpertExchange expert_exchange(const Workload& w, int stage) {
+  ExpertExchange out;
+  for (const Op& op : w.stages.at(static_cast<std::size_t>(stage)).ops) {
+    if (op.kind != OpKind::collective) continue;
+    const Collective& c = w.collectives[static_cast<std::size_t>(op.index)];
+    if (!is_expert_group(c.group)) continue;
+    out.bytes += c.bytes;
+    ++out.calls;
+  }
+  return out;
+}
+
 double grad_bytes_per_element(Dtype dtype) {
   return bytes_per_element(dtype);
 }
@@ -130,6 +144,21 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
   return out;
 }
 
+namespace {
+
+// With moe_comm_sms, the compute-bound kernels run on the SMs the all-to-all kernels leave:
+// every peak scaled by (sm_count - sms) / sm_count; memory-bound kernels keep their bandwidth.
+models::ComputeCostModel comm_sm_share(const Scenario& s, const models::ComputeCostModel& c) {
+  const int sms = s.training.moe_comm_sms;
+  if (!s.model.moe || !s.training.moe_comm_overlap || sms <= 0) return c;
+  GpuSpec gpu = c.gpu();
+  const double share = static_cast<double>(gpu.sm_count - sms) / gpu.sm_count;
+  for (auto& [dtype, peak] : gpu.peak_flops) peak *= share;
+  return models::ComputeCostModel(gpu, c.calibration());
+}
+
+}  // namespace
+
 Workload build_workload(const Scenario& s, const models::ComputeCostModel& compute,
                         const WorkloadOptions& options) {
   const Parallelism& par = s.parallelism;
@@ -144,12 +173,23 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   w.compressed_phase =
       s.comm.compression.kind == Compression::onebit_adam && options.compressed_phase;
 
-  PassBuilder passes(s, compute);
-  const StepPlan plan{s, compute, passes.step_passes(), pipeline_message_bytes(passes.dims()),
+  const models::ComputeCostModel overlapped = comm_sm_share(s, compute);
+  PassBuilder passes(s, overlapped);
+  const StepPlan plan{s, overlapped, passes.step_passes(), pipeline_message_bytes(passes.dims()),
                       w.compressed_phase};
   w.notes = modelling_notes(s, w.compressed_phase);
   for (int stage = 0; stage < par.pp; ++stage) w.stages.push_back(build_stage_program(plan, stage));
   w.collectives = passes.collectives();
+  if (s.model.moe && s.training.moe_comm_overlap) {
+    w.moe_overlap.on = true;
+    for (const Segments* pass : {&plan.passes.moe_layer_forward, &plan.passes.moe_layer_backward}) {
+      for (const Segment& seg : *pass) {
+        const Group g = seg.is_collective ? w.collectives[seg.collective].group : Group::tp;
+        if (is_expert_group(g)) w.moe_overlap.a2a.push_back(seg.collective);
+        if (!seg.is_collective) w.moe_overlap.layer_compute_s += seg.cost.time_s;
+      }
+    }
+  }
   return w;
 }
 

@@ -42,8 +42,13 @@ enum class Group : unsigned char {
   cp,         // context-parallel group
   dp,         // data-parallel group (x context parallel: gradients are reduced over dp * cp)
   embedding,  // first and last pipeline stage (tied embedding gradients, Megatron-LM)
+  ep,         // expert-parallel group (MoE token dispatch and combine; topologies::place_experts)
+  ep_rail,    // the members of a GPU's EP group with its in-node index, one per node (DeepEP)
 };
 const char* to_string(Group g);
+inline bool is_expert_group(Group g) {
+  return g == Group::ep || g == Group::ep_rail;
+}
 
 // What a compute op is for: the breakdown and the trace use it.
 enum class ComputeKind : unsigned char {
@@ -144,8 +149,18 @@ struct WorkloadOptions {
   bool compressed_phase = false;
 };
 
+// The EP all-to-alls of an MoE layer hidden behind paired compute (training.moe_comm_overlap):
+// per MoE layer, forward and backward, max(0, A - C) of the all-to-all time A stays exposed,
+// C being the layer's forward and backward compute; each all-to-all keeps its share of it.
+struct MoeOverlap {
+  bool on = false;
+  double layer_compute_s = 0;  // C
+  std::vector<int> a2a;        // the layer's EP collectives, once per use (their times sum to A)
+};
+
 struct Workload {
   int pp = 1, vpp = 1, tp = 1, dp = 1, cp = 1;
+  MoeOverlap moe_overlap;
   int micro_batches = 1;
   double tokens_per_step = 0;
   bool compressed_phase = false;
@@ -174,6 +189,14 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
 // takes (comm + gemm) / tp + max(comm, gemm) (tp - 1) / tp; the GEMM is counted as compute,
 // so the collective exposes comm / tp + max(comm - gemm, 0) (tp - 1) / tp.
 double exposed_tp_comm_s(double comm_s, double gemm_s, int tp);
+
+// What one GPU of pipeline rank `stage` hands to the MoE token exchanges in a step: the sum of
+// the nccl-tests sizes (send buffers) of its expert-group all-to-alls, and how many there are.
+struct ExpertExchange {
+  double bytes = 0;
+  int calls = 0;
+};
+ExpertExchange expert_exchange(const Workload& w, int stage);
 
 // Gradient bytes per element on the wire for `dtype` (fp32 4, bf16/fp16 2, fp8 1).
 double grad_bytes_per_element(Dtype dtype);

@@ -557,3 +557,55 @@ TEST_CASE("A compute time that is not finite is an error, not an abort inside Si
       graph);
   CHECK(message.find("a compute time of inf s on GPU 0") != std::string::npos);
 }
+
+TEST_CASE(
+    "An all-to-all on an idle fabric takes the alpha-beta closed form, a shared NIC halves it",
+    "[sim][alltoall][moe]") {
+  // One GPU per node behind its own 50 GB/s NIC (GPUDirect, PCIe 64 GB/s): an all-to-all of S
+  // bytes per rank (nccl-tests' size: the whole send buffer) sends (n-1)/n S out of every NIC
+  // and receives as much, so the bandwidth term is (n-1)/n S / 50 GB/s; at 1 GiB NCCL's
+  // per-peer latency (microseconds) is under 0.1 % of it.
+  const double S = 1 * GiB;
+  const double B = 50e9;
+  const int n = 8;
+  const auto alone =
+      topologies::ClusterGraph::build(small_cluster(n, 1, 1, 50, 64, false, true), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = iota_gpus(0, n);
+  a2a.bytes = S;
+  const auto t = run_isolated_numbers([&] {
+    std::vector<double> out;
+    for (const auto& r : simulate_collectives(alone, {a2a}, SimulationOptions{})) {
+      out.push_back(r.time_s());
+    }
+    return out;
+  });
+  REQUIRE(t.size() == 1);
+  CHECK(t[0] == Approx((n - 1.0) / n * S / B).epsilon(0.01));
+
+  // Two GPUs per node sharing the node's one NIC: two all-to-alls at once, one among the
+  // first GPUs of the 8 nodes and one among the second, share every NIC: together they move
+  // what one NIC carries, so each takes twice the dedicated-NIC time above.
+  const auto shared =
+      topologies::ClusterGraph::build(small_cluster(n, 2, 1, 50, 64, false, true), 2 * n);
+  const auto v = run_isolated_numbers([&] {
+    Simulation sim(shared, SimulationOptions{});
+    std::vector<double> out;
+    sim.spawn(0, "driver", [&] {
+      CollectiveRequest first = a2a;
+      first.gpus = iota_gpus(0, n, 2);
+      CollectiveRequest second = a2a;
+      second.gpus = iota_gpus(1, n, 2);
+      auto h1 = sim.start_collective(first);
+      auto h2 = sim.start_collective(second);
+      out.push_back(sim.wait(h1).time_s());
+      out.push_back(sim.wait(h2).time_s());
+    });
+    sim.run();
+    return out;
+  });
+  REQUIRE(v.size() == 2);
+  CHECK(v[0] == Approx(2 * (n - 1.0) / n * S / B).epsilon(0.01));
+  CHECK(v[1] == Approx(2 * (n - 1.0) / n * S / B).epsilon(0.01));
+}

@@ -1,0 +1,124 @@
+// Mixture-of-experts layers in the step programs: the EP all-to-alls, the expert GEMMs and the
+// parameters each GPU holds. Expected values are hand calculations from the layer's shapes.
+#include <catch2/catch.hpp>
+
+#include "tests/workload/fixtures.hpp"
+#include "workload/pass_builder.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+using namespace clustersim::workload;
+using clustersim::test::load;
+using clustersim::test::small_scenario;
+
+namespace {
+
+// The small test model (8 layers, h 1024, GeLU FFN 4096) on 64 GPUs of pure data parallelism,
+// micro-batch 1 of 1024 tokens, every layer an MoE layer: 16 experts of width 512, top-2, one
+// shared expert of width 1024, expert parallelism `ep`.
+Scenario moe_scenario(int ep, double imbalance = 1, double capacity = 0) {
+  Scenario s = load(small_scenario(64, 64, 1, 1));
+  s.training.micro_batch = 1;
+  s.training.recompute = Recompute::none;
+  s.model.linear_biases = false;
+  MoeSpec e;
+  e.num_experts = 16;
+  e.experts_per_token = 2;
+  e.expert_ffn_hidden = 512;
+  e.shared_experts = 1;
+  e.shared_expert_ffn_hidden = 1024;
+  e.routing_imbalance = imbalance;
+  e.capacity_factor = capacity;
+  s.model.moe = e;
+  s.parallelism.ep = ep;
+  return s;
+}
+
+constexpr double h = 1024, T = 1024, E = 16, k = 2, fe = 512, fs = 1024, f = 4096;
+
+std::vector<const Collective*> ep_collectives(const std::vector<Collective>& all) {
+  std::vector<const Collective*> out;
+  for (const auto& c : all) {
+    if (c.group == Group::ep) out.push_back(&c);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("An MoE layer dispatches and combines T k h 16-bit values over the EP group",
+          "[workload][moe]") {
+  const Scenario s = moe_scenario(8);
+  const auto compute = clustersim::test::compute_model(s);
+  PassBuilder b(s, compute);
+  const Segments fwd = b.moe_layer_forward();
+  const Segments bwd = b.moe_layer_backward();
+  const auto ep = ep_collectives(b.collectives());
+  REQUIRE(ep.size() == 1);  // dispatch and combine have the same size: one costed collective
+  CHECK(ep[0]->kind == CollKind::all_to_all);
+  CHECK(ep[0]->bytes == Approx(T * k * h * 2));  // 1024 tokens x 2 copies x 1024 x 2 bytes
+  const auto count = [&](const Segments& segs) {
+    int n = 0;
+    for (const auto& seg : segs)
+      n += seg.is_collective && b.collectives()[seg.collective].group == Group::ep;
+    return n;
+  };
+  CHECK(count(fwd) == 2);  // dispatch, combine
+  CHECK(count(bwd) == 2);  // their conjugates
+
+  // Without expert parallelism the tokens stay on the GPU: no all-to-all.
+  const Scenario one = moe_scenario(1);
+  PassBuilder b1(one, compute);
+  b1.moe_layer_forward();
+  b1.moe_layer_backward();
+  CHECK(ep_collectives(b1.collectives()).empty());
+}
+
+TEST_CASE("An MoE layer's FLOPs are the router, the top-k experts and the shared expert",
+          "[workload][moe]") {
+  const Scenario s = moe_scenario(8);
+  const auto compute = clustersim::test::compute_model(s);
+  PassBuilder b(s, compute);
+  const double moe = total(b.moe_layer_forward()).flops;
+  const double dense = total(b.layer_forward()).flops;
+  // Same attention; the dense FFN (2 T h f x 2 GEMMs) is replaced by the router (2 T h E), the
+  // routed experts (each token through k experts of 2 GEMMs of h x fe) and the shared expert.
+  const double want =
+      2 * T * h * E + k * 2 * (2 * T * h * fe) + 2 * (2 * T * h * fs) - 2 * (2 * T * h * f);
+  CHECK(moe - dense == Approx(want).epsilon(1e-9));
+
+  // The busiest GPU's experts see `imbalance` times the mean tokens; a capacity factor caps it.
+  PassBuilder skewed(moe_scenario(8, 2.0), compute);
+  const double routed = k * 2 * (2 * T * h * fe);
+  CHECK(total(skewed.moe_layer_forward()).flops - moe == Approx(routed).epsilon(1e-9));
+  PassBuilder capped(moe_scenario(8, 2.0, 1.25), compute);
+  CHECK(total(capped.moe_layer_forward()).flops - moe == Approx(0.25 * routed).epsilon(1e-9));
+}
+
+TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradients",
+          "[workload][moe]") {
+  const Scenario dense = [] {
+    Scenario s = moe_scenario(8);
+    s.model.moe.reset();
+    s.parallelism.ep = 1;
+    return s;
+  }();
+  const Scenario s = moe_scenario(8);
+  const auto compute = clustersim::test::compute_model(s);
+  const Workload wd = build_workload(dense, compute);
+  const Workload wm = build_workload(s, compute);
+  // Per layer: the dense FFN's 2 h f replaced by the router h E, the shared expert 2 h fs and
+  // 16 / 8 = 2 experts of 2 h fe; 8 layers.
+  const double per_layer = h * E + 2 * h * fs + (E / 8) * 2 * h * fe - 2 * h * f;
+  CHECK(wm.stages[0].params - wd.stages[0].params == Approx(8 * per_layer).epsilon(1e-12));
+  // Every MoE layer runs its 4 all-to-alls once per micro-batch.
+  int a2a = 0;
+  for (const auto& op : wm.stages[0].ops) {
+    a2a += op.kind == OpKind::collective && wm.collectives[op.index].group == Group::ep;
+  }
+  CHECK(a2a == 8 * 4 * wm.micro_batches);
+  // check's "EP exchanges" row: 4 exchanges of T k h 16-bit values per layer and micro-batch.
+  const ExpertExchange x = expert_exchange(wm, 0);
+  CHECK(x.calls == a2a);
+  CHECK(x.bytes == Approx(a2a * T * k * h * 2));
+}
