@@ -204,3 +204,46 @@ TEST_CASE("ep and etp need an MoE model") {
   CHECK_FALSE(dense.model.moe);
   CHECK(dense.parallelism.ep == 1);
 }
+
+TEST_CASE("The MoE simulation settings load, and what is not simulated is refused at its path",
+          "[input][moe]") {
+  json doc = moe_scenario();
+  doc["training"]["moe_dispatcher"] = "deepep";
+  doc["training"]["moe_comm_overlap"] = true;
+  doc["training"]["moe_comm_sms"] = 20;
+  doc["model"]["moe"]["expert_groups"] = 4;
+  doc["model"]["moe"]["groups_per_token"] = 2;
+  doc["model"]["moe"]["sources"]["expert_groups"] = "t";
+  doc["model"]["moe"]["sources"]["groups_per_token"] = "t";
+  const Scenario s = load(doc);
+  CHECK(s.training.moe_dispatcher == MoeDispatcher::deepep);
+  CHECK(s.training.moe_comm_overlap);
+  CHECK(s.training.moe_comm_sms == 20);
+  CHECK(s.model.moe->expert_groups == 4);
+  CHECK(s.model.moe->groups_per_token == 2);
+
+  json no_overlap = doc;
+  no_overlap["training"]["moe_comm_overlap"] = false;
+  expect_error(no_overlap, "/training/moe_comm_sms", "moe_comm_overlap");
+  json all_sms = doc;
+  all_sms["training"]["moe_comm_sms"] = 132;  // the H800 preset's 132 SMs
+  expect_error(all_sms, "/training/moe_comm_sms", "leave none");
+  json one_group = doc;
+  one_group["model"]["moe"].erase("groups_per_token");
+  one_group["model"]["moe"]["sources"].erase("groups_per_token");
+  expect_error(one_group, "/model/moe/groups_per_token", "both");
+  json uneven = doc;
+  uneven["model"]["moe"]["expert_groups"] = 3;  // 8 experts
+  expect_error(uneven, "/model/moe/expert_groups", "do not divide");
+  json zb = doc;
+  zb["parallelism"]["schedule"] = "zb-h1";
+  expect_error(zb, "/parallelism/schedule", "zb-h1 is not simulated");
+  json zero3 = doc;
+  zero3["parallelism"]["zero_stage"] = 3;
+  expect_error(zero3, "/parallelism/zero_stage", "ZeRO-3");
+  json dense = doc;
+  dense["model"] = "llama3-8b";
+  dense["parallelism"].erase("ep");
+  dense["training"].erase("moe_comm_sms");
+  expect_error(dense, "/training/moe_comm_overlap", "mixture-of-experts");
+}
