@@ -662,9 +662,7 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   c += mem(kPermutePasses * dispatch_elements());
   flush(out, c);
   token_exchange(out, true, "MoE dispatch");
-  if (d.et > 1)
-    out.push_back(coll(CollKind::all_gather, Group::tp, dispatch_elements() * d.et,
-                       "MoE expert-TP all-gather"));
+  expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
   c += fp8_cast(te * d.h);
   c += c_.batched_gemm(expert_in(), d.precision, d.El);
@@ -672,9 +670,7 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   c += fp8_cast(te * d.fe / d.et);
   c += c_.batched_gemm(expert_out(), d.precision, d.El);
   flush(out, c);
-  if (d.et > 1)
-    out.push_back(coll(CollKind::reduce_scatter, Group::tp, dispatch_elements() * d.et,
-                       "MoE expert-TP reduce-scatter"));
+  expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE combine");
   c += mem(kPermutePasses * dispatch_elements());
   shared_experts_forward(out, c);
@@ -686,9 +682,7 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c) {
   c += mem(kPermutePasses * dispatch_elements());
   flush(out, c);
   token_exchange(out, true, "MoE combine backward");
-  if (d.et > 1)
-    out.push_back(coll(CollKind::all_gather, Group::tp, dispatch_elements() * d.et,
-                       "MoE expert-TP all-gather"));
+  expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
   c += fp8_cast(te * d.h);
   c += c_.batched_gemm(dgrad(expert_out()), d.precision, d.El);
@@ -698,15 +692,22 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c) {
   c += c_.batched_gemm(dgrad(expert_in()), d.precision, d.El);
   c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
   flush(out, c);
-  if (d.et > 1)
-    out.push_back(coll(CollKind::reduce_scatter, Group::tp, dispatch_elements() * d.et,
-                       "MoE expert-TP reduce-scatter"));
+  expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE dispatch backward");
   c += mem(kPermutePasses * dispatch_elements());
   c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
   c += c_.gemm(dgrad({d.Ts, d.E, d.h}), head_dtype());
   c += c_.gemm(wgrad({d.Ts, d.E, d.h}), head_dtype());
   c += mem(kNormBackwardPasses * d.Ts * d.h);
+}
+
+// With expert TP (= tp), the TP group all-gathers the dispatched tokens before the experts
+// (`gather`) and reduce-scatters their outputs after.
+void PassBuilder::expert_tp_exchange(Segments& out, bool gather) {
+  if (d_.et <= 1) return;
+  out.push_back(coll(gather ? CollKind::all_gather : CollKind::reduce_scatter, Group::tp,
+                     dispatch_elements() * d_.et,
+                     gather ? "MoE expert-TP all-gather" : "MoE expert-TP reduce-scatter"));
 }
 
 // Tokens (or their gradients) on their way to the experts (`to_experts`: dispatch, and the

@@ -162,6 +162,7 @@ class PassBuilder {
   double dispatch_elements() const { return d_.Ts * d_.k * d_.h; }
   // The dispatch (forward) or combine all-to-all, and their conjugates in the backward pass.
   void token_exchange(Segments& out, bool to_experts, const std::string& what);
+  void expert_tp_exchange(Segments& out, bool gather);
   // Heads and per-head width RoPE rotates: queries and keys (MLA: queries and the one shared
   // key part of qk_rope_head_dim).
   double rope_heads() const { return d_.mla ? d_.hl + 1 : d_.hl + d_.gl; }
