@@ -64,18 +64,27 @@ nccl::CollectiveRequest Replay::tp_request(const workload::Collective& c, int d,
   if (c.group == Group::cp) {
     for (int x = 0; x < cp_; ++x) req.gpus.push_back(gpu_of(0, x, d, st));
   } else if (workload::is_expert_group(c.group)) {
-    // EP: the group of the stage's rank (0, cpi, d); its rail part: the members on the GPU's
-    // in-node index, one per node.
-    const int rank = rank_of(0, cpi, d, st);
-    const int gpn = s_.cluster.gpus_per_node;
-    const int local = pl_.gpu_of_rank[static_cast<std::size_t>(rank)] % gpn;
-    for (int r :
-         topologies::expert_group_of(pl_, rank, s_.parallelism.ep, s_.parallelism.expert_tp())) {
-      const int gpu = pl_.gpu_of_rank[static_cast<std::size_t>(r)];
-      if (c.group == Group::ep || gpu % gpn == local) req.gpus.push_back(gpu);
-    }
+    return expert_request(c, rank_of(0, cpi, d, st));
   } else {
     for (int t = 0; t < tp_; ++t) req.gpus.push_back(gpu_of(t, cpi, d, st));
+  }
+  return req;
+}
+
+// The exchange of the EP group holding `rank`; its rail part (Group::ep_rail): the members on
+// the rank's in-node index, one per node.
+nccl::CollectiveRequest Replay::expert_request(const workload::Collective& c, int rank) const {
+  nccl::CollectiveRequest req;
+  req.op = nccl_op(c.kind);
+  req.bytes = c.bytes;
+  req.dtype = c.dtype;
+  req.label = c.label;
+  const int gpn = s_.cluster.gpus_per_node;
+  const int local = pl_.gpu_of_rank[static_cast<std::size_t>(rank)] % gpn;
+  for (int r :
+       topologies::expert_group_of(pl_, rank, s_.parallelism.ep, s_.parallelism.expert_tp())) {
+    const int gpu = pl_.gpu_of_rank[static_cast<std::size_t>(r)];
+    if (c.group == Group::ep || gpu % gpn == local) req.gpus.push_back(gpu);
   }
   return req;
 }

@@ -148,6 +148,9 @@ class Replay {
   using Op = workload::Op;
 
   // ---- Setup (replica_classes.cpp, rail_symmetry.cpp, replay.cpp) ---------------------------
+  nccl::CollectiveRequest expert_request(const workload::Collective& c, int rank) const;
+  void join_expert_exchange(const ClassStage& me, const Op& op,
+                            std::vector<sim::CollectiveHandle>& hs);
   int rank_of(int t, int c, int d, int st) const { return pl_.rank_of({t, c, d, st}); }
   int gpu_of(int t, int c, int d, int st) const {
     return pl_.gpu_of_rank[static_cast<std::size_t>(rank_of(t, c, d, st))];

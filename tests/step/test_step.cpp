@@ -272,6 +272,31 @@ TEST_CASE("The shortcuts agree with the full simulation on a small case") {
   CHECK(fast.flows < exact.flows);
 }
 
+TEST_CASE("MoE exchanges costed once agree with every EP group simulated as flows") {
+  // 32 GPUs, dp 32 x pp 1 of the small model with every layer an MoE layer of 16 experts,
+  // top-2, ep 8 (EP groups of 8 consecutive GPUs, one node each). Exact: each replica is its
+  // own class-stage, and the 8 replicas of an EP group join one exchange.
+  nlohmann::json j = small_scenario(32, 32, 1, 1);
+  j["training"]["global_batch"] = 64;
+  j["parallelism"]["ep"] = 8;
+  j["model"]["moe"] = {
+      {"num_experts", 16},
+      {"experts_per_token", 2},
+      {"expert_ffn_hidden_size", 1024},
+      {"sources",
+       {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
+  const Scenario s = load(j);
+  const auto fast = run(s);
+  step::StepOptions o;
+  o.exact = true;
+  const auto exact = run(s, o);
+  REQUIRE(fast.completed);
+  REQUIRE(exact.completed);
+  CHECK(fast.breakdown.ep_s > 0);
+  CHECK(fast.breakdown.ep_s == Approx(exact.breakdown.ep_s).epsilon(0.1));
+  CHECK(fast.step_time_s == Approx(exact.step_time_s).epsilon(0.02));
+}
+
 TEST_CASE("Simulating one rail's gradient traffic gives what simulating every rail gives") {
   // dp 4 x tp 8 on 4 rail-optimized nodes: TP rank t's data-parallel group lives on rail t.
   // With tp 16 a TP group spans two nodes and two TP ranks' groups share each rail (over
