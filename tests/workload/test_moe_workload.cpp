@@ -88,10 +88,12 @@ TEST_CASE("An MoE layer's FLOPs are the router, the top-k experts and the shared
   CHECK(moe - dense == Approx(want).epsilon(1e-9));
 
   // The busiest GPU's experts see `imbalance` times the mean tokens; a capacity factor caps it.
-  PassBuilder skewed(moe_scenario(8, 2.0), compute);
+  const Scenario skewed_scenario = moe_scenario(8, 2.0);  // PassBuilder keeps a reference
+  PassBuilder skewed(skewed_scenario, compute);
   const double routed = k * 2 * (2 * T * h * fe);
   CHECK(total(skewed.moe_layer_forward()).flops - moe == Approx(routed).epsilon(1e-9));
-  PassBuilder capped(moe_scenario(8, 2.0, 1.25), compute);
+  const Scenario capped_scenario = moe_scenario(8, 2.0, 1.25);
+  PassBuilder capped(capped_scenario, compute);
   CHECK(total(capped.moe_layer_forward()).flops - moe == Approx(0.25 * routed).epsilon(1e-9));
 }
 
