@@ -347,8 +347,7 @@ struct StageParameters {
 // split by tp and two norms.
 void add_mtp_parameters(const Scenario& s, const MemorySizes& z, StageParameters& sp) {
   const ModelSpec& m = s.model;
-  const double h = m.hidden;
-  const double own = 2 * h * h / s.parallelism.tp + 2 * count_parameters(m).final_norm;
+  const double own = mtp_module_own_parameters(m, s.parallelism.tp);
   const bool moe_layer = m.is_moe_layer(m.num_layers - 1);
   sp.other += m.mtp_layers * ((moe_layer ? z.moe_layer_params : z.layer_params) + own);
   if (moe_layer) sp.experts += m.mtp_layers * z.expert_params;

@@ -197,6 +197,11 @@ LayerParameters moe_layer_parameters_on_gpu(const ModelSpec& m, const Parallelis
   return out;
 }
 
+double mtp_module_own_parameters(const ModelSpec& m, int tp) {
+  const double h = m.hidden;
+  return 2 * h * h / tp + 2 * count_parameters(m).final_norm;
+}
+
 double layer_parameters_per_tp_rank(const ModelSpec& m, int tp) {
   if (m.mla) return mla_layer_per_tp_rank(m, tp, m.ffn_hidden);
   const double h = m.hidden;

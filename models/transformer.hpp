@@ -84,6 +84,10 @@ struct ParameterCounts {
 
 ParameterCounts count_parameters(const clustersim::ModelSpec& model);
 
+// What one multi-token prediction module adds besides its Transformer layer, on one TP rank:
+// the 2h -> h projection (split by tp) and its two norms (DeepSeek-V3 §2.2).
+double mtp_module_own_parameters(const clustersim::ModelSpec& model, int tp);
+
 // Parameters of one Transformer layer held by one tensor-parallel rank (Megatron's split:
 // column-parallel Q/K/V and FFN-in weights and biases divided by tp, row-parallel O and FFN-out
 // weights divided by tp with their biases replicated, norms replicated).

@@ -97,14 +97,13 @@ UnitSizes unit_sizes(const Scenario& s) {
     u.moe_layer = moe.dense + moe.experts;
     for (int l = 0; l < s.model.num_layers; ++l) u.moe.push_back(s.model.is_moe_layer(l));
   }
-  // Multi-token prediction modules live with the head on the last stage: each a layer like the
-  // model's last, the 2h x h projection and two norms (DeepSeek-V3 §2.2; models/memory.cpp).
-  const double h = s.model.hidden;
-  const double mtp_layer = s.model.is_moe_layer(s.model.num_layers - 1) ? u.moe_layer : u.layer;
-  u.head += s.model.mtp_layers * (mtp_layer + 2 * h * h / tp + 2 * counts.final_norm);
   u.embedding = (counts.embedding) / tp + counts.position_embedding;
   const double head_params = (s.model.tied_embeddings ? counts.embedding : counts.lm_head) / tp;
   u.head = head_params + counts.final_norm;
+  // Multi-token prediction modules live with the head on the last stage: each a layer like the
+  // model's last plus its projection and norms (DeepSeek-V3 §2.2; models/memory.cpp).
+  const double mtp_layer = s.model.is_moe_layer(s.model.num_layers - 1) ? u.moe_layer : u.layer;
+  u.head += s.model.mtp_layers * (mtp_layer + models::mtp_module_own_parameters(s.model, tp));
   u.layer_dtype = s.comm.grad_dtype;
   u.embedding_dtype = in_fp32_groups(s, "embedding") ? Dtype::fp32 : s.comm.grad_dtype;
   u.head_dtype = in_fp32_groups(s, "lm_head") ? Dtype::fp32 : s.comm.grad_dtype;

@@ -501,7 +501,7 @@ GemmShape PassBuilder::out_proj() const {
   return {d_.T, d_.h, d_.hl * (d_.mla ? d_.d_v : d_.d)};
 }
 GemmShape PassBuilder::ffn_in() const {
-  return {d_.T, (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.f / d_.t, d_.h};
+  return {d_.T, ffn_in_matrices() * d_.f / d_.t, d_.h};
 }
 GemmShape PassBuilder::ffn_out() const {
   return {d_.T, d_.h, d_.f / d_.t};
@@ -643,7 +643,7 @@ double PassBuilder::expert_tokens() const {
 }
 
 GemmShape PassBuilder::expert_in() const {
-  return {expert_tokens(), (d_.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d_.fe / d_.et, d_.h};
+  return {expert_tokens(), ffn_in_matrices() * d_.fe / d_.et, d_.h};
 }
 GemmShape PassBuilder::expert_out() const {
   return {expert_tokens(), d_.h, d_.fe / d_.et};
@@ -734,7 +734,7 @@ void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::stri
 void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   if (d.fs <= 0) return;
-  const GemmShape in{d.T, (d.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d.fs / d.t, d.h};
+  const GemmShape in{d.T, ffn_in_matrices() * d.fs / d.t, d.h};
   const GemmShape outp{d.T, d.h, d.fs / d.t};
   sequence_all_gather(out, c, forward_gemm(in));
   c += linear_forward(in);
@@ -746,7 +746,7 @@ void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
 void PassBuilder::shared_experts_backward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   if (d.fs <= 0) return;
-  const GemmShape in{d.T, (d.ffn == FfnKind::swiglu ? 2.0 : 1.0) * d.fs / d.t, d.h};
+  const GemmShape in{d.T, ffn_in_matrices() * d.fs / d.t, d.h};
   const GemmShape outp{d.T, d.h, d.fs / d.t};
   sequence_all_gather(out, c, dgrad_gemm(outp));
   c += gemm_backward(outp, BackwardPart::whole);

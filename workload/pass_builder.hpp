@@ -158,6 +158,8 @@ class PassBuilder {
   // One local expert's GEMMs on the busiest GPU's tokens (te rows).
   models::GemmShape expert_in() const;
   models::GemmShape expert_out() const;
+  // Matrices fused in an FFN's input GEMM: gate and up with SwiGLU, one otherwise.
+  double ffn_in_matrices() const { return d_.ffn == FfnKind::swiglu ? 2.0 : 1.0; }
   double expert_tokens() const;
   double dispatch_elements() const { return d_.Ts * d_.k * d_.h; }
   // The dispatch (forward) or combine all-to-all, and their conjugates in the backward pass.
