@@ -230,6 +230,41 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
 }
 
 namespace {
+
+// At most this many distinct what-if notes are listed; the rest are counted.
+constexpr std::size_t kMaxWhatIfNotes = 6;
+
+// The points whose hardware a sweep axis changed from the cited preset (their "what_if"
+// parameter, sweep_spec.hpp), with the distinct changes; "" when there is none.
+std::string what_if_lines(const std::vector<SweepRecord>& records) {
+  std::size_t points = 0;
+  std::vector<std::string> notes;
+  for (const auto& r : records) {
+    const auto it = r.parameters.find("what_if");
+    if (it == r.parameters.end() || !it->is_string() || it->get<std::string>().empty()) continue;
+    ++points;
+    const std::string text = it->get<std::string>();
+    for (std::size_t start = 0; start <= text.size();) {
+      std::size_t end = text.find("; ", start);
+      if (end == std::string::npos) end = text.size();
+      const std::string note = text.substr(start, end - start);
+      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+      start = end + 2;
+    }
+  }
+  if (points == 0) return "";
+  std::string out = "uncited (what-if) hardware in " + std::to_string(points) + " of " +
+                    std::to_string(records.size()) +
+                    " points (set by the sweep, not cited by a preset):\n";
+  for (std::size_t i = 0; i < notes.size() && i < kMaxWhatIfNotes; ++i) {
+    out += "  " + notes[i] + "\n";
+  }
+  if (notes.size() > kMaxWhatIfNotes) {
+    out += "  and " + std::to_string(notes.size() - kMaxWhatIfNotes) + " more\n";
+  }
+  return out;
+}
+
 bool same_order(const Ranking& a, const Ranking& b) {
   return a.rows.size() == b.rows.size() &&
          std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(),
@@ -286,6 +321,7 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top,
       out += "  failed: #" + std::to_string(r.index) + " " + r.label + ": " + r.reason + "\n";
     }
   }
+  out += what_if_lines(records);
   const auto rankings = rank_records(records, top);
   if (rankings.empty()) {
     out += "nothing to rank (no point evaluated ok)\n";

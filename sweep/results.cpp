@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
+#include "sweep/sweep_spec.hpp"
 
 namespace clustersim::sweep {
 
@@ -55,12 +56,14 @@ std::string csv_value(const json& v) {
   return csv_field(v.dump());
 }
 
-std::string row_start(const SweepRecord& r) {
+std::string row_start(const SweepRecord& r, const std::vector<std::string>& optional) {
   std::string row = csv_field(r.key) + "," + std::to_string(r.index) + "," + csv_field(r.status) +
                     "," + csv_field(r.label);
-  for (const auto& c : kParameterColumns) {
-    row += ',';
-    row += csv_value(r.parameters.contains(c) ? r.parameters.at(c) : json());
+  for (const auto* columns : {&kParameterColumns, &optional}) {
+    for (const auto& c : *columns) {
+      row += ',';
+      row += csv_value(r.parameters.contains(c) ? r.parameters.at(c) : json());
+    }
   }
   for (const auto& c : kMetricColumns) {
     row += ',';
@@ -69,9 +72,10 @@ std::string row_start(const SweepRecord& r) {
   return row;
 }
 
-std::string header_start() {
+std::string header_start(const std::vector<std::string>& optional) {
   std::string h = "key,index,status,label";
   for (const auto& c : kParameterColumns) h += "," + c;
+  for (const auto& c : optional) h += "," + c;
   for (const auto& c : kMetricColumns) h += "," + c;
   return h;
 }
@@ -178,19 +182,30 @@ std::vector<SweepRecord> latest_per_key(const std::vector<SweepRecord>& records)
   return out;
 }
 
+std::vector<std::string> optional_columns(const json& parameters) {
+  std::vector<std::string> out;
+  for (const auto& name : optional_parameter_names()) {
+    if (parameters.is_object() && parameters.contains(name)) out.push_back(name);
+  }
+  return out;
+}
+
 std::string to_csv(const std::vector<SweepRecord>& records) {
   std::set<std::string> components;
+  json present = json::object();
   for (const auto& r : records) {
     for (const auto& [name, value] : r.breakdown.items()) components.insert(name);
+    for (const auto& [name, value] : r.parameters.items()) present[name] = true;
   }
-  std::string out = header_start();
+  const std::vector<std::string> optional = optional_columns(present);
+  std::string out = header_start(optional);
   for (const auto& c : components) {
     out += ',';
     out += csv_field("breakdown." + c);
   }
   out += ",reason\n";
   for (const auto& r : records) {
-    out += row_start(r);
+    out += row_start(r, optional);
     for (const auto& c : components) {
       out += ',';
       out += csv_value(r.breakdown.contains(c) ? r.breakdown.at(c) : json());
@@ -202,16 +217,16 @@ std::string to_csv(const std::vector<SweepRecord>& records) {
   return out;
 }
 
-std::string csv_append_header() {
-  return header_start() + ",breakdown,reason\n";
+std::string csv_append_header(const std::vector<std::string>& optional) {
+  return header_start(optional) + ",breakdown,reason\n";
 }
 
-std::string csv_append_row(const SweepRecord& r) {
+std::string csv_append_row(const SweepRecord& r, const std::vector<std::string>& optional) {
   std::string parts;
   for (const auto& [name, value] : r.breakdown.items()) {
     parts += (parts.empty() ? "" : ";") + name + "=" + value.dump();
   }
-  return row_start(r) + "," + csv_field(parts) + "," + csv_field(r.reason) + "\n";
+  return row_start(r, optional) + "," + csv_field(parts) + "," + csv_field(r.reason) + "\n";
 }
 
 std::string jsonl_path(const std::string& dir) {

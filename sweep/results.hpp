@@ -68,13 +68,21 @@ ResultsFile read_results(const std::string& path, bool repair);
 // (index, key).
 std::vector<SweepRecord> latest_per_key(const std::vector<SweepRecord>& records);
 
-// CSV (RFC 4180 quoting), fixed columns: key, index, status, label, the parameters, the main
-// metrics, the breakdown components as "breakdown.NAME" (union over `records`, sorted), reason.
+// The optional parameter columns (sweep_spec.hpp optional_parameter_names()) that
+// `parameters` has, in column order: the sweep's own axes among them.
+std::vector<std::string> optional_columns(const nlohmann::json& parameters);
+
+// CSV (RFC 4180 quoting), fixed columns: key, index, status, label, the parameters, the
+// optional parameters some record has (optional_columns(), e.g. nic_Gbps and what_if only in a
+// sweep with a nic_Gbps axis), the main metrics, the breakdown components as "breakdown.NAME"
+// (union over `records`, sorted), reason.
 std::string to_csv(const std::vector<SweepRecord>& records);
-// The CSV header and one row with the columns fixed for appending (no breakdown columns but
-// a `breakdown` column "name=seconds;..."), used while a sweep runs.
-std::string csv_append_header();
-std::string csv_append_row(const SweepRecord& record);
+// The CSV header and one row with the columns fixed for appending (`optional` parameter
+// columns as the sweep has them; no breakdown columns but a `breakdown` column
+// "name=seconds;..."), used while a sweep runs.
+std::string csv_append_header(const std::vector<std::string>& optional = {});
+std::string csv_append_row(const SweepRecord& record,
+                           const std::vector<std::string>& optional = {});
 
 // Writes DIR/results.jsonl and DIR/results.csv atomically from `records`.
 void write_results(const std::string& dir, const std::vector<SweepRecord>& records);

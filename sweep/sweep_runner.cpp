@@ -18,6 +18,7 @@
 
 #include "core/atomic_file.hpp"
 #include "input/scenario_loader.hpp"
+#include "sweep/hardware_axes.hpp"
 
 namespace clustersim::sweep {
 
@@ -143,8 +144,20 @@ SweepRecord record_for(const SweepPoint& point, const std::string& key, const st
   r.index = point.index;
   r.label = point.label;
   r.series = point.series;
-  r.parameters = point_parameters(point.scenario);
+  r.parameters = point.parameters.is_object() ? point.parameters : point_parameters(point.scenario);
+  for (const auto& note : point.what_if) {
+    r.warnings.push_back(std::string(kWhatIfPrefix) + ": " + note);
+  }
   return r;
+}
+
+// Adds `more` to the record's warnings, each once.
+void add_warnings(SweepRecord& r, const std::vector<std::string>& more) {
+  for (const auto& w : more) {
+    if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) {
+      r.warnings.push_back(w);
+    }
+  }
 }
 
 std::string point_document_name(const SweepSpec& spec, const SweepPoint& point) {
@@ -231,7 +244,7 @@ std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint&
       r.reason = verdict->reason;
       r.metrics = verdict->metrics;
       r.breakdown = verdict->breakdown;
-      r.warnings = scenario->warnings;
+      add_warnings(r, scenario->warnings);
       return r;
     }
   }
@@ -242,14 +255,15 @@ namespace {
 
 // The records an earlier run left in `dir`, a torn last line cut off; the CSV is rebuilt from
 // them (it may have missed the last append when the sweep was killed in between).
-ResultsFile resume(const std::string& dir, const SweepOptions& options) {
+ResultsFile resume(const std::string& dir, const SweepOptions& options,
+                   const std::vector<std::string>& optional) {
   ResultsFile existing = read_results(jsonl_path(dir), true);
   if (existing.torn_bytes > 0 && options.progress) {
     *options.progress << "sweep: cut off an incomplete last line (" << existing.torn_bytes
                       << " bytes) of " << jsonl_path(dir) << "\n";
   }
-  std::string csv = csv_append_header();
-  for (const auto& r : latest_per_key(existing.records)) csv += csv_append_row(r);
+  std::string csv = csv_append_header(optional);
+  for (const auto& r : latest_per_key(existing.records)) csv += csv_append_row(r, optional);
   write_file_atomically(csv_path(dir), csv);
   return existing;
 }
@@ -294,7 +308,7 @@ void write_sweep_meta(const SweepSpec& spec, const SweepOptions& options,
   meta["varying"] = spec.varying;
   meta["usd_per_gpu_hour"] = spec.ranking.usd_per_gpu_hour;
   meta["top"] = spec.ranking.top;
-  meta["base_parameters"] = point_parameters(spec.base);
+  meta["base_parameters"] = sweep_parameters(spec, spec.base);
   write_file_atomically(options.out_dir + "/sweep.json", meta.dump(2) + "\n");
 }
 
@@ -313,7 +327,8 @@ class PointRunner {
         done_(done),
         progress_(progress),
         dir_(options.out_dir),
-        work_(options.out_dir + "/.points") {}
+        work_(options.out_dir + "/.points"),
+        optional_(optional_columns(sweep_parameters(spec, spec.base))) {}
 
   // False when the pool stopped early.
   bool run();
@@ -338,6 +353,7 @@ class PointRunner {
   const std::unordered_set<std::string>& done_;
   Progress& progress_;
   const std::string dir_, work_;
+  const std::vector<std::string> optional_;  // the CSV's optional parameter columns
   std::map<std::size_t, Pending> pending_;
   std::size_t cursor_ = 0;
   std::size_t evaluated_ = 0;
@@ -357,7 +373,7 @@ bool PointRunner::run() {
 
 void PointRunner::append(const SweepRecord& r) {
   append_record(jsonl_path(dir_), to_json_line(r));
-  append_record(csv_path(dir_), csv_append_row(r));
+  append_record(csv_path(dir_), csv_append_row(r, optional_));
   progress_.record(r.status);
 }
 
@@ -394,12 +410,8 @@ void PointRunner::finished(std::size_t i, ProcessResult&& result) {
   r.reason = e.reason;
   r.metrics = e.metrics;
   r.breakdown = e.breakdown;
-  r.warnings = p.scenario.warnings;
-  for (const auto& w : e.warnings) {
-    if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) {
-      r.warnings.push_back(w);
-    }
-  }
+  add_warnings(r, p.scenario.warnings);
+  add_warnings(r, e.warnings);
   if (r.status == kStatusOk) {
     add_derived_metrics(r.metrics, p.scenario, spec_.ranking.usd_per_gpu_hour);
   }
@@ -443,7 +455,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   keys.reserve(points.size());
   for (const auto& p : points) keys.push_back(point_key(p.scenario, options.evaluator));
 
-  const ResultsFile existing = resume(dir, options);
+  const ResultsFile existing =
+      resume(dir, options, optional_columns(sweep_parameters(spec, spec.base)));
   const std::unordered_set<std::string> done = done_keys(existing, options);
   write_sweep_meta(spec, options, outcome);
   for (const auto& k : keys) outcome.already_done += done.count(k);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "input/scenario_loader.hpp"
+#include "sweep/hardware_axes.hpp"
 
 namespace clustersim::sweep {
 
@@ -22,11 +23,22 @@ constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 // point is held in memory (a resolved scenario is a few kB).
 constexpr std::size_t kMaxPoints = 50000;
 
+// clang-format off
 const std::vector<std::string> kAxisNames = {
-    "gpus",        "layouts",       "micro_batch",       "global_batch",
-    "zero_stage",  "recompute",     "sequence_parallel", "grad_dtype",
-    "compression", "nics_per_node", "oversubscription",  "cluster",
-    "model"};
+    "gpus", "layouts", "micro_batch", "global_batch", "zero_stage", "recompute",
+    "sequence_parallel", "grad_dtype", "compression", "nics_per_node", "oversubscription",
+    "cluster", "model", "gpu", "nvlink_GBps", "nic_Gbps", "ep", "moe_dispatcher",
+    "moe_comm_overlap"};
+// clang-format on
+
+// Parameters of a point that a results row has only when their axis is in the sweep file.
+const std::vector<std::string> kOptionalParameters = {
+    "nic_Gbps", "nvlink_GBps", "gpu", "ep", "moe_dispatcher", "moe_comm_overlap", "what_if"};
+
+// Axes that change the cluster's cited hardware: with any of them, a row says whether the
+// point is a what-if (hardware_axes.hpp).
+const std::vector<std::string> kHardwareAxes = {"nics_per_node", "oversubscription", "gpu",
+                                                "nvlink_GBps", "nic_Gbps"};
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -139,6 +151,30 @@ void validate_layouts(const JsonNode& n) {
   }
 }
 
+// Line rates and bandwidths in the units the cluster presets use (Gb/s per NIC, GB/s of NVLink
+// per GPU and direction); the loader checks each point's range.
+void validate_hardware_and_moe_axes(const JsonNode& axes) {
+  for (const char* k : {"nic_Gbps", "nvlink_GBps"}) {
+    if (const auto n = axes.find(k)) {
+      for (const auto& v : axis_values(*n)) v.as_positive();
+    }
+  }
+  if (const auto n = axes.find("gpu")) {
+    for (const auto& v : axis_values(*n)) {
+      load_preset_json("topologies/gpus", v.as_string(), "GPU", v);
+    }
+  }
+  if (const auto n = axes.find("ep")) {
+    for (const auto& v : axis_values(*n)) v.as_int_in(1, 1 << 16);
+  }
+  if (const auto n = axes.find("moe_dispatcher")) {
+    for (const auto& v : axis_values(*n)) v.as_enum(kMoeDispatcherNames.names());
+  }
+  if (const auto n = axes.find("moe_comm_overlap")) {
+    for (const auto& v : axis_values(*n)) v.as_bool();
+  }
+}
+
 void validate_axes(const JsonNode& axes) {
   axes.require_object();
   axes.only_keys(kAxisNames);
@@ -183,6 +219,7 @@ void validate_axes(const JsonNode& axes) {
   if (const auto n = axes.find("cluster")) {
     for (const auto& v : axis_values(*n)) inline_cluster(v.as_string(), v);
   }
+  validate_hardware_and_moe_axes(axes);
   if (const auto n = axes.find("model")) {
     for (const auto& v : axis_values(*n)) {
       load_preset_json("models/presets", v.as_string(), "model", v);
@@ -193,6 +230,7 @@ void validate_axes(const JsonNode& axes) {
 struct Variant {
   json scenario;
   std::string error;
+  std::vector<std::string> what_if;  // hardware_axes.hpp notes
 };
 
 using Expand = std::function<std::vector<Variant>(const Variant&)>;
@@ -306,13 +344,22 @@ std::string fragment(const std::string& key, const json& v) {
   if (key == "compression") return v == "none" ? "no-compression" : text(v);
   if (key == "nics_per_node") return text(v) + "NIC";
   if (key == "oversubscription") return "oversub:" + text(v);
-  return text(v);  // cluster, model
+  if (key == "nic_Gbps") return "NIC " + text(v) + "Gb/s";
+  if (key == "nvlink_GBps") return "NVLink " + text(v) + "GB/s";
+  if (key == "ep") return "EP" + text(v);
+  if (key == "moe_dispatcher") return "dispatch:" + text(v);
+  if (key == "moe_comm_overlap") return v == true ? "EP-overlap" : "no-EP-overlap";
+  return text(v);  // cluster, model, gpu
 }
 
 void assign_labels(std::vector<SweepPoint>& points) {
   std::vector<json> params;
   params.reserve(points.size());
-  for (const auto& p : points) params.push_back(point_parameters(p.scenario));
+  for (const auto& p : points) {
+    json q = p.parameters;
+    q.erase("what_if");  // a note, not a label
+    params.push_back(std::move(q));
+  }
   // Which parameters vary across the sweep; dp, tp and pp always show (they name a layout).
   std::set<std::string> varying = {"dp", "tp", "pp"};
   for (const auto& [key, value] : params.front().items()) {
@@ -329,6 +376,7 @@ void assign_labels(std::vector<SweepPoint>& points) {
                                           "pp",
                                           "vpp",
                                           "cp",
+                                          "ep",
                                           "micro_batch",
                                           "global_batch",
                                           "zero_stage",
@@ -336,15 +384,20 @@ void assign_labels(std::vector<SweepPoint>& points) {
                                           "sequence_parallel",
                                           "grad_dtype",
                                           "compression",
+                                          "moe_dispatcher",
+                                          "moe_comm_overlap",
                                           "nics_per_node",
+                                          "nic_Gbps",
                                           "oversubscription",
+                                          "nvlink_GBps",
+                                          "gpu",
                                           "cluster",
                                           "model"};
   for (std::size_t i = 0; i < points.size(); ++i) {
     std::string label;
     std::string series;
     for (const auto& key : order) {
-      if (!varying.count(key)) continue;
+      if (!varying.count(key) || !params[i].contains(key)) continue;
       const std::string f = fragment(key, params[i].at(key));
       label += (label.empty() ? "" : " ") + f;
       if (key != "gpus" && key != "dp") series += (series.empty() ? "" : " ") + f;
@@ -495,6 +548,59 @@ Expand gpus_axis(const json& values, bool has_layouts) {
   };
 }
 
+// One value per variant, set by a hardware setter (hardware_axes.hpp), which notes a what-if.
+Expand hardware_axis(const json& values, std::string (*set)(json&, const json&)) {
+  return [values, set](const Variant& in) {
+    std::vector<Variant> out;
+    for (const auto& v : values) {
+      Variant next = in;
+      const std::string note = set(next.scenario, v);
+      if (!note.empty()) next.what_if.push_back(note);
+      out.push_back(std::move(next));
+    }
+    return out;
+  };
+}
+
+// The GPU presets the "gpu" axis names, inlined.
+json gpu_presets(const SweepSpec& spec) {
+  json values = json::array();
+  const JsonDocument doc = JsonDocument::parse(spec.axes.dump(), spec.file + ":/axes");
+  for (const auto& v : doc.root().at("gpu").items()) {
+    values.push_back(load_preset_json("topologies/gpus", v.as_string(), "GPU", v));
+  }
+  return values;
+}
+
+// The axes after "compression", in the enumeration order of sweep_spec.hpp.
+void add_hardware_and_moe_axes(const SweepSpec& spec, std::vector<Expand>& dims) {
+  const json& axes = spec.axes;
+  if (axes.contains("nics_per_node")) {
+    dims.push_back(hardware_axis(axes.at("nics_per_node"), set_nics_per_node));
+  }
+  if (axes.contains("oversubscription")) {
+    dims.push_back(hardware_axis(axes.at("oversubscription"), set_oversubscription));
+  }
+  if (axes.contains("gpu")) dims.push_back(hardware_axis(gpu_presets(spec), set_gpu));
+  if (axes.contains("nvlink_GBps")) {
+    dims.push_back(hardware_axis(axes.at("nvlink_GBps"), set_nvlink_GBps));
+  }
+  if (axes.contains("nic_Gbps")) dims.push_back(hardware_axis(axes.at("nic_Gbps"), set_nic_Gbps));
+  if (axes.contains("ep")) dims.push_back(set_each("/parallelism/ep", axes.at("ep")));
+  if (axes.contains("moe_dispatcher")) {
+    dims.push_back(set_each("/training/moe_dispatcher", axes.at("moe_dispatcher")));
+  }
+  if (axes.contains("moe_comm_overlap")) {
+    // The SMs set aside for overlapped exchanges apply with the overlap only.
+    dims.push_back(set_each("/training/moe_comm_overlap", axes.at("moe_comm_overlap"),
+                            [](json& s, const json& v) {
+                              if (v == false && s.contains("training")) {
+                                s["training"].erase("moe_comm_sms");
+                              }
+                            }));
+  }
+}
+
 // One expansion per axis present, in the enumeration order of sweep_spec.hpp.
 std::vector<Expand> axis_expansions(const SweepSpec& spec) {
   const json& axes = spec.axes;
@@ -518,24 +624,13 @@ std::vector<Expand> axis_expansions(const SweepSpec& spec) {
   for (const auto& [axis, pointer] : scalar) {
     if (axes.contains(axis)) dims.push_back(set_each(pointer, axes.at(axis)));
   }
-  if (axes.contains("nics_per_node")) {
-    // A rail-optimized fabric has one NIC per GPU; other NIC counts are not rail-optimized.
-    dims.push_back(
-        set_each("/cluster/nics_per_node", axes.at("nics_per_node"), [](json& s, const json& v) {
-          if (v.get<int>() != int_or(s, "/cluster/gpus_per_node", 0)) {
-            s["cluster"]["rail_optimized"] = false;
-          }
-        }));
-  }
-  if (axes.contains("oversubscription")) {
-    dims.push_back(set_each("/cluster/fabric/oversubscription", axes.at("oversubscription")));
-  }
+  add_hardware_and_moe_axes(spec, dims);
   return dims;
 }
 
 // The cross product of the expansions applied to the base, at most kMaxPoints.
 std::vector<Variant> cross(const SweepSpec& spec, const std::vector<Expand>& dims) {
-  std::vector<Variant> current = {{spec.base, ""}};
+  std::vector<Variant> current = {{spec.base, "", {}}};
   for (const auto& expand : dims) {
     std::vector<Variant> next;
     for (const auto& v : current) {
@@ -569,10 +664,44 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
     p.index = i;
     p.scenario = std::move(variants[i].scenario);
     p.error = std::move(variants[i].error);
+    p.what_if = std::move(variants[i].what_if);
+    p.parameters = sweep_parameters(spec, p.scenario, p.what_if);
     points.push_back(std::move(p));
   }
   assign_labels(points);
   return points;
+}
+
+const std::vector<std::string>& optional_parameter_names() {
+  return kOptionalParameters;
+}
+
+json sweep_parameters(const SweepSpec& spec, const json& s,
+                      const std::vector<std::string>& what_if) {
+  json p = point_parameters(s);
+  auto value_or = [&](const char* pointer, json fallback) {
+    json v = get_or_null(s, pointer);
+    return v.is_null() ? fallback : v;
+  };
+  const json gpu = get_or_null(s, "/cluster/gpu");
+  const json optional = {
+      {"nic_Gbps", get_or_null(s, "/cluster/nic_Gbps")},
+      {"nvlink_GBps", value_or("/cluster/nvlink_GBps", get_or_null(s, "/cluster/gpu/nvlink_GBps"))},
+      {"gpu", gpu.is_object() ? gpu.value("name", json("")) : gpu},
+      {"ep", value_or("/parallelism/ep", 1)},
+      {"moe_dispatcher", value_or("/training/moe_dispatcher", "alltoall")},
+      {"moe_comm_overlap", value_or("/training/moe_comm_overlap", false)}};
+  for (const auto& [name, value] : optional.items()) {
+    if (spec.axes.contains(name)) p[name] = value;
+  }
+  const bool hardware = std::any_of(kHardwareAxes.begin(), kHardwareAxes.end(),
+                                    [&](const std::string& a) { return spec.axes.contains(a); });
+  if (hardware) {
+    std::string notes;
+    for (const auto& n : what_if) notes += (notes.empty() ? "" : "; ") + n;
+    p["what_if"] = notes;
+  }
+  return p;
 }
 
 std::string canonical_json(const json& scenario) {

@@ -12,13 +12,28 @@
 //      "recompute": ["none", "selective", "full"], "sequence_parallel": [false, true],
 //      "grad_dtype": ["bf16", "fp16", "fp8"], "compression": ["none", "onebit_adam", {..}],
 //      "nics_per_node": [1, 8], "oversubscription": [1, 2], "cluster": ["preset", ...],
-//      "model": ["preset", ...]},
+//      "model": ["preset", ...],
+//      "gpu": ["h800-sxm", "h200-sxm"],       GPU presets (topologies/gpus/) in the cluster
+//      "nvlink_GBps": [200, 450],              NVLink per GPU and direction, GB/s
+//      "nic_Gbps": [400, 200],                 per-NIC InfiniBand/Ethernet line rate, Gb/s
+//      "ep": [8, 16, 64],                      expert-parallel size (MoE models)
+//      "moe_dispatcher": ["alltoall", "deepep"], "moe_comm_overlap": [false, true]},
 //    "ranking": {"usd_per_gpu_hour": 2.0, "top": 10, "source": "where the price comes from"}}
 // Without "usd_per_gpu_hour", the base scenario's cost.usd_per_gpu_hour is used if it has one;
 // without either, cost is ranked in GPU-hours.
 //
 // A relative "base" path is looked up next to the sweep file first, then in the data directory
 // (core/data_root.hpp data_root()). Axes absent from "axes" keep the base's value.
+//
+// Hardware what-ifs (hardware_axes.hpp): nics_per_node, oversubscription, gpu, nvlink_GBps and
+// nic_Gbps change the cluster of the point (the base's or the "cluster" axis's). A value that
+// differs from the cluster's cited one makes the point a what-if: its citation becomes
+// "uncited (what-if): ...", and the results row says so (the "what_if" column, a warning, the
+// summary). The shipped presets keep their citations; no preset copy is needed.
+//
+// Infeasible combinations (ep not dividing the experts or a pipeline stage's ranks, MoE knobs
+// on a dense model, ...) are points too: the loader's message makes them "invalid" rows.
+// moe_comm_overlap false drops the base's moe_comm_sms (which applies with the overlap only).
 //
 // Layout rules: "all" for tp/pp/dp means every divisor of the GPU count (dp is always
 // gpus / (tp·pp·cp); a dp list filters). "all" for vpp means 1 and every v > 1 with
@@ -29,7 +44,9 @@
 //
 // Points are enumerated in a fixed order (cluster, model, gpus, layouts by tp, pp, vpp, dp,
 // then micro_batch, global_batch, zero_stage, recompute, sequence_parallel, grad_dtype,
-// compression, nics_per_node, oversubscription; values in the order the file gives them).
+// compression, nics_per_node, oversubscription, gpu, nvlink_GBps, nic_Gbps, ep,
+// moe_dispatcher, moe_comm_overlap; values in the order the file gives them). Labels name the
+// varying values, e.g. "512 GPUs DP64 TP8 PP1 EP8 NIC 200Gb/s".
 // Each point is the fully resolved scenario JSON: presets are inlined, so that its key (a
 // hash of that canonical JSON) changes whenever anything that shapes the result changes.
 #pragma once
@@ -67,11 +84,13 @@ struct SweepSpec {
 
 // One combination of axis values.
 struct SweepPoint {
-  std::size_t index = 0;    // position in the enumeration, from 0
-  nlohmann::json scenario;  // resolved scenario (presets inlined, axes applied)
-  std::string error;        // non-empty: the sweep itself could not form this point
-  std::string label;        // e.g. "DP64 TP8 PP2 mb1 ZeRO-1" (the varying axes, layout first)
-  std::string series;       // the label without the GPU count and dp (a plot series)
+  std::size_t index = 0;      // position in the enumeration, from 0
+  nlohmann::json scenario;    // resolved scenario (presets inlined, axes applied)
+  std::string error;          // non-empty: the sweep itself could not form this point
+  std::string label;          // e.g. "DP64 TP8 PP2 mb1 ZeRO-1" (the varying axes, layout first)
+  std::string series;         // the label without the GPU count and dp (a plot series)
+  nlohmann::json parameters;  // sweep_parameters() of the scenario
+  std::vector<std::string> what_if;  // hardware changed from the cited preset (hardware_axes.hpp)
 };
 
 // Reads and validates a sweep file. Throws ConfigError (file and JSON pointer) on bad input,
@@ -96,5 +115,15 @@ std::string point_key(const nlohmann::json& scenario, const std::string& evaluat
 // global_batch, zero_stage, recompute, sequence_parallel, grad_dtype, compression,
 // nics_per_node, oversubscription, cluster, model), read from its resolved scenario.
 nlohmann::json point_parameters(const nlohmann::json& scenario);
+
+// A point's parameters as its results row has them: point_parameters() and, for each of
+// nic_Gbps, nvlink_GBps, gpu, ep, moe_dispatcher and moe_comm_overlap that the sweep file has
+// as an axis, its value in force (nvlink_GBps: the cluster's, else its GPU's); with a hardware
+// axis (nics_per_node, oversubscription, gpu, nvlink_GBps, nic_Gbps), "what_if": the
+// `what_if` notes joined by "; " ("" when the point keeps the cited hardware).
+nlohmann::json sweep_parameters(const SweepSpec& spec, const nlohmann::json& scenario,
+                                const std::vector<std::string>& what_if = {});
+// The optional keys of sweep_parameters(), in their column order (results.hpp).
+const std::vector<std::string>& optional_parameter_names();
 
 }  // namespace clustersim::sweep

@@ -157,7 +157,9 @@ std::string usage_sweep() {
          "         where the base scenario's own point ranks\n\n"
          "SPEC is a sweep file (sweeps/*.json): a base scenario and the axes to vary (gpus,\n"
          "layouts, micro_batch, zero_stage, recompute, grad_dtype, compression, nics_per_node,\n"
-         "oversubscription, cluster, ...). Points that do not load are recorded as invalid,\n"
+         "oversubscription, cluster, gpu, nvlink_GBps, nic_Gbps, ep, moe_dispatcher, ...;\n"
+         "hardware values that differ from the cited preset are marked what-if). Points that do "
+         "not load are recorded as invalid,\n"
          "points that do not fit in memory as infeasible, with the reason; the rest are\n"
          "evaluated in parallel child processes. Results are appended to OUT/results.jsonl and\n"
          "OUT/results.csv as they come; running the same command again resumes.\n\n"
@@ -259,7 +261,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   }
   if (!quiet) {
     std::cout << "\n";
-    const nlohmann::json base = sweep::point_parameters(spec.base);
+    const nlohmann::json base = sweep::sweep_parameters(spec, spec.base);
     print_summary(outcome.records, spec.ranking.top, std::cout, &base);
   }
   return outcome.failed > 0 ? 1 : 0;

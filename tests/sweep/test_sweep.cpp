@@ -21,6 +21,7 @@
 #include "sweep/results.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/sweep_spec.hpp"
+#include "tests/sweep/sweep_spec_from.hpp"
 
 using namespace clustersim;
 using namespace clustersim::sweep;
@@ -74,10 +75,7 @@ std::string quoted(const std::string& s) {
   return "'" + s + "'";
 }
 
-SweepSpec spec_from(const std::string& text) {
-  // Named as if it sat in tests/sweep/data/, so that relative base paths resolve.
-  return parse_sweep_spec(JsonDocument::parse(text, kSource + "/tests/sweep/data/inline.json"));
-}
+using test::spec_from;
 
 std::size_t count_status(const std::string& jsonl, const std::string& status) {
   std::size_t n = 0;
