@@ -112,15 +112,19 @@ std::vector<Delta> component_deltas(const SweepRecord& runner_up, const SweepRec
 
 // The first parameter behind a component that differs from the winner's, as " (p a vs b)":
 // more compute comes from recomputation or the GEMM shapes (micro-batch, tp); exposed DP from
-// ZeRO's extra traffic, the gradient dtype or the DP degree (which also decides how much
-// memory a rank needs); exposed TP from the TP degree; the bubble from pp, vpp and the number
-// of micro-batches.
+// ZeRO's extra traffic, the gradient dtype, the DP degree (which also decides how much
+// memory a rank needs) or the network; exposed TP from the TP degree or NVLink; exposed EP from
+// the EP degree, the dispatcher, its overlap or the links; the bubble from pp, vpp and the
+// number of micro-batches.
 std::string parameter_behind(const std::string& component_name, const SweepRecord& runner_up,
                              const SweepRecord& winner) {
   static const std::map<std::string, std::vector<const char*>> causes = {
-      {"compute_s", {"recompute", "micro_batch", "tp"}},
-      {"dp_s", {"zero_stage", "grad_dtype", "compression", "dp"}},
-      {"tp_s", {"tp", "sequence_parallel"}},
+      {"compute_s", {"recompute", "micro_batch", "tp", "gpu"}},
+      {"dp_s",
+       {"zero_stage", "grad_dtype", "compression", "dp", "nic_Gbps", "nics_per_node",
+        "oversubscription"}},
+      {"tp_s", {"tp", "sequence_parallel", "nvlink_GBps"}},
+      {"ep_s", {"ep", "moe_dispatcher", "moe_comm_overlap", "nic_Gbps", "nvlink_GBps"}},
       {"pp_s", {"pp", "vpp", "micro_batch"}},
       {"bubble_s", {"pp", "vpp", "micro_batch"}},
       {"optimizer_s", {"zero_stage", "compression"}}};
