@@ -81,8 +81,8 @@ std::string set_nics_per_node(json& scenario, const json& nics) {
   json* c = cluster_of(scenario);
   if (!c) return "";
   const std::string owner = cluster_name(*c);
-  std::string note = set_what_if(*c, "nics_per_node", nics, current(*c, "nics_per_node"), "",
-                                 " NICs per node", owner);
+  std::string note = set_what_if(*c, "nics_per_node", nics, current(*c, "nics_per_node"),
+                                 "NICs per node", "", owner);
   // A rail-optimized fabric has one NIC per GPU; other NIC counts are not rail-optimized.
   if (nics != c->value("gpus_per_node", json()) && c->value("rail_optimized", false)) {
     const std::string rail = set_what_if(*c, "rail_optimized", false, current(*c, "rail_optimized"),

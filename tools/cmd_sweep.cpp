@@ -139,7 +139,7 @@ int sweep_dry_run(const sweep::SweepSpec& spec, int shard, int shards,
     const auto verdict = sweep::screen_point(spec, p, key, check, scenario);
     std::cout << "#" << p.index << " " << key << " " << p.label << ": "
               << (verdict ? verdict->status + " (" + verdict->reason + ")" : std::string("to run"))
-              << "\n";
+              << (p.what_if.empty() ? "" : " [uncited what-if hardware]") << "\n";
     runnable += !verdict;
   }
   std::cout << points.size() << " points, " << runnable << " to evaluate\n";

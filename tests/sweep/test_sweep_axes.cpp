@@ -111,6 +111,41 @@ TEST_CASE("hardware axes: one point per combination, each value where the loader
   }
 }
 
+TEST_CASE("the NIC count, oversubscription and GPU of another cluster preset are what-ifs too") {
+  // h800-128x8-seed-as-written: one 400 Gb/s NIC per node, not rail-optimized, non-blocking,
+  // and a cluster-level NVLink of 450 GB/s (the article's figure) in place of the H800's 200.
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+      "axes": {"cluster": ["h800-128x8-rail", "h800-128x8-seed-as-written"],
+               "nics_per_node": [1], "oversubscription": [2], "gpu": ["h200-sxm"]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2);
+  const json& rail = points[0].scenario["cluster"];
+  CHECK(rail["nics_per_node"] == 1);
+  CHECK(rail["rail_optimized"] == false);  // one NIC for 8 GPUs cannot be rail-optimized
+  CHECK(rail["fabric"]["oversubscription"] == 2);
+  for (const char* key : {"nics_per_node", "rail_optimized"}) {
+    CHECK_THAT(rail["sources"][key].get<std::string>(), Catch::StartsWith("uncited (what-if)"));
+  }
+  CHECK_THAT(rail["fabric"]["sources"]["oversubscription"].get<std::string>(),
+             Catch::StartsWith("uncited (what-if)"));
+  // One note per axis value; the NIC count's names the rail optimization it ends.
+  const std::vector<std::string> notes = {
+      "NICs per node 1 in place of the cited 8 of h800-128x8-rail; "
+      "rail-optimized false in place of the cited true of h800-128x8-rail",
+      "oversubscription 2:1 in place of the cited 1:1 of h800-128x8-rail",
+      "GPU h200-sxm in place of h800-sxm in h800-128x8-rail"};
+  CHECK(points[0].what_if == notes);
+  // The as-written cluster has one NIC already: only the fabric and the GPU change.
+  const SweepPoint& seed = points[1];
+  CHECK(seed.what_if.size() == 2);
+  const Scenario s = loaded(spec, seed);
+  CHECK(s.cluster.gpu.name == "h200-sxm");
+  CHECK(s.cluster.gpu.hbm_bytes == Approx(141e9));
+  CHECK(s.cluster.nvlink_Bps == Approx(450 * kGB));  // the cluster's own figure stays
+  CHECK(s.cluster.fabric.oversubscription == 2);
+  CHECK(loaded(spec, points[0]).cluster.nics_per_node == 1);
+}
+
 TEST_CASE(
     "MoE axes: ep, dispatcher and overlap land in the scenario, an infeasible ep is an error row") {
   // DeepSeek-V3 on 2048 H800: dp 128 x tp 1 = 128 ranks per pipeline stage, 256 routed experts.
