@@ -6,6 +6,7 @@
 #include <set>
 
 #include "input/scenario_loader.hpp"
+#include "sweep/axis_presets.hpp"
 #include "sweep/hardware_axes.hpp"
 
 namespace clustersim::sweep {
@@ -57,45 +58,6 @@ json get_or_null(const json& doc, const std::string& pointer) {
 int int_or(const json& doc, const std::string& pointer, int fallback) {
   const json v = get_or_null(doc, pointer);
   return v.is_number_integer() ? v.get<int>() : fallback;
-}
-
-// Resolves a relative path next to the sweep file first, then in the data directory.
-std::string resolve_input_path(const std::string& path, const std::string& sweep_file,
-                               const JsonNode& where) {
-  if (fs::path(path).is_absolute()) {
-    if (!fs::exists(path)) where.fail("base scenario \"" + path + "\" does not exist");
-    return path;
-  }
-  const fs::path beside = fs::path(sweep_file).parent_path() / path;
-  if (fs::exists(beside)) return beside.string();
-  const fs::path in_data = fs::path(data_root()) / path;
-  if (fs::exists(in_data)) return in_data.string();
-  where.fail("base scenario \"" + path + "\" is neither next to the sweep file (" +
-             beside.string() + ") nor in the data directory (" + in_data.string() + ")");
-}
-
-json load_preset_json(const std::string& folder, const std::string& name, const char* what,
-                      const JsonNode& where) {
-  const auto names = preset_names(folder);
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    std::string message = std::string("no ") + what + " preset named \"" + name + "\"";
-    const std::string suggestion = nearest_name(name, names);
-    message += suggestion.empty() ? "; available: " + join_names(names)
-                                  : "; did you mean \"" + suggestion + "\"?";
-    where.fail(message);
-  }
-  return JsonDocument::load(data_root() + "/" + folder + "/" + name + ".json").root().raw();
-}
-
-json inline_cluster(json cluster, const JsonNode& where) {
-  if (cluster.is_string()) {
-    cluster = load_preset_json("topologies/clusters", cluster.get<std::string>(), "cluster", where);
-  }
-  if (cluster.is_object() && cluster.contains("gpu") && cluster["gpu"].is_string()) {
-    cluster["gpu"] =
-        load_preset_json("topologies/gpus", cluster["gpu"].get<std::string>(), "GPU", where);
-  }
-  return cluster;
 }
 
 // A non-empty array without repeated values.
@@ -160,9 +122,7 @@ void validate_hardware_and_moe_axes(const JsonNode& axes) {
     }
   }
   if (const auto n = axes.find("gpu")) {
-    for (const auto& v : axis_values(*n)) {
-      load_preset_json("topologies/gpus", v.as_string(), "GPU", v);
-    }
+    for (const auto& v : axis_values(*n)) gpu_value(v, axes.file());
   }
   if (const auto n = axes.find("ep")) {
     for (const auto& v : axis_values(*n)) v.as_int_in(1, 1 << 16);
@@ -217,7 +177,7 @@ void validate_axes(const JsonNode& axes) {
     }
   }
   if (const auto n = axes.find("cluster")) {
-    for (const auto& v : axis_values(*n)) inline_cluster(v.as_string(), v);
+    for (const auto& v : axis_values(*n)) cluster_value(v, axes.file());
   }
   validate_hardware_and_moe_axes(axes);
   if (const auto n = axes.find("model")) {
@@ -456,7 +416,7 @@ SweepSpec parse_sweep_spec(const JsonDocument& document) {
   const JsonNode base = root.at("base");
   json raw;
   if (base.is_string()) {
-    spec.base_file = resolve_input_path(base.as_string(), spec.file, base);
+    spec.base_file = resolve_input_path(base.as_string(), spec.file, base, "base scenario");
     // Loading the file itself first reports a broken base at its own file and pointer.
     load_scenario(spec.base_file);
     raw = JsonDocument::load(spec.base_file).root().raw();
@@ -502,13 +462,13 @@ SweepSpec parse_sweep_spec(const JsonDocument& document) {
 
 namespace {
 
-// The presets an axis names ("cluster" or "model"), inlined, as the values of one expansion.
+// The values of the "cluster" or "model" axis, inlined (axis_presets.hpp), as one expansion.
 Expand preset_axis(const SweepSpec& spec, const char* axis) {
   json values = json::array();
   const JsonDocument doc = JsonDocument::parse(spec.axes.dump(), spec.file + ":/axes");
   for (const auto& v : doc.root().at(axis).items()) {
     if (std::string(axis) == "cluster") {
-      values.push_back(inline_cluster(v.raw(), v));
+      values.push_back(cluster_value(v, spec.file));
     } else {
       values.push_back(load_preset_json("models/presets", v.as_string(), "model", v));
     }
@@ -562,12 +522,12 @@ Expand hardware_axis(const json& values, std::string (*set)(json&, const json&))
   };
 }
 
-// The GPU presets the "gpu" axis names, inlined.
+// The values of the "gpu" axis, inlined (axis_presets.hpp).
 json gpu_presets(const SweepSpec& spec) {
   json values = json::array();
   const JsonDocument doc = JsonDocument::parse(spec.axes.dump(), spec.file + ":/axes");
   for (const auto& v : doc.root().at("gpu").items()) {
-    values.push_back(load_preset_json("topologies/gpus", v.as_string(), "GPU", v));
+    values.push_back(gpu_value(v, spec.file));
   }
   return values;
 }

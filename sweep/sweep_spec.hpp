@@ -11,9 +11,10 @@
 //      "micro_batch": [1, 2, 4], "global_batch": [..], "zero_stage": [0, 1, 2, 3],
 //      "recompute": ["none", "selective", "full"], "sequence_parallel": [false, true],
 //      "grad_dtype": ["bf16", "fp16", "fp8"], "compression": ["none", "onebit_adam", {..}],
-//      "nics_per_node": [1, 8], "oversubscription": [1, 2], "cluster": ["preset", ...],
+//      "nics_per_node": [1, 8], "oversubscription": [1, 2],
+//      "cluster": ["preset", "path/cluster.json", {inline cluster}, ...],  (axis_presets.hpp)
 //      "model": ["preset", ...],
-//      "gpu": ["h800-sxm", "h200-sxm"],       GPU presets (topologies/gpus/) in the cluster
+//      "gpu": ["h800-sxm", "path/gpu.json", {inline GPU}],  the cluster's GPU (the same)
 //      "nvlink_GBps": [200, 450],              NVLink per GPU and direction, GB/s
 //      "nic_Gbps": [400, 200],                 per-NIC InfiniBand/Ethernet line rate, Gb/s
 //      "ep": [8, 16, 64],                      expert-parallel size (MoE models)

@@ -146,6 +146,40 @@ TEST_CASE("the NIC count, oversubscription and GPU of another cluster preset are
   CHECK(loaded(spec, points[0]).cluster.nics_per_node == 1);
 }
 
+TEST_CASE("cluster and gpu values may be files or inline objects, cited as presets are") {
+  json gpu = JsonDocument::load(kSource + "/topologies/gpus/h200-sxm.json").root().raw();
+  gpu["name"] = "h200-inline";
+  const std::string axes = R"({"base": "scenarios/seed-optimized-1024.json", "axes": {
+      "cluster": ["h800-128x8-rail", "topologies/clusters/h800-256x8-rail.json"], "gpu": [)";
+  const SweepSpec spec = spec_from(axes + gpu.dump() + "]}}");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2);
+  CHECK(loaded(spec, points[0]).cluster.nodes == 128);
+  const Scenario big = loaded(spec, points[1]);
+  CHECK(big.cluster.nodes == 256);
+  CHECK(big.cluster.gpu.name == "h200-inline");
+  CHECK(points[1].parameters["cluster"] == "h800-256x8-rail");
+  CHECK(points[1].what_if ==
+        std::vector<std::string>{"GPU h200-inline in place of h800-sxm in h800-256x8-rail"});
+
+  SECTION("an inline GPU without a citation is refused at its pointer") {
+    gpu["sources"].erase("hbm_GB");
+    try {
+      spec_from(axes + gpu.dump() + "]}}");
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK(e.pointer() == "/axes/gpu/0/hbm_GB");
+      CHECK_THAT(e.what(), Catch::Contains("no citation"));
+    }
+  }
+  SECTION("a cluster file that does not exist") {
+    CHECK_THROWS_WITH(spec_from(R"({"base": "scenarios/seed-optimized-1024.json",
+        "axes": {"cluster": ["clusters/nope.json"]}})"),
+                      Catch::Contains("/axes/cluster/0") &&
+                          Catch::Contains("cluster file \"clusters/nope.json\""));
+  }
+}
+
 TEST_CASE(
     "MoE axes: ep, dispatcher and overlap land in the scenario, an infeasible ep is an error row") {
   // DeepSeek-V3 on 2048 H800: dp 128 x tp 1 = 128 ranks per pipeline stage, 256 routed experts.
