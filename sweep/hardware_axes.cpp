@@ -128,4 +128,17 @@ std::string set_gpu(json& scenario, const json& gpu) {
   return "GPU " + value_text(name) + " in place of " + value_text(old) + " in " + cluster_name(*c);
 }
 
+void grow_cluster(json& scenario, int nodes) {
+  json* c = cluster_of(scenario);
+  if (!c) return;
+  const Replaced old = current(*c, "nodes");
+  if (old.value == nodes) return;
+  (*c)["nodes"] = nodes;
+  std::string note = std::to_string(nodes) + " nodes for the GPU count of a sweep point; " +
+                     cluster_name(*c) + " has " + value_text(old.value);
+  if (!old.cited.empty()) note += ", cited as: " + old.cited;
+  if (!c->contains("sources") || !(*c)["sources"].is_object()) (*c)["sources"] = json::object();
+  (*c)["sources"]["nodes"] = note;
+}
+
 }  // namespace clustersim::sweep

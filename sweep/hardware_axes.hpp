@@ -33,4 +33,8 @@ std::string set_nvlink_GBps(nlohmann::json& scenario, const nlohmann::json& gbps
 // The cluster's GPU (cluster.gpu), an inlined GPU preset. A cluster-level nvlink_GBps stays.
 std::string set_gpu(nlohmann::json& scenario, const nlohmann::json& gpu);
 
+// Grows the cluster to `nodes` nodes for a larger GPU count (the "gpus" axis). Not a what-if:
+// more nodes of the same kind; the node count's citation says that the sweep grew it.
+void grow_cluster(nlohmann::json& scenario, int nodes);
+
 }  // namespace clustersim::sweep

@@ -489,7 +489,7 @@ Expand gpus_axis(const json& values, bool has_layouts) {
       const int per_node = std::max(1, int_or(s, "/cluster/gpus_per_node", 1));
       const int nodes = int_or(s, "/cluster/nodes", 1);
       if (std::int64_t(nodes) * per_node < gpus) {
-        s["cluster"]["nodes"] = (gpus + per_node - 1) / per_node;
+        grow_cluster(s, (gpus + per_node - 1) / per_node);
       }
       if (!has_layouts) {
         const int tp = int_or(s, "/parallelism/tp", 1);

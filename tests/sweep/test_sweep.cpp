@@ -167,6 +167,10 @@ TEST_CASE("a gpus axis without layouts keeps the base layout and grows the clust
   CHECK(points[1].scenario["parallelism"]["dp"] == 128);
   // The 128-node preset holds 1024 GPUs; 2048 need 256 nodes of 8.
   CHECK(points[1].scenario["cluster"]["nodes"] == 256);
+  // The preset's citation of 128 nodes no longer holds; the grown count says where it is from.
+  CHECK_THAT(points[1].scenario["cluster"]["sources"]["nodes"].get<std::string>(),
+             Catch::StartsWith("256 nodes for the GPU count of a sweep point; h800-128x8-rail "
+                               "has 128, cited as: Seed article"));
   std::optional<Scenario> loaded;
   CHECK_FALSE(screen_point(spec, points[1], "k", {}, loaded).has_value());
   REQUIRE(loaded.has_value());
