@@ -32,7 +32,7 @@ double bytes_per_element(Dtype d);
 enum class FfnKind { gelu, swiglu, squared_relu };
 enum class Recompute { none, selective, full };
 // zb_h1: Qi et al. 2024, "Zero Bubble Pipeline Parallelism" (ICLR), section 3.1 (ZB-H1).
-enum class PipelineSchedule { one_f_one_b, interleaved, gpipe, zb_h1 };
+enum class PipelineSchedule { one_f_one_b, interleaved, gpipe, zb_h1, dualpipe };
 enum class Compression { none, onebit_adam };
 // How the attention core (scores, softmax, weighted sum) runs: one fused kernel that never
 // writes the score matrix (FlashAttention, Dao et al. 2022; Transformer Engine / cuDNN fused
@@ -56,7 +56,8 @@ inline const NameTable<PipelineSchedule> kScheduleNames = {
     {PipelineSchedule::one_f_one_b, "1f1b"},
     {PipelineSchedule::interleaved, "interleaved"},
     {PipelineSchedule::gpipe, "gpipe"},
-    {PipelineSchedule::zb_h1, "zb-h1"}};
+    {PipelineSchedule::zb_h1, "zb-h1"},
+    {PipelineSchedule::dualpipe, "dualpipe"}};
 inline const NameTable<Compression> kCompressionNames = {{Compression::none, "none"},
                                                          {Compression::onebit_adam, "onebit_adam"}};
 inline const NameTable<AttentionKernel> kAttentionNames = {{AttentionKernel::flash, "flash"},

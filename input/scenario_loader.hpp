@@ -11,7 +11,8 @@
 //                    parallelism; default tp; both checked as Megatron-Core lays them out),
 //                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with
 //                                            zero_stage 3; core/scenario.hpp),
-//                    "schedule": "1f1b"|"interleaved"|"gpipe"|"zb-h1" (workload/schedule.hpp),
+//                    "schedule": "1f1b"|"interleaved"|"gpipe"|"zb-h1"|"dualpipe"
+//                      (workload/schedule.hpp),
 //                    "layers_per_stage": [..],
 //                    "account_for_embedding_in_pipeline_split",
 //                    "account_for_loss_in_pipeline_split"},

@@ -73,10 +73,9 @@ void check_tensor_parallel(const Rules& r) {
   }
 }
 
-// What the step simulator builds of an MoE or MLA model (workload/pass_builder.hpp): expert
-// tensor parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no
-// zero-bubble split of its backward, no ZeRO-3 (Megatron-Core shards MoE models with its
-// distributed optimizer).
+// What the step simulator builds of an MoE model (workload/pass_builder.hpp): expert tensor
+// parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no ZeRO-3
+// (Megatron-Core shards MoE models with its distributed optimizer).
 void check_expert_simulation(const Rules& r) {
   const Parallelism& p = r.s.parallelism;
   const ModelSpec& m = r.s.model;
@@ -110,11 +109,6 @@ void check_expert_simulation(const Rules& r) {
              "ZeRO-3 with an MoE model is not simulated: Megatron-Core shards MoE training with "
              "its distributed optimizer (zero_stage 1)");
     }
-  }
-  if ((m.moe || m.mla || m.mtp_layers > 0) && p.schedule == PipelineSchedule::zb_h1) {
-    r.fail("/parallelism/schedule",
-           "zb-h1 is not simulated for MoE or MLA layers (their backward is not split into "
-           "input- and weight-gradient passes); use 1f1b or interleaved");
   }
 }
 
@@ -185,6 +179,26 @@ void check_schedule(const Rules& r) {
   }
   if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
     r.fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
+  }
+  if (p.schedule == PipelineSchedule::dualpipe) {
+    // DeepSeek-V3 technical report §3.2.1; the reference implementation asserts the same.
+    if (p.pp < 2 || p.pp % 2 != 0) {
+      r.fail("/parallelism/pp",
+             "dualpipe needs an even pp (each rank holds stages s and "
+             "pp - 1 - s), not " +
+                 std::to_string(p.pp));
+    }
+    const std::int64_t m = r.s.micro_batches();
+    if (m % 2 != 0 || m < 2 * std::int64_t(p.pp)) {
+      r.fail("/training/global_batch",
+             "dualpipe needs an even number of micro-batches per step, at least 2 x pp = " +
+                 std::to_string(2 * p.pp) + ", not " + std::to_string(m));
+    }
+    if (p.zero_stage == 3) {
+      r.fail("/parallelism/zero_stage",
+             "ZeRO-3 with dualpipe is not simulated (DeepSeek-V3 shards only the optimizer "
+             "states); use zero_stage 1 or 2");
+    }
   }
 }
 

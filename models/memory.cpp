@@ -495,6 +495,36 @@ void add_buffers(StageMemory& st, const Scenario& s, const MemorySizes& z, doubl
   }
 }
 
+// DualPipe (DeepSeek-V3 technical report §3.2.1, table 2): pipeline rank s keeps a copy of
+// stages s and p - 1 - s, so twice the parameters with their gradients and optimizer states,
+// and activations of p + 1 micro-batches (micro_batches_in_flight), each through one of the
+// two stages: taken as their mean, half the micro-batches running each direction.
+std::vector<StageMemory> dualpipe_ranks(const std::vector<StageMemory>& stages) {
+  std::vector<StageMemory> out = stages;
+  const std::size_t p = stages.size();
+  for (std::size_t s = 0; s < p; ++s) {
+    const StageMemory& a = stages[s];
+    const StageMemory& b = stages[p - 1 - s];
+    StageMemory& r = out[s];
+    r.layers = a.layers + b.layers;
+    r.parameters = a.parameters + b.parameters;
+    r.weights_bytes = a.weights_bytes + b.weights_bytes;
+    r.gradients_bytes = a.gradients_bytes + b.gradients_bytes;
+    r.optimizer_bytes = a.optimizer_bytes + b.optimizer_bytes;
+    r.moe_layers = a.moe_layers + b.moe_layers;
+    r.expert_parameters = a.expert_parameters + b.expert_parameters;
+    r.expert_state_bytes = a.expert_state_bytes + b.expert_state_bytes;
+    r.activation_per_micro_batch_bytes =
+        (a.activation_per_micro_batch_bytes + b.activation_per_micro_batch_bytes) / 2;
+    r.activation_transient_bytes =
+        std::max(a.activation_transient_bytes, b.activation_transient_bytes);
+    r.activations_bytes = r.activation_per_micro_batch_bytes * r.micro_batches_in_flight +
+                          r.activation_transient_bytes;
+    if (a.onebit_adam_bytes > 0) r.onebit_adam_bytes = a.onebit_adam_bytes + b.onebit_adam_bytes;
+  }
+  return out;
+}
+
 int worst_stage(const std::vector<StageMemory>& stages) {
   int worst = 0;
   for (std::size_t i = 1; i < stages.size(); ++i) {
@@ -573,6 +603,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     add_buffers(st, s, z, nccl.bytes);
     est.stages.push_back(st);
   }
+  if (s.parallelism.schedule == PipelineSchedule::dualpipe) est.stages = dualpipe_ranks(est.stages);
   est.worst_stage = worst_stage(est.stages);
   est.assumptions = memory_assumptions(s, est, z, nccl, channels);
   return est;

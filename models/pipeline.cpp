@@ -66,9 +66,13 @@ int recomputed_layers(const Scenario& s) {
 double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches, PipelineSchedule schedule) {
   if (pp <= 1 || micro_batches <= 0) return 0;
   const double v = schedule == PipelineSchedule::interleaved ? std::max(1, vpp) : 1;
+  const double m = static_cast<double>(micro_batches);
+  // DualPipe with T_F = T_B = T_W and F&B = F + B (no compute overlap within the pair):
+  // (p/2 - 1)(F&B + B - 3W) = (p/2 - 1)(3 + 2 - 3) = p - 2, over m (F + B) = 3 m.
+  if (schedule == PipelineSchedule::dualpipe) return (pp - 2) / (3 * m);
   // ZB-H1 with T_F = T_B = T_W: (p - 1)(T_F + T_B - T_W) / (m (T_F + T_B + T_W)).
   const double zb = schedule == PipelineSchedule::zb_h1 ? 3 : 1;
-  return (pp - 1) / (zb * v * static_cast<double>(micro_batches));
+  return (pp - 1) / (zb * v * m);
 }
 
 double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
@@ -85,6 +89,7 @@ double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_ba
     case PipelineSchedule::gpipe: return m;
     case PipelineSchedule::one_f_one_b: return std::min<double>(pp - stage, m);
     case PipelineSchedule::zb_h1: return std::min<double>(pp, m);
+    case PipelineSchedule::dualpipe: return std::min<double>(pp + 1, m);
     case PipelineSchedule::interleaved: {
       const double v = std::max(1, vpp);
       const double chunks = (pp - stage - 1) * 2.0 + (v - 1) * pp + 1;

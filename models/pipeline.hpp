@@ -33,7 +33,9 @@ int recomputed_layers(const clustersim::Scenario& scenario);
 // interleaved schedule with v model chunks per rank. ZB-H1 (Qi et al. 2024, "Zero Bubble
 // Pipeline Parallelism", section 3.1): (p - 1)(T_F + T_B - T_W) / (m (T_F + T_B + T_W)) with the
 // backward split into input-gradient B and weight-gradient W passes; with the paper's
-// T_F = T_B = T_W, (p - 1) / (3 m), a third of 1F1B's. 0 when pp == 1.
+// T_F = T_B = T_W, (p - 1) / (3 m), a third of 1F1B's. DualPipe (DeepSeek-V3 technical report
+// table 2): (p/2 - 1)(F&B + B - 3W) with B the full backward and F&B a forward and a backward
+// run as a pair; with T_F = T_B = T_W and F&B = F + B, (p - 2) / (3 m). 0 when pp == 1.
 double bubble_over_ideal(int pp, int vpp, std::int64_t micro_batches,
                          clustersim::PipelineSchedule schedule);
 
@@ -53,6 +55,8 @@ double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
 //   weight-gradient passes as 1F1B lets it hold fewer micro-batches, so that every stage holds
 //   the first stage's p). Counted whole: a micro-batch waiting for its W pass keeps only the
 //   linear layers' inputs and output gradients, so this is an upper bound for stages > 0.
+//   DualPipe: p + 1 on every rank, at most m (DeepSeek-V3 technical report table 2), in units of
+//   one micro-batch through one of the rank's two stages (estimate_memory averages the two).
 double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_batches,
                                clustersim::PipelineSchedule schedule);
 

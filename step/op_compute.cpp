@@ -12,7 +12,7 @@ namespace clustersim::step {
 using workload::ComputeKind;
 using workload::PassKind;
 
-std::string pass_name(const workload::Op& op, int vpp) {
+std::string pass_name(const workload::Op& op, int chunks) {
   if (op.micro_batch < 0) {
     return op.compute == ComputeKind::optimizer     ? "optimizer"
            : op.compute == ComputeKind::compression ? "1-bit compression"
@@ -21,7 +21,7 @@ std::string pass_name(const workload::Op& op, int vpp) {
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on the chained operator+.
   std::string n(op.pass == PassKind::forward ? "F" : op.pass == PassKind::backward ? "B" : "W");
   n += std::to_string(op.micro_batch);
-  if (vpp > 1) {
+  if (chunks > 1) {
     n += '.';
     n += std::to_string(op.chunk);
   }
@@ -30,7 +30,7 @@ std::string pass_name(const workload::Op& op, int vpp) {
 
 bool Replay::on_compute(ClassStage& me, const Op& op) {
   Block& blk = me.block;
-  const std::string name = pass_name(op, w_.vpp);
+  const std::string name = pass_name(op, w_.chain.chunks());
   if (!blk.empty() && name != blk.name) {
     if (!flush(me)) return false;
   }

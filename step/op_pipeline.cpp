@@ -15,7 +15,7 @@ bool Replay::on_send(ClassStage& me, const Op& op) {
   msg.sender_posted = true;
   msg.sender_t = sim_.now();
   if (msg.receiver_posted && !msg.started) {
-    start_transfer(msg, me.cls, op, op.virtual_stage % p_);
+    start_transfer(msg, me.cls, op, w_.chain.rank_of(op.virtual_stage));
   }
   return true;
 }
@@ -30,8 +30,9 @@ bool Replay::on_recv(ClassStage& me, const Op& op) {
   if (!wait_all(msg.handles, msg.pairs, msg.started_event.at(), msg.label, me.stage)) return false;
   const double ready = std::max(msg.sender_t, msg.receiver_t);
   note_wait(me, msg.receiver_t, msg.sender_t, &TimeBreakdown::bubble_s,
-            "wait " + pass_name(op, w_.vpp), "bubble");
-  note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, w_.vpp), "pp");
+            "wait " + pass_name(op, w_.chain.chunks()), "bubble");
+  note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, w_.chain.chunks()),
+            "pp");
   return true;
 }
 
@@ -45,7 +46,7 @@ void Replay::start_transfer(Message& msg, int cls, const Op& recv_like, int rece
   msg.started = true;
   const int vs_recv = recv_like.virtual_stage;
   const int vs_send = recv_like.pass == PassKind::forward ? vs_recv - 1 : vs_recv + 1;
-  const int src_stage = vs_send % p_;
+  const int src_stage = w_.chain.rank_of(vs_send);
   msg.src_stage = src_stage;
   msg.label = std::string(recv_like.pass == PassKind::forward ? "activation" : "gradient") +
               " mb " + std::to_string(recv_like.micro_batch) + " to stage " +

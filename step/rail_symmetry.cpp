@@ -99,7 +99,10 @@ void Replay::detect_pipeline_rail_symmetry() {
   if (rails_.size() < 2 || p_ < 2 || faults_can_hang()) return;
   const int gpn = sim_.graph().spec().gpus_per_node;
   std::vector<std::pair<int, int>> stage_pairs;  // (from, to) of forward transfers
-  for (int st = 0; st + 1 < p_; ++st) stage_pairs.push_back({st, st + 1});
+  for (int st = 0; st + 1 < p_; ++st) {
+    stage_pairs.push_back({st, st + 1});
+    if (w_.chain.dual) stage_pairs.push_back({st + 1, st});  // the upward chain
+  }
   if (w_.vpp > 1) stage_pairs.push_back({p_ - 1, 0});
   if (p_ > 2) stage_pairs.push_back({0, p_ - 1});  // the embedding groups' pairs
   for (int d = 0; d < dp_; ++d) {

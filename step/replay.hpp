@@ -37,7 +37,7 @@ namespace clustersim::step {
 nccl::CollectiveOp nccl_op(workload::CollKind k);
 
 // "F3", "B12.1", "W5" (pass, micro-batch, model chunk), "optimizer": the name of an op's pass.
-std::string pass_name(const workload::Op& op, int vpp);
+std::string pass_name(const workload::Op& op, int chunks);
 
 // Both directions of every ring edge of `gpus` (the pairs a ring collective's flows use).
 std::vector<std::pair<int, int>> ring_pairs(const std::vector<int>& gpus);

@@ -341,13 +341,16 @@ void print_derived(std::ostream& os, const Scenario& s, const Derived& d) {
       human_seconds(d.megatron.model() / (s.gpus * peak)) + " per step at 100% MFU, " +
           human_seconds(d.megatron.model() / (s.gpus * peak * 0.5)) + " at 50%");
   if (s.parallelism.pp > 1) {
-    // ZB-H1: (p-1)(F+B-W) / (m (F+B+W)) with the paper's F = B = W (models/pipeline.hpp).
-    const char* form = s.parallelism.schedule == PipelineSchedule::zb_h1 ? "3m (F = B = W)"
-                       : s.parallelism.vpp > 1                           ? "(v m)"
-                                                                         : "m";
+    // ZB-H1: (p-1)(F+B-W) / (m (F+B+W)) with the paper's F = B = W; DualPipe: (p/2-1)(F&B+B-3W)
+    // / (m (F+B)) with F&B = F + B (models/pipeline.hpp).
+    const PipelineSchedule sched = s.parallelism.schedule;
+    const char* form = sched == PipelineSchedule::zb_h1      ? "(p-1)/3m (F = B = W)"
+                       : sched == PipelineSchedule::dualpipe ? "(p-2)/3m (F = B = W)"
+                       : s.parallelism.vpp > 1               ? "(p-1)/(v m)"
+                                                             : "(p-1)/m";
     row(os, "pipeline bubble",
-        "(p-1)/" + std::string(form) + " = " + fixed(100 * d.bubble_over_ideal, 2) +
-            "% of ideal compute, " + fixed(100 * d.bubble_of_step, 2) + "% of the step");
+        std::string(form) + " = " + fixed(100 * d.bubble_over_ideal, 2) + "% of ideal compute, " +
+            fixed(100 * d.bubble_of_step, 2) + "% of the step");
   } else {
     row(os, "pipeline bubble", "none (pp = 1)");
   }

@@ -202,30 +202,38 @@ int PassBuilder::collective(CollKind kind, Group group, double bytes, Dtype dtyp
 }
 
 StepPasses PassBuilder::step_passes() {
-  const BackwardPart part =
-      split_backward(s_.parallelism.schedule) ? BackwardPart::input_grad : BackwardPart::whole;
+  const bool split = splits_backward(s_.parallelism.schedule);
   StepPasses p;
   p.layer_forward = layer_forward();
-  p.layer_backward = layer_backward(part);
+  p.layer_backward = layer_backward();
   p.embedding_forward = embedding_forward();
   p.embedding_backward = embedding_backward();
   p.head_forward = head_forward();
-  p.head_backward = head_backward(part);
-  if (part == BackwardPart::input_grad) {
+  p.head_backward = head_backward();
+  if (split) {
+    p.layer_input_grad = layer_backward(BackwardPart::input_grad);
     p.layer_weight_grad = layer_weight_grad();
+    p.head_input_grad = head_backward(BackwardPart::input_grad);
     p.head_weight_grad = head_weight_grad();
   }
   for (int i = 0; i < s_.model.mtp_layers; ++i) {
     // Multi-token prediction (DeepSeek-V3 §2.2): after the main head, each module runs on the
     // last stage; its backward comes before the main head's.
     append(p.head_forward, mtp_forward());
-    Segments b = mtp_backward();
-    append(b, p.head_backward);
-    p.head_backward = std::move(b);
+    for (Segments* head : {&p.head_backward, &p.head_input_grad}) {
+      if (head->empty()) continue;
+      Segments b = mtp_backward();
+      append(b, *head);
+      *head = std::move(b);
+    }
   }
   if (d_.moe) {
     p.moe_layer_forward = moe_layer_forward();
     p.moe_layer_backward = moe_layer_backward();
+    if (split) {
+      p.moe_layer_input_grad = moe_layer_backward(BackwardPart::input_grad);
+      p.moe_layer_weight_grad = moe_layer_weight_grad();
+    }
   }
   return p;
 }
@@ -293,7 +301,7 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   OpCost c;
   c += mem(kResidualPasses * d_.Ts * d_.h);
   if (moe) {
-    moe_block_backward(out, c);
+    moe_block_backward(out, c, part);
   } else {
     mlp_block_backward(out, c, part);
   }
@@ -333,11 +341,15 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   c += mem(kNormBackwardPasses * d.Ts * d.h);
 }
 
-Segments PassBuilder::layer_weight_grad() {
+Segments PassBuilder::layer_weight_grad(bool moe) {
   OpCost c;
-  for (const GemmShape& g : {ffn_out(), ffn_in(), out_proj(), qkv()}) {
-    c += c_.gemm(wgrad(g), d_.precision);
+  if (moe) {
+    c += moe_weight_grad();
+  } else {
+    for (const GemmShape& g : {ffn_out(), ffn_in()}) c += c_.gemm(wgrad(g), d_.precision);
   }
+  c += c_.gemm(wgrad(out_proj()), d_.precision);
+  for (const GemmShape& g : attention_in_gemms()) c += c_.gemm(wgrad(g), d_.precision);
   Segments out;
   flush(out, c);
   return out;
@@ -617,20 +629,28 @@ OpCost PassBuilder::attention_in_forward() const {
 
 OpCost PassBuilder::attention_in_backward(BackwardPart part) const {
   const Dims& d = d_;
-  if (!d.mla) return gemm_backward(qkv(), part);
   OpCost c;
-  const double dqk = d.d_nope + d.d_rope;
-  c += gemm_backward({d.T, d.hl * (d.d_nope + d.d_v), d.kv_lora}, part);
-  c += mem(kNormBackwardPasses * d.T * d.kv_lora);
-  c += gemm_backward({d.T, d.kv_lora + d.d_rope, d.h}, part);
-  if (d.q_lora > 0) {
-    c += gemm_backward({d.T, d.hl * dqk, d.q_lora}, part);
-    c += mem(kNormBackwardPasses * d.T * d.q_lora);
-    c += gemm_backward({d.T, d.q_lora, d.h}, part);
-  } else {
-    c += gemm_backward({d.T, d.hl * dqk, d.h}, part);
-  }
+  for (const GemmShape& g : attention_in_gemms()) c += gemm_backward(g, part);
+  if (d.mla) c += mem(kNormBackwardPasses * d.T * d.kv_lora);
+  if (d.q_lora > 0) c += mem(kNormBackwardPasses * d.T * d.q_lora);
   return c;
+}
+
+// In backward order: QKV; or MLA's KV up-projection, KV down-projection (with the decoupled
+// RoPE key), then the query's up- and down-projections (or its one projection without q_lora).
+std::vector<GemmShape> PassBuilder::attention_in_gemms() const {
+  const Dims& d = d_;
+  if (!d.mla) return {qkv()};
+  const double dqk = d.d_nope + d.d_rope;
+  std::vector<GemmShape> out = {{d.T, d.hl * (d.d_nope + d.d_v), d.kv_lora},
+                                {d.T, d.kv_lora + d.d_rope, d.h}};
+  if (d.q_lora > 0) {
+    out.push_back({d.T, d.hl * dqk, d.q_lora});
+    out.push_back({d.T, d.q_lora, d.h});
+  } else {
+    out.push_back({d.T, d.hl * dqk, d.h});
+  }
+  return out;
 }
 
 // Tokens one local expert computes on the busiest GPU. Every GPU of an EP group sends its Ts
@@ -657,7 +677,7 @@ GemmShape PassBuilder::expert_out() const {
 void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += mem(kNormForwardPasses * d.Ts * d.h);
-  c += c_.gemm({d.Ts, d.E, d.h}, head_dtype());
+  c += c_.gemm(router(), head_dtype());
   c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
   c += mem(kPermutePasses * dispatch_elements());
   flush(out, c);
@@ -676,9 +696,10 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   shared_experts_forward(out, c);
 }
 
-void PassBuilder::moe_block_backward(Segments& out, OpCost& c) {
+void PassBuilder::moe_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
-  shared_experts_backward(out, c);
+  const bool whole = part == BackwardPart::whole;
+  shared_experts_backward(out, c, part);
   c += mem(kPermutePasses * dispatch_elements());
   flush(out, c);
   token_exchange(out, true, "MoE combine backward");
@@ -686,19 +707,33 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c) {
   const double te = expert_tokens() * d.El;
   c += fp8_cast(te * d.h);
   c += c_.batched_gemm(dgrad(expert_out()), d.precision, d.El);
-  c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  if (whole) c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
   c += mem(activation_passes(d.ffn, PassKind::backward) * te * d.fe / d.et);
   c += fp8_cast(te * d.fe / d.et);
   c += c_.batched_gemm(dgrad(expert_in()), d.precision, d.El);
-  c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  if (whole) c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
   flush(out, c);
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE dispatch backward");
   c += mem(kPermutePasses * dispatch_elements());
   c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
-  c += c_.gemm(dgrad({d.Ts, d.E, d.h}), head_dtype());
-  c += c_.gemm(wgrad({d.Ts, d.E, d.h}), head_dtype());
+  c += c_.gemm(dgrad(router()), head_dtype());
+  if (whole) c += c_.gemm(wgrad(router()), head_dtype());
   c += mem(kNormBackwardPasses * d.Ts * d.h);
+}
+
+// The weight gradients an MoE block's backward leaves to W: the shared experts', the local
+// experts' grouped GEMMs and the router's.
+OpCost PassBuilder::moe_weight_grad() const {
+  const Dims& d = d_;
+  OpCost c;
+  if (d.fs > 0) {
+    for (const GemmShape& g : {shared_out(), shared_in()}) c += c_.gemm(wgrad(g), d.precision);
+  }
+  c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  c += c_.gemm(wgrad(router()), head_dtype());
+  return c;
 }
 
 // With expert TP (= tp), the TP group all-gathers the dispatched tokens before the experts
@@ -731,11 +766,18 @@ void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::stri
 }
 
 // The shared experts: a dense FFN of their summed width, split over TP like the dense MLP.
+GemmShape PassBuilder::shared_in() const {
+  return {d_.T, ffn_in_matrices() * d_.fs / d_.t, d_.h};
+}
+GemmShape PassBuilder::shared_out() const {
+  return {d_.T, d_.h, d_.fs / d_.t};
+}
+
 void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   if (d.fs <= 0) return;
-  const GemmShape in{d.T, ffn_in_matrices() * d.fs / d.t, d.h};
-  const GemmShape outp{d.T, d.h, d.fs / d.t};
+  const GemmShape in = shared_in();
+  const GemmShape outp = shared_out();
   sequence_all_gather(out, c, forward_gemm(in));
   c += linear_forward(in);
   c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
@@ -743,15 +785,15 @@ void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   tp_reduce(out, c, "shared-expert", forward_gemm(outp));
 }
 
-void PassBuilder::shared_experts_backward(Segments& out, OpCost& c) {
+void PassBuilder::shared_experts_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
   if (d.fs <= 0) return;
-  const GemmShape in{d.T, ffn_in_matrices() * d.fs / d.t, d.h};
-  const GemmShape outp{d.T, d.h, d.fs / d.t};
+  const GemmShape in = shared_in();
+  const GemmShape outp = shared_out();
   sequence_all_gather(out, c, dgrad_gemm(outp));
-  c += gemm_backward(outp, BackwardPart::whole);
+  c += gemm_backward(outp, part);
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
-  c += gemm_backward(in, BackwardPart::whole);
+  c += gemm_backward(in, part);
   tp_reduce(out, c, "shared-expert", dgrad_gemm(in));
 }
 

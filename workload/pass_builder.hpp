@@ -65,15 +65,15 @@ models::OpCost total(const Segments& segments);
 // schedules' B pass; the weight gradients are then a pass of their own, W).
 enum class BackwardPart : unsigned char { whole, input_grad };
 
-// The repeated passes of one step, each costed once. With a split backward
-// (split_backward(schedule)) layer_backward and head_backward are the input-gradient parts and
-// layer_weight_grad and head_weight_grad the weight-gradient GEMMs; otherwise the latter are
-// empty.
+// The repeated passes of one step, each costed once. When the schedule splits backwards
+// (splits_backward(schedule)), the *_input_grad passes are the input-gradient parts (B) and the
+// *_weight_grad passes the weight-gradient GEMMs (W); otherwise they are empty.
 struct StepPasses {
-  Segments layer_forward, layer_backward, layer_weight_grad;
+  Segments layer_forward, layer_backward, layer_input_grad, layer_weight_grad;
   Segments embedding_forward, embedding_backward;
-  Segments head_forward, head_backward, head_weight_grad;
-  Segments moe_layer_forward, moe_layer_backward;  // empty for a dense model
+  Segments head_forward, head_backward, head_input_grad, head_weight_grad;
+  // Empty for a dense model.
+  Segments moe_layer_forward, moe_layer_backward, moe_layer_input_grad, moe_layer_weight_grad;
 };
 
 // Builds the segments of the repeated passes and the table of distinct TP/CP collectives they
@@ -103,14 +103,18 @@ class PassBuilder {
   // pass of the zero-bubble schedules (Qi et al. 2024 section 2: B and W each do the forward's
   // GEMM FLOPs, the attention core's backward stays in B). Every TP collective of the backward
   // stays in B (see step/README.md).
-  Segments layer_weight_grad();
+  Segments layer_weight_grad() { return layer_weight_grad(false); }
   // An MoE layer (Megatron-Core MoELayer with the all-to-all token dispatcher, Fedus et al.
   // 2022; DeepSeek-V3 §2.1.2): the same attention block, then router, token permutation,
   // dispatch all-to-all over the EP group, the local experts' FFNs as grouped GEMMs, combine
-  // all-to-all, unpermutation, and the shared experts as a dense FFN. The zero-bubble split is
-  // not built for MoE layers (the loader refuses the combination).
+  // all-to-all, unpermutation, and the shared experts as a dense FFN. Split like the dense
+  // layer: the weight gradients of the router, the experts' grouped GEMMs and the shared
+  // experts go to W, the all-to-alls stay in B.
   Segments moe_layer_forward() { return layer_forward(true); }
-  Segments moe_layer_backward() { return layer_backward(true, BackwardPart::whole); }
+  Segments moe_layer_backward(BackwardPart part = BackwardPart::whole) {
+    return layer_backward(true, part);
+  }
+  Segments moe_layer_weight_grad() { return layer_weight_grad(true); }
   // Vocab-parallel embedding lookup (Megatron-LM VocabParallelEmbedding): each TP rank looks up
   // its vocabulary shard, then the partial rows are all-reduced (reduce-scattered with SP).
   Segments embedding_forward();
@@ -123,7 +127,8 @@ class PassBuilder {
   // An MTP module's layer is like the model's last (MoE in DeepSeek-V3).
   bool mtp_moe() const { return s_.model.is_moe_layer(s_.model.num_layers - 1); }
   Segments head_backward(BackwardPart part = BackwardPart::whole);
-  // The logits' weight-gradient GEMM (the W pass of the LM head).
+  // The logits' weight-gradient GEMM (the W pass of the LM head; the multi-token prediction
+  // modules' backward stays whole in B).
   Segments head_weight_grad();
 
   models::OpCost attention_forward() const;
@@ -143,17 +148,23 @@ class PassBuilder {
  private:
   Segments layer_forward(bool moe);
   Segments layer_backward(bool moe, BackwardPart part);
+  Segments layer_weight_grad(bool moe);
   void attention_block_forward(Segments& out, models::OpCost& c);
   void attention_block_backward(Segments& out, models::OpCost& c, BackwardPart part);
   void mlp_block_forward(Segments& out, models::OpCost& c);
   void mlp_block_backward(Segments& out, models::OpCost& c, BackwardPart part);
   void moe_block_forward(Segments& out, models::OpCost& c);
-  void moe_block_backward(Segments& out, models::OpCost& c);
+  void moe_block_backward(Segments& out, models::OpCost& c, BackwardPart part);
+  models::OpCost moe_weight_grad() const;
   void shared_experts_forward(Segments& out, models::OpCost& c);
-  void shared_experts_backward(Segments& out, models::OpCost& c);
+  void shared_experts_backward(Segments& out, models::OpCost& c, BackwardPart part);
+  models::GemmShape shared_in() const;
+  models::GemmShape shared_out() const;
+  models::GemmShape router() const { return {d_.Ts, d_.E, d_.h}; }
   // The attention input projections: fused QKV, or MLA's down/norm/up projections.
   models::OpCost attention_in_forward() const;
   models::OpCost attention_in_backward(BackwardPart part) const;
+  std::vector<models::GemmShape> attention_in_gemms() const;
   models::GemmShape attention_in_first_gemm() const;
   // One local expert's GEMMs on the busiest GPU's tokens (te rows).
   models::GemmShape expert_in() const;

@@ -55,10 +55,25 @@ class StageBuilder {
   void step_start();
   void forward(const PassSlot& slot);
   void backward(const PassSlot& slot);
+  void pair(const PassSlot& f, const PassSlot& b);
+  void receive(const OpSite& at);
+  void hand_on(const OpSite& at);
+  void forward_kernels(const PassSlot& slot, const OpSite& at);
+  void backward_kernels(const PassSlot& slot, const OpSite& at);
   void weight_grad(const PassSlot& slot);
   bool reducing(const PassSlot& slot) const {
     return tr_.reduce_per_micro_batch ||
            slot.micro_batch == last_backward_mb_[static_cast<std::size_t>(slot.chunk)];
+  }
+  // Whether the slot completes its micro-batch's weight gradients: a weight-gradient pass, or a
+  // backward that computes them itself.
+  static bool completes_gradients(const PassSlot& slot) {
+    return slot.kind == PassKind::weight_grad ||
+           (slot.kind == PassKind::backward && !slot.weight_deferred);
+  }
+  // A chunk's first forward (its micro-batches run in order, from chunk x m / chunks on).
+  bool first_forward(const PassSlot& slot) const {
+    return slot.micro_batch == first_micro_batch_[static_cast<std::size_t>(slot.chunk)];
   }
   void after_gradients(const OpSite& at);
   void tail();
@@ -68,9 +83,10 @@ class StageBuilder {
   std::vector<const GradUnit*> pass_units(const PassSlot& slot) const;
   void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at);
   void await_zero12(const GradUnit& unit, int chunk);
-  const Segments& layer_pass(const GradUnit& unit, bool forward) const;
+  enum class LayerPass { forward, backward, input_grad, weight_grad };
+  const Segments& layer_pass(const GradUnit& unit, LayerPass pass) const;
   void unit_forward(const GradUnit& unit, const OpSite& at);
-  void unit_backward(const GradUnit& unit, const OpSite& at);
+  void unit_backward(const GradUnit& unit, const OpSite& at, bool weight_deferred);
   void unit_weight_grad(const GradUnit& unit, const OpSite& at);
   void launch_reductions(const GradUnit& unit, const OpSite& at);
   void reduce_after_micro_batch(const OpSite& at);
@@ -79,21 +95,21 @@ class StageBuilder {
   const StepPlan& plan_;
   const Scenario& s_;
   const Training& tr_;
-  const int stage_, p_, v_, num_vstages_, zero_, dp_ranks_;
+  const int stage_;
+  const StageChain chain_;
+  const int zero_, dp_ranks_;
   const bool ds2021_, zero12_overlap_, reduce_inline_;
-  // Zero-bubble schedules: backward slots are input gradients only, weight_grad slots the
-  // weight gradients, and the gradient reductions follow the latter.
-  const bool split_;
-  const std::vector<int> vstage_layers_;  // layers per virtual stage
+  const std::vector<int> vstage_layers_;  // layers per model stage
   const std::vector<PassSlot> order_;     // this rank's passes in schedule order
   StageProgram prog_;
   OpBuilder ops_{prog_};
   std::vector<std::vector<GradUnit>> units_;  // per chunk, in backward order
   int embedding_sync_bucket_ = -1;
   std::optional<DeepSpeed2021Gathers> ds2021_gathers_;
-  // Which micro-batch's backward (weight-gradient pass when split) of a chunk launches its
-  // reductions: the last one this rank runs (gradient accumulation), unless every one does.
+  // Which micro-batch's backward (its weight-gradient pass when deferred) of a chunk launches
+  // its reductions: the last one this rank runs (gradient accumulation), unless every one does.
   std::vector<int> last_backward_mb_;
+  std::vector<int> first_micro_batch_;         // per chunk, of its first forward
   std::vector<bool> zero12_waited_;            // per ZeRO-1/2 gather
   std::vector<std::pair<int, int>> deferred_;  // (bucket, micro_batch) launched after backward
 };
@@ -103,25 +119,24 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
       s_(plan.scenario),
       tr_(plan.scenario.training),
       stage_(stage),
-      p_(s_.parallelism.pp),
-      v_(s_.parallelism.vpp),
-      num_vstages_(p_ * v_),
+      chain_(StageChain::of(s_.parallelism.schedule, s_.parallelism.pp, s_.parallelism.vpp)),
       zero_(s_.parallelism.zero_stage),
       dp_ranks_(s_.parallelism.dp * s_.parallelism.cp),
       ds2021_(zero_ == 3 &&
               s_.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021),
       zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
       reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
-      split_(split_backward(s_.parallelism.schedule)),
       vstage_layers_(models::layers_per_virtual_stage(s_)),
-      order_(pipeline_order(s_.parallelism.schedule, p_, stage,
-                            static_cast<int>(s_.micro_batches()), v_)),
-      last_backward_mb_(static_cast<std::size_t>(v_), -1) {
+      order_(pipeline_order(s_.parallelism.schedule, chain_.p, stage,
+                            static_cast<int>(s_.micro_batches()), s_.parallelism.vpp)),
+      last_backward_mb_(static_cast<std::size_t>(chain_.chunks()), -1),
+      first_micro_batch_(static_cast<std::size_t>(chain_.chunks()), -1) {
   prog_.stage = stage;
-  const PassKind reducing_pass = split_ ? PassKind::weight_grad : PassKind::backward;
   for (const auto& slot : order_) {
-    if (slot.kind == reducing_pass)
-      last_backward_mb_[static_cast<std::size_t>(slot.chunk)] = slot.micro_batch;
+    const auto c = static_cast<std::size_t>(slot.chunk);
+    if (completes_gradients(slot)) last_backward_mb_[c] = slot.micro_batch;
+    if (slot.kind == PassKind::forward && first_micro_batch_[c] < 0)
+      first_micro_batch_[c] = slot.micro_batch;
   }
 }
 
@@ -130,7 +145,12 @@ StageProgram StageBuilder::build() {
   add_buckets();
   add_gathers();
   step_start();
-  for (const auto& slot : order_) {
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const PassSlot& slot = order_[i];
+    if (slot.paired && i + 1 < order_.size()) {
+      pair(slot, order_[++i]);
+      continue;
+    }
     switch (slot.kind) {
       case PassKind::forward: forward(slot); break;
       case PassKind::backward: backward(slot); break;
@@ -143,12 +163,12 @@ StageProgram StageBuilder::build() {
 
 void StageBuilder::add_grad_units() {
   const UnitSizes sizes = unit_sizes(s_);
-  units_.resize(static_cast<std::size_t>(v_));
-  for (int c = 0; c < v_; ++c) {
-    const int vs = virtual_stage(p_, stage_, c);
-    const int layers = vstage_layers_[static_cast<std::size_t>(vs)];
+  units_.resize(static_cast<std::size_t>(chain_.chunks()));
+  for (int c = 0; c < chain_.chunks(); ++c) {
+    const int ms = chain_.model_stage(chain_.virtual_stage(stage_, c));
+    const int layers = vstage_layers_[static_cast<std::size_t>(ms)];
     auto& u = units_[static_cast<std::size_t>(c)];
-    u = grad_units(sizes, vs, num_vstages_, first_layer(vs), layers);
+    u = grad_units(sizes, ms, chain_.model_stages(), first_layer(ms), layers);
     for (const auto& unit : u) prog_.params += unit.params;
     prog_.layers += layers;
   }
@@ -156,7 +176,7 @@ void StageBuilder::add_grad_units() {
 
 void StageBuilder::add_buckets() {
   const ReductionPlan plan = reduction_plan(s_, plan_.compressed_phase);
-  for (int c = 0; c < v_; ++c) {
+  for (int c = 0; c < chain_.chunks(); ++c) {
     pack_buckets(units_[static_cast<std::size_t>(c)], c, plan, plan_.compute, prog_.buckets);
   }
   embedding_sync_bucket_ =
@@ -188,7 +208,7 @@ void StageBuilder::step_start() {
 }
 
 OpSite StageBuilder::site_of(const PassSlot& slot) const {
-  return {slot.kind, slot.micro_batch, slot.chunk, virtual_stage(p_, stage_, slot.chunk), -1};
+  return {slot.kind, slot.micro_batch, slot.chunk, chain_.virtual_stage(stage_, slot.chunk), -1};
 }
 
 // Units in the order the pass visits them (units_ are in backward order).
@@ -201,29 +221,69 @@ std::vector<const GradUnit*> StageBuilder::pass_units(const PassSlot& slot) cons
 
 void StageBuilder::forward(const PassSlot& slot) {
   const OpSite at = site_of(slot);
-  if (at.virtual_stage > 0) ops_.recv(plan_.message_bytes, at);
-  const std::vector<const GradUnit*> units = pass_units(slot);
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    gather_before(units, i, at);
-    if (slot.micro_batch == 0) await_zero12(*units[i], slot.chunk);  // a chunk's first forward
-    unit_forward(*units[i], at);
-  }
-  if (at.virtual_stage < num_vstages_ - 1) ops_.send(plan_.message_bytes, at);
+  receive(at);
+  forward_kernels(slot, at);
+  hand_on(at);
 }
 
-// A backward pass. Split (zero-bubble schedules): the input gradient only, sent to the previous
-// stage as soon as it is computed; the reductions wait for the weight-gradient pass.
+// A backward pass. With its weight gradients deferred (zero-bubble schedules): the input
+// gradient only, sent to the previous stage as soon as it is computed; the reductions wait for
+// the weight-gradient pass.
 void StageBuilder::backward(const PassSlot& slot) {
   const OpSite at = site_of(slot);
-  if (at.virtual_stage < num_vstages_ - 1) ops_.recv(plan_.message_bytes, at);
+  receive(at);
+  backward_kernels(slot, at);
+  hand_on(at);
+  if (!slot.weight_deferred) after_gradients(at);
+}
+
+// DualPipe's overlapped forward-backward chunk, as its reference implementation runs it
+// (deepseek-ai/DualPipe, _forward_backward_chunk): receive both inputs, compute the forward and
+// the backward, send both outputs. The kernels run one after the other; the overlap of one's
+// all-to-alls with the other's compute is training.moe_comm_overlap's.
+void StageBuilder::pair(const PassSlot& f, const PassSlot& b) {
+  const OpSite fa = site_of(f);
+  const OpSite ba = site_of(b);
+  receive(fa);
+  receive(ba);
+  forward_kernels(f, fa);
+  backward_kernels(b, ba);
+  hand_on(fa);
+  hand_on(ba);
+  if (!b.weight_deferred) after_gradients(ba);
+}
+
+// The activation (forward) or gradient (backward) a pass waits for, unless its virtual stage
+// starts the chain in that direction.
+void StageBuilder::receive(const OpSite& at) {
+  const bool first = at.pass == PassKind::forward ? chain_.chain_start(at.virtual_stage)
+                                                  : chain_.chain_end(at.virtual_stage);
+  if (!first) ops_.recv(plan_.message_bytes, at);
+}
+
+// The activation or gradient a pass sends on, unless it ends the chain in that direction.
+void StageBuilder::hand_on(const OpSite& at) {
+  const bool last = at.pass == PassKind::forward ? chain_.chain_end(at.virtual_stage)
+                                                 : chain_.chain_start(at.virtual_stage);
+  if (!last) ops_.send(plan_.message_bytes, at);
+}
+
+void StageBuilder::forward_kernels(const PassSlot& slot, const OpSite& at) {
   const std::vector<const GradUnit*> units = pass_units(slot);
   for (std::size_t i = 0; i < units.size(); ++i) {
     gather_before(units, i, at);
-    unit_backward(*units[i], at);
-    if (!split_ && reducing(slot)) launch_reductions(*units[i], at);
+    if (first_forward(slot)) await_zero12(*units[i], slot.chunk);
+    unit_forward(*units[i], at);
   }
-  if (at.virtual_stage > 0) ops_.send(plan_.message_bytes, at);
-  if (!split_) after_gradients(at);
+}
+
+void StageBuilder::backward_kernels(const PassSlot& slot, const OpSite& at) {
+  const std::vector<const GradUnit*> units = pass_units(slot);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    gather_before(units, i, at);
+    unit_backward(*units[i], at, slot.weight_deferred);
+    if (!slot.weight_deferred && reducing(slot)) launch_reductions(*units[i], at);
+  }
 }
 
 // The weight gradients of a split backward, unit by unit in backward order; each unit's
@@ -267,20 +327,27 @@ void StageBuilder::await_zero12(const GradUnit& unit, int chunk) {
   }
 }
 
-// The forward or backward pass of a Transformer layer: the MoE layer's for a layer with the
-// MoE FFN, else the dense one.
-const Segments& StageBuilder::layer_pass(const GradUnit& unit, bool forward) const {
+// A pass of a Transformer layer: the MoE layer's for a layer with the MoE FFN, else the dense
+// one.
+const Segments& StageBuilder::layer_pass(const GradUnit& unit, LayerPass pass) const {
   const StepPasses& p = plan_.passes;
-  if (s_.model.is_moe_layer(unit.layer))
-    return forward ? p.moe_layer_forward : p.moe_layer_backward;
-  return forward ? p.layer_forward : p.layer_backward;
+  const bool moe = s_.model.is_moe_layer(unit.layer);
+  switch (pass) {
+    case LayerPass::forward: return moe ? p.moe_layer_forward : p.layer_forward;
+    case LayerPass::backward: return moe ? p.moe_layer_backward : p.layer_backward;
+    case LayerPass::input_grad: return moe ? p.moe_layer_input_grad : p.layer_input_grad;
+    case LayerPass::weight_grad: break;
+  }
+  return moe ? p.moe_layer_weight_grad : p.layer_weight_grad;
 }
 
 void StageBuilder::unit_forward(const GradUnit& unit, const OpSite& at) {
   const StepPasses& passes = plan_.passes;
   const OpSite here = at.at_layer(unit.layer);
   switch (unit.kind) {
-    case UnitKind::layer: ops_.pass(layer_pass(unit, true), ComputeKind::forward, here); break;
+    case UnitKind::layer:
+      ops_.pass(layer_pass(unit, LayerPass::forward), ComputeKind::forward, here);
+      break;
     case UnitKind::embedding:
       ops_.pass(passes.embedding_forward, ComputeKind::embedding, here);
       break;
@@ -288,13 +355,14 @@ void StageBuilder::unit_forward(const GradUnit& unit, const OpSite& at) {
   }
 }
 
-void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
+void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at, bool weight_deferred) {
   const StepPasses& passes = plan_.passes;
   const OpSite here = at.at_layer(unit.layer);
+  const int first = first_layer(chain_.model_stage(at.virtual_stage));
   switch (unit.kind) {
     case UnitKind::layer:
-      if (models::layer_recomputed(s_, unit.layer - first_layer(at.virtual_stage))) {
-        ops_.pass(layer_pass(unit, true), ComputeKind::recompute, here);
+      if (models::layer_recomputed(s_, unit.layer - first)) {
+        ops_.pass(layer_pass(unit, LayerPass::forward), ComputeKind::recompute, here);
         // The recompute forward gathered the layer's matrices again (its module hooks fire);
         // DeepSpeed keeps them for the backward only while they fit under
         // stage3_max_live_parameters, else it releases and gathers them once more.
@@ -302,12 +370,16 @@ void StageBuilder::unit_backward(const GradUnit& unit, const OpSite& at) {
           ds2021_gathers_->emit(ops_, unit, at);
         }
       }
-      ops_.pass(layer_pass(unit, false), ComputeKind::backward, here);
+      ops_.pass(layer_pass(unit, weight_deferred ? LayerPass::input_grad : LayerPass::backward),
+                ComputeKind::backward, here);
       break;
-    case UnitKind::embedding:  // all weight gradient: the W pass's when split
-      if (!split_) ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
+    case UnitKind::embedding:  // all weight gradient: the W pass's when deferred
+      if (!weight_deferred) ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
       break;
-    case UnitKind::head: ops_.pass(passes.head_backward, ComputeKind::lm_head, here); break;
+    case UnitKind::head:
+      ops_.pass(weight_deferred ? passes.head_input_grad : passes.head_backward,
+                ComputeKind::lm_head, here);
+      break;
   }
 }
 
@@ -315,7 +387,9 @@ void StageBuilder::unit_weight_grad(const GradUnit& unit, const OpSite& at) {
   const StepPasses& passes = plan_.passes;
   const OpSite here = at.at_layer(unit.layer);
   switch (unit.kind) {
-    case UnitKind::layer: ops_.pass(passes.layer_weight_grad, ComputeKind::backward, here); break;
+    case UnitKind::layer:
+      ops_.pass(layer_pass(unit, LayerPass::weight_grad), ComputeKind::backward, here);
+      break;
     case UnitKind::embedding:
       ops_.pass(passes.embedding_backward, ComputeKind::embedding, here);
       break;

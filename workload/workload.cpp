@@ -165,6 +165,7 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   Workload w;
   w.pp = par.pp;
   w.vpp = par.vpp;
+  w.chain = StageChain::of(par.schedule, par.pp, par.vpp);
   w.tp = par.tp;
   w.dp = par.dp;
   w.cp = par.cp;

@@ -160,6 +160,7 @@ struct MoeOverlap {
 
 struct Workload {
   int pp = 1, vpp = 1, tp = 1, dp = 1, cp = 1;
+  StageChain chain;  // which pipeline rank holds each virtual stage
   MoeOverlap moe_overlap;
   int micro_batches = 1;
   double tokens_per_step = 0;

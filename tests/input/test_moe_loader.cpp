@@ -235,9 +235,20 @@ TEST_CASE("The MoE simulation settings load, and what is not simulated is refuse
   json uneven = doc;
   uneven["model"]["moe"]["expert_groups"] = 3;  // 8 experts
   expect_error(uneven, "/model/moe/expert_groups", "do not divide");
+  // The zero-bubble schedules split MoE and MLA layers' backwards too.
   json zb = doc;
   zb["parallelism"]["schedule"] = "zb-h1";
-  expect_error(zb, "/parallelism/schedule", "zb-h1 is not simulated");
+  zb["parallelism"]["pp"] = 2;
+  CHECK(load(zb).parallelism.schedule == PipelineSchedule::zb_h1);
+  json dual = zb;
+  dual["parallelism"]["schedule"] = "dualpipe";
+  CHECK(load(dual).micro_batches() == 4);  // 64 / dp 16
+  json odd = dual;
+  odd["parallelism"]["pp"] = 1;
+  expect_error(odd, "/parallelism/pp", "dualpipe needs an even pp");
+  json few = dual;
+  few["training"]["global_batch"] = 32;  // 2 micro-batches
+  expect_error(few, "/training/global_batch", "at least 2 x pp = 4, not 2");
   json zero3 = doc;
   zero3["parallelism"]["zero_stage"] = 3;
   expect_error(zero3, "/parallelism/zero_stage", "ZeRO-3");

@@ -282,3 +282,31 @@ TEST_CASE("a 70B model fits pure data parallelism only with ZeRO-3") {
     CHECK(estimate_memory(load_scenario(scenario_path("seed-optimized-1024"))).fits());
   }
 }
+
+TEST_CASE("DualPipe holds two stages' states and p + 1 micro-batches of activations") {
+  // DeepSeek-V3 technical report table 2: DualPipe keeps 2x the parameters and PP + 1
+  // micro-batches of activations per device; rank s holds stages s and p - 1 - s. pp 4, dp 32,
+  // 32 micro-batches; 1F1B's stage s holds min(p - s, m) micro-batches of its own stage.
+  nlohmann::json par = {{"dp", 32}, {"tp", 8}, {"pp", 4}};
+  const MemoryEstimate one = estimate_memory(patched({{"parallelism", par}}));
+  par["schedule"] = "dualpipe";
+  const MemoryEstimate dual = estimate_memory(patched({{"parallelism", par}}));
+  REQUIRE(dual.stages.size() == 4);
+  for (std::size_t s = 0; s < 4; ++s) {
+    const StageMemory& a = one.stages[s];
+    const StageMemory& b = one.stages[3 - s];
+    const StageMemory& d = dual.stages[s];
+    INFO("rank " << s);
+    CHECK(d.parameters == Approx(a.parameters + b.parameters));
+    CHECK(d.weights_bytes + d.gradients_bytes + d.optimizer_bytes ==
+          Approx(a.weights_bytes + a.gradients_bytes + a.optimizer_bytes + b.weights_bytes +
+                 b.gradients_bytes + b.optimizer_bytes));
+    CHECK(d.micro_batches_in_flight == 5);
+    CHECK(a.micro_batches_in_flight == 4 - static_cast<double>(s));
+    // Half the micro-batches run through each stage: the mean of the two per micro-batch.
+    CHECK(
+        d.activations_bytes - d.activation_transient_bytes ==
+        Approx(5 * (a.activation_per_micro_batch_bytes + b.activation_per_micro_batch_bytes) / 2));
+    CHECK(d.nccl_buffers_bytes == Approx(a.nccl_buffers_bytes));
+  }
+}

@@ -151,11 +151,11 @@ TEST_CASE("With free communication the interleaved bubble shrinks by the number 
 
 namespace {
 
-// Healthy-GPU time of micro-batch 0's passes of `kind` on one stage's program.
-double pass_time(const workload::StageProgram& prog, workload::PassKind kind) {
+// Healthy-GPU time of micro-batch `mb`'s passes of `kind` on one stage's program.
+double pass_time(const workload::StageProgram& prog, workload::PassKind kind, int mb = 0) {
   double t = 0;
   for (const auto& op : prog.ops) {
-    if (op.kind == workload::OpKind::compute && op.micro_batch == 0 && op.pass == kind)
+    if (op.kind == workload::OpKind::compute && op.micro_batch == mb && op.pass == kind)
       t += op.time_s;
   }
   return t;
@@ -191,6 +191,39 @@ TEST_CASE("With free communication the ZB-H1 bubble is (p - 1)(F + B - W) of the
   CHECK(share == Approx(bubble / (m * (tf + tb + tw) + bubble)).epsilon(0.002));
   // And below 1F1B's (p - 1) / (m + p - 1).
   CHECK(share < double(p - 1) / (m + p - 1));
+}
+
+TEST_CASE("With free communication the DualPipe bubble is (p/2 - 1)(F&B + B - 3W) of the step") {
+  // DeepSeek-V3 technical report table 2 with B the full backward and the pair's kernels one
+  // after the other (F&B = F + B + W in split notation): (p/2 - 1)(T_F + 2 T_B - T_W), the rest
+  // of the step m (T_F + T_B + T_W); it holds for T_F <= T_B (tests/workload/test_zero_bubble).
+  // Balanced stages, so both of a rank's chunks take the first chunk's times.
+  const auto [p, m] = GENERATE(std::make_tuple(4, 8), std::make_tuple(8, 16));
+  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
+  j["training"]["global_batch"] = m;
+  j["parallelism"]["schedule"] = "dualpipe";
+  const Scenario s = load_ideal(j);
+  const auto prepared = step::prepare_step(s, cli::load_step_calibrations(s), {}, false);
+  // A micro-batch whose weight gradients rank 0 defers: its F, B (input gradient) and W.
+  const auto& first = prepared.workload.stages.at(0);
+  int mb = -1;
+  for (const auto& op : first.ops) {
+    if (op.pass == workload::PassKind::weight_grad && mb < 0) mb = op.micro_batch;
+  }
+  REQUIRE(mb >= 0);
+  const double tf = pass_time(first, workload::PassKind::forward, mb);
+  const double tb = pass_time(first, workload::PassKind::backward, mb);
+  const double w = pass_time(first, workload::PassKind::weight_grad, mb);
+  REQUIRE(w > 0);
+  REQUIRE(tf <= tb);
+  step::StepOptions o;
+  o.free_communication = true;
+  const step::StepReport r = run(s, o);
+  REQUIRE(r.completed);
+  const auto& b = r.breakdown;
+  const double bubble = (p / 2 - 1) * (tf + 2 * tb - w);
+  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  CHECK(share == Approx(bubble / (m * (tf + tb + w) + bubble)).epsilon(0.002));
 }
 
 TEST_CASE("Turning overlap off never makes a step faster") {

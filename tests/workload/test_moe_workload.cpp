@@ -97,6 +97,34 @@ TEST_CASE("An MoE layer's FLOPs are the router, the top-k experts and the shared
   CHECK(total(capped.moe_layer_forward()).flops - moe == Approx(0.25 * routed).epsilon(1e-9));
 }
 
+TEST_CASE("A split MoE backward leaves the weight-gradient GEMMs to W, the all-to-alls to B",
+          "[workload][moe]") {
+  const Scenario s = moe_scenario(8);
+  const auto compute = clustersim::test::compute_model(s);
+  PassBuilder b(s, compute);
+  const Segments whole = b.moe_layer_backward();
+  const Segments input = b.moe_layer_backward(BackwardPart::input_grad);
+  const Segments weight = b.moe_layer_weight_grad();
+  // W: one X^T dY per linear layer, the forward's GEMM FLOPs of the router (2 T h E), the
+  // routed experts (k copies of 2 GEMMs of h x fe per token), the shared expert and the
+  // attention's projections (QKV 2 T h 3h and the output projection 2 T h h here, one head
+  // group per head).
+  const double attention_gemms = 2 * T * h * (3 * h) + 2 * T * h * h;
+  const double want =
+      2 * T * h * E + k * 2 * (2 * T * h * fe) + 2 * (2 * T * h * fs) + attention_gemms;
+  CHECK(total(weight).flops == Approx(want).epsilon(1e-9));
+  // B + W does the unsplit backward's kernels.
+  CHECK(total(input).flops + total(weight).flops == Approx(total(whole).flops).epsilon(1e-12));
+  const auto ep_count = [&](const Segments& segs) {
+    int n = 0;
+    for (const auto& seg : segs)
+      n += seg.is_collective && b.collectives()[seg.collective].group == Group::ep;
+    return n;
+  };
+  CHECK(ep_count(input) == 2);
+  CHECK(ep_count(weight) == 0);
+}
+
 TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradients",
           "[workload][moe]") {
   const Scenario dense = [] {

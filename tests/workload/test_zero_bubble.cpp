@@ -1,10 +1,12 @@
-// The zero-bubble schedule ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR,
-// section 3.1): its pass order, the split of a layer's backward into input-gradient (B) and
-// weight-gradient (W) passes, and where the gradient send and the reductions sit. Expected
-// values are hand calculations and the paper's closed forms.
+// The zero-bubble schedules ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR,
+// section 3.1) and DualPipe (DeepSeek-V3 technical report, section 3.2.1): their pass orders,
+// the split of a layer's backward into input-gradient (B) and weight-gradient (W) passes, and
+// where the gradient send and the reductions sit. Expected values are hand calculations and the
+// papers' closed forms.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -23,54 +25,94 @@ PassSlot F(int mb) {
   return {PassKind::forward, mb, 0};
 }
 PassSlot B(int mb) {
-  return {PassKind::backward, mb, 0};
+  return {PassKind::backward, mb, 0, true};
 }
 PassSlot W(int mb) {
   return {PassKind::weight_grad, mb, 0};
 }
 
-// The step time of a schedule on p stages of identical per-pass times with free communication,
-// evaluated from the pass orders alone: a forward waits for the previous stage's forward of its
-// micro-batch, a backward for the next stage's backward (the last stage: its own forward), a
-// weight-gradient pass for its own backward (it follows it in the order). Without a split
-// backward, each backward slot takes t_b + t_w.
-double step_time(PipelineSchedule schedule, int p, int m, double t_f, double t_b, double t_w) {
-  const bool split = split_backward(schedule);
-  std::vector<std::vector<PassSlot>> order;
-  for (int s = 0; s < p; ++s) order.push_back(pipeline_order(schedule, p, s, m, 1));
-  std::map<std::tuple<int, int, int>, double> end;  // (kind, micro-batch, stage)
-  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-  std::vector<double> clock(static_cast<std::size_t>(p), 0.0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < p; ++s) {
-      const auto su = static_cast<std::size_t>(s);
-      while (next[su] < order[su].size()) {
-        const PassSlot& slot = order[su][next[su]];
-        std::tuple<int, int, int> dep{-1, 0, 0};
-        double took = t_f;
-        if (slot.kind == PassKind::forward && s > 0) dep = {0, slot.micro_batch, s - 1};
-        if (slot.kind == PassKind::backward) {
-          dep = s < p - 1 ? std::make_tuple(1, slot.micro_batch, s + 1)
-                          : std::make_tuple(0, slot.micro_batch, s);
-          took = split ? t_b : t_b + t_w;
-        }
-        if (slot.kind == PassKind::weight_grad) took = t_w;
-        double start = clock[su];
-        if (std::get<0>(dep) >= 0) {
-          const auto it = end.find(dep);
-          if (it == end.end()) break;  // not ready yet: run the other stages
-          start = std::max(start, it->second);
-        }
-        clock[su] = start + took;
-        end[{static_cast<int>(slot.kind), slot.micro_batch, s}] = clock[su];
-        ++next[su];
-        progress = true;
+// The step time of a schedule on p ranks of identical per-pass times with free communication,
+// evaluated from the pass orders alone: a forward waits for the forward of its micro-batch on the
+// previous virtual stage of its chain, a backward for the backward on the next one (at the end of
+// the chain: its own forward, which precedes it in the order), a weight-gradient pass for its own
+// backward (which precedes it). A backward takes t_b, plus t_w unless its weight gradient is
+// deferred to a W pass. A paired forward and the backward after it wait for both inputs, run one
+// after the other, and hand both outputs on at the end.
+class ScheduleClock {
+ public:
+  ScheduleClock(PipelineSchedule schedule, int p, int m, double t_f, double t_b, double t_w)
+      : chain_(StageChain::of(schedule, p, 1)), t_f_(t_f), t_b_(t_b), t_w_(t_w) {
+    for (int s = 0; s < p; ++s) order_.push_back(pipeline_order(schedule, p, s, m, 1));
+    next_.assign(static_cast<std::size_t>(p), 0);
+    clock_.assign(static_cast<std::size_t>(p), 0.0);
+  }
+
+  double step_time() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < chain_.p; ++s) {
+        while (run_next(s)) progress = true;
       }
     }
+    for (int s = 0; s < chain_.p; ++s)
+      REQUIRE(next_[static_cast<std::size_t>(s)] == order_[s].size());
+    return *std::max_element(clock_.begin(), clock_.end());
   }
-  for (int s = 0; s < p; ++s) REQUIRE(next[static_cast<std::size_t>(s)] == order[s].size());
-  return *std::max_element(clock.begin(), clock.end());
+
+ private:
+  using Key = std::tuple<int, int, int>;  // (kind, micro-batch, virtual stage)
+
+  // Runs rank s's next pass (or pair) if its inputs are there.
+  bool run_next(int s) {
+    const auto su = static_cast<std::size_t>(s);
+    const auto& order = order_[su];
+    if (next_[su] >= order.size()) return false;
+    const std::size_t n = order[next_[su]].paired ? 2 : 1;
+    double start = clock_[su];
+    for (std::size_t i = next_[su]; i < next_[su] + n; ++i) {
+      const auto dep = input_of(s, order[i]);
+      if (!dep) continue;
+      const auto it = done_.find(*dep);
+      if (it == done_.end()) return false;
+      start = std::max(start, it->second);
+    }
+    double t = start;
+    for (std::size_t i = next_[su]; i < next_[su] + n; ++i) t += duration(order[i]);
+    for (std::size_t i = next_[su]; i < next_[su] + n; ++i) {
+      const PassSlot& slot = order[i];
+      done_[{static_cast<int>(slot.kind), slot.micro_batch, chain_.virtual_stage(s, slot.chunk)}] =
+          t;
+    }
+    clock_[su] = t;
+    next_[su] += n;
+    return true;
+  }
+
+  std::optional<Key> input_of(int s, const PassSlot& slot) const {
+    const int vs = chain_.virtual_stage(s, slot.chunk);
+    if (slot.kind == PassKind::forward && !chain_.chain_start(vs))
+      return Key{0, slot.micro_batch, vs - 1};
+    if (slot.kind == PassKind::backward && !chain_.chain_end(vs))
+      return Key{1, slot.micro_batch, vs + 1};
+    return std::nullopt;
+  }
+
+  double duration(const PassSlot& slot) const {
+    if (slot.kind == PassKind::forward) return t_f_;
+    if (slot.kind == PassKind::weight_grad) return t_w_;
+    return slot.weight_deferred ? t_b_ : t_b_ + t_w_;
+  }
+
+  const StageChain chain_;
+  const double t_f_, t_b_, t_w_;
+  std::vector<std::vector<PassSlot>> order_;
+  std::vector<std::size_t> next_;
+  std::vector<double> clock_;
+  std::map<Key, double> done_;  // when each pass's output is handed on
+};
+
+double step_time(PipelineSchedule schedule, int p, int m, double t_f, double t_b, double t_w) {
+  return ScheduleClock(schedule, p, m, t_f, t_b, t_w).step_time();
 }
 
 }  // namespace
@@ -184,4 +226,88 @@ TEST_CASE("ZB-H1 sends the gradient after B and readies the buckets after W") {
     CHECK(prog.compute_s == Approx(base.stages[st].compute_s).epsilon(1e-9));
     CHECK(prog.buckets.size() == base.stages[st].buckets.size());
   }
+}
+
+TEST_CASE("DualPipe's chains: rank s holds stages s and p - 1 - s, the upward chain reversed") {
+  const StageChain c = StageChain::of(PipelineSchedule::dualpipe, 4, 1);
+  CHECK(c.chunks() == 2);
+  CHECK(c.virtual_stages() == 8);
+  CHECK(c.model_stages() == 4);
+  // Rank 0: stage 0 going down, stage 3 going up (virtual stage 7, the upward chain's end).
+  CHECK(c.virtual_stage(0, 0) == 0);
+  CHECK(c.virtual_stage(0, 1) == 7);
+  CHECK(c.model_stage(7) == 3);
+  CHECK(c.chain_end(7));
+  // The upward chain starts on rank 3 (virtual stage 4, model stage 0) and steps down by one.
+  CHECK(c.rank_of(4) == 3);
+  CHECK(c.chain_start(4));
+  CHECK(c.rank_of(5) == 2);
+  CHECK(c.rank_of(3) == 3);
+  CHECK(c.chain_end(3));
+  for (int vs = 0; vs < 8; ++vs) {
+    const int r = c.rank_of(vs);
+    CHECK(c.virtual_stage(r, vs < 4 ? 0 : 1) == vs);
+  }
+  // Other schedules: one chain, chunk c of rank s at c p + s.
+  const StageChain v = StageChain::of(PipelineSchedule::interleaved, 4, 2);
+  CHECK(v.virtual_stage(1, 1) == 5);
+  CHECK(v.rank_of(5) == 1);
+  CHECK(v.chain_end(7));
+  CHECK_FALSE(v.chain_end(3));
+}
+
+TEST_CASE("DualPipe runs each micro-batch once per rank, F before B before W, p + 1 in flight") {
+  const auto [p, m] = GENERATE(std::make_tuple(4, 8), std::make_tuple(4, 10),
+                               std::make_tuple(8, 20), std::make_tuple(2, 4));
+  for (int stage = 0; stage < p; ++stage) {
+    std::map<std::pair<int, int>, int> done;  // (kind, micro-batch) -> times run
+    std::vector<int> deferred;                // micro-batches owing a W, in order
+    std::size_t next_w = 0;
+    int in_flight = 0, peak = 0;  // forwarded, weight gradient not yet computed
+    for (const auto& slot : pipeline_order(PipelineSchedule::dualpipe, p, stage, m, 1)) {
+      const int mb = slot.micro_batch;
+      // The first half goes down (chunk 0), the second half up (chunk 1).
+      CHECK(slot.chunk == (mb < m / 2 ? 0 : 1));
+      if (slot.kind == PassKind::backward) CHECK(done[{0, mb}] == 1);
+      if (slot.kind == PassKind::backward && slot.weight_deferred) deferred.push_back(mb);
+      if (slot.kind == PassKind::weight_grad) {
+        REQUIRE(next_w < deferred.size());
+        CHECK(mb == deferred[next_w++]);  // first in, first out
+      }
+      ++done[{static_cast<int>(slot.kind), mb}];
+      in_flight += slot.kind == PassKind::forward ? 1 : 0;
+      const bool completes = slot.kind == PassKind::weight_grad ||
+                             (slot.kind == PassKind::backward && !slot.weight_deferred);
+      in_flight -= completes ? 1 : 0;
+      peak = std::max(peak, in_flight);
+    }
+    CHECK(next_w == deferred.size());
+    for (int mb = 0; mb < m; ++mb) {
+      CHECK(done[{0, mb}] == 1);
+      CHECK(done[{1, mb}] == 1);
+    }
+    // DeepSeek-V3 report table 2: activations of PP + 1 micro-batches per device.
+    CHECK(peak == p + 1);
+  }
+}
+
+TEST_CASE("DualPipe's step time is m (F + B + W) + (p/2 - 1)(F&B + B - 3W) on uniform stages") {
+  // DeepSeek-V3 report table 2, B the full backward (here t_b + t_w) and F&B the forward-backward
+  // pair, whose kernels run one after the other: F&B = t_f + t_b + t_w. So the bubble is
+  // (p/2 - 1)(t_f + 2 t_b - t_w). It holds while the forward is no longer than the input
+  // gradient (t_f <= t_b), as in the report's figure 5 (F = 1 cell, full B = 2).
+  // T = 1, 1, 1; p = 4, m = 8: 8 x 3 + 1 x 2 = 26 (ZB-H1 27, 1F1B 33).
+  CHECK(step_time(PipelineSchedule::dualpipe, 4, 8, 1, 1, 1) == Approx(26));
+  // p = 8, m = 20 (the report's figure 5): 60 + 3 x 2 = 66.
+  CHECK(step_time(PipelineSchedule::dualpipe, 8, 20, 1, 1, 1) == Approx(66));
+  // p = 6, m = 14: 42 + 2 x 2 = 46.
+  CHECK(step_time(PipelineSchedule::dualpipe, 6, 14, 1, 1, 1) == Approx(46));
+  // p = 16, m = 120: 360 + 7 x 2 = 374.
+  CHECK(step_time(PipelineSchedule::dualpipe, 16, 120, 1, 1, 1) == Approx(374));
+  // T_W = 0.5; p = 8, m = 20: 20 x 2.5 + 3 x (1 + 2 - 0.5) = 57.5.
+  CHECK(step_time(PipelineSchedule::dualpipe, 8, 20, 1, 1, 0.5) == Approx(57.5));
+  // T_B = 1.5; p = 4, m = 8: 8 x 3.5 + 1 x (1 + 3 - 1) = 31.
+  CHECK(step_time(PipelineSchedule::dualpipe, 4, 8, 1, 1.5, 1) == Approx(31));
+  // p = 2: no bubble term, m (F + B + W) = 4 x 3 = 12.
+  CHECK(step_time(PipelineSchedule::dualpipe, 2, 4, 1, 1, 1) == Approx(12));
 }
