@@ -43,6 +43,20 @@ void check_published(double ours, double published, double unit) {
   CHECK(std::abs(ours - published) < unit);
 }
 
+// Llama 4's published totals count the vision encoder and its projector, which the text decoder
+// presets leave out. Their parameters from the vision_config of meta-llama/Llama-4-Scout-17B-16E
+// and -Maverick-17B-128E (the same in both): 34 layers of width 1408 with biased q, k, v, o
+// projections, a GELU MLP 1408 -> 5632 -> 1408 with biases and two LayerNorms (weight and
+// bias); a class embedding, 577 position embeddings ((336 / 14)^2 + 1), the 14 x 14 x 3 patch
+// projection and two LayerNorms; the pixel-shuffle adapter (ratio 0.5: 4 x 1408 = 5632 -> 4096
+// -> 4096) and the projector 4096 -> 5120, all without bias.
+double llama4_vision_parameters() {
+  const double w = 1408, mlp = 5632;
+  const double layer = 4 * (w * w + w) + 2 * w * mlp + mlp + w + 4 * w;
+  const double stem = w + 577 * w + 14 * 14 * 3 * w + 4 * w;
+  const double adapter = 4 * w * 4096 + 4096.0 * 4096 + 4096.0 * 5120;
+  return 34 * layer + stem + adapter;  // 871,932,416
+}
 }  // namespace
 
 TEST_CASE("A 2-layer MoE model counted by hand") {
@@ -174,5 +188,29 @@ TEST_CASE("MoE presets count their published totals") {
     const ParameterCounts p = count_parameters(load_model_preset("mixtral-8x22b"));
     check_published(p.total(), 141e9, 1e9);
     check_published(p.active(), 39e9, 1e9);
+  }
+  SECTION("Llama 4 Scout") {
+    const ParameterCounts p = count_parameters(load_model_preset("llama4-scout"));
+    // Every layer an MoE layer: attention 2 x 5120 x (40 + 8) x 128, 16 routed experts and a
+    // shared one of 3 x 5120 x 8192, the router 5120 x 16, two norms.
+    CHECK(p.moe_layers == 48);
+    CHECK(p.per_moe_layer(false) == 62914560.0 + 17 * 125829120.0 + 81920 + 10240);
+    // Meta AI, "The Llama 4 herd" (April 2025): Scout 17B active, 109B total parameters; the
+    // total includes the vision encoder (0.87B).
+    check_published(p.total() + llama4_vision_parameters(), 109e9, 1e9);
+    check_published(p.active(), 17e9, 1e9);
+  }
+  SECTION("Llama 4 Maverick") {
+    const ParameterCounts p = count_parameters(load_model_preset("llama4-maverick"));
+    // Dense and MoE layers alternate: 24 of each. A dense layer's SwiGLU FFN is 16384 wide
+    // (intermediate_size_mlp): 3 x 5120 x 16384; an MoE layer has 128 routed experts and a
+    // shared one of 3 x 5120 x 8192 and the router 5120 x 128.
+    CHECK(p.moe_layers == 24);
+    CHECK(p.per_layer() == 62914560.0 + 251658240.0 + 10240);
+    CHECK(p.per_moe_layer(false) == 62914560.0 + 129 * 125829120.0 + 655360 + 10240);
+    // Meta AI, "The Llama 4 herd" (April 2025): Maverick 17B active, 400B total parameters;
+    // the total includes the vision encoder (0.87B).
+    check_published(p.total() + llama4_vision_parameters(), 400e9, 1e9);
+    check_published(p.active(), 17e9, 1e9);
   }
 }
