@@ -13,7 +13,7 @@
 //                                            zero_stage 3; core/scenario.hpp),
 //                    "schedule": "1f1b"|"interleaved"|"gpipe"|"zb-h1"|"dualpipe"
 //                      (workload/schedule.hpp),
-//                    "layers_per_stage": [..],
+//                    "layers_per_stage": [..] (per stage; with vpp > 1 per virtual stage),
 //                    "account_for_embedding_in_pipeline_split",
 //                    "account_for_loss_in_pipeline_split"},
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",

@@ -230,22 +230,25 @@ void check_embedding_loss_split(const Rules& r) {
   }
 }
 
+// One entry per pipeline stage, or with vpp > 1 one per virtual stage in virtual-stage order
+// (chunk c of rank s at c x pp + s), as Megatron-Core's pipeline_model_parallel_layout lists
+// them.
 void check_uneven_split(const Rules& r) {
   const Parallelism& p = r.s.parallelism;
   const int num_layers = r.s.model.num_layers;
-  if (static_cast<int>(p.layers_per_stage.size()) != p.pp) {
+  const int entries = p.pp * std::max(1, p.vpp);
+  if (static_cast<int>(p.layers_per_stage.size()) != entries) {
     r.fail("/parallelism/layers_per_stage",
            "gives " + plural(static_cast<std::int64_t>(p.layers_per_stage.size()), "stage") +
-               " but pp is " + std::to_string(p.pp));
+               (p.vpp > 1 ? " but pp x vpp is " + std::to_string(entries) +
+                                " (one entry per virtual stage)"
+                          : " but pp is " + std::to_string(p.pp)));
   }
   const int sum = std::accumulate(p.layers_per_stage.begin(), p.layers_per_stage.end(), 0);
   if (sum != num_layers) {
     r.fail("/parallelism/layers_per_stage", "adds up to " + std::to_string(sum) +
                                                 " layers but the model has " +
                                                 std::to_string(num_layers));
-  }
-  if (p.vpp > 1) {
-    r.fail("/parallelism/layers_per_stage", "an uneven split cannot be combined with vpp > 1");
   }
 }
 

@@ -16,6 +16,9 @@ std::vector<int> layers_per_virtual_stage(const Scenario& s) {
     if (par.loss_in_pipeline_split) --out.back();
     return out;
   }
+  if (v > 1 && static_cast<int>(par.layers_per_stage.size()) == pp * v) {
+    return par.layers_per_stage;  // given per virtual stage
+  }
   const std::vector<int> per_rank = layers_per_stage(s);
   for (int vs = 0; vs < pp * v; ++vs) {
     out[static_cast<std::size_t>(vs)] = per_rank[static_cast<std::size_t>(vs % pp)] / v;
@@ -25,8 +28,11 @@ std::vector<int> layers_per_virtual_stage(const Scenario& s) {
 
 std::vector<int> layers_per_stage(const Scenario& s) {
   const int pp = s.parallelism.pp;
-  if (!s.parallelism.layers_per_stage.empty()) return s.parallelism.layers_per_stage;
-  if (s.parallelism.layers_added_to_split() > 0) {
+  const int v = std::max(1, s.parallelism.vpp);
+  const std::vector<int>& given = s.parallelism.layers_per_stage;
+  if (static_cast<int>(given.size()) == pp) return given;
+  if ((v > 1 && static_cast<int>(given.size()) == pp * v) ||
+      s.parallelism.layers_added_to_split() > 0) {
     const std::vector<int> chunks = layers_per_virtual_stage(s);
     std::vector<int> out(static_cast<std::size_t>(pp), 0);
     for (std::size_t vs = 0; vs < chunks.size(); ++vs)

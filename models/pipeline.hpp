@@ -10,10 +10,12 @@
 
 namespace clustersim::models {
 
-// Transformer layers on each pipeline stage (parallelism.layers_per_stage, or an even split).
+// Transformer layers on each pipeline stage (parallelism.layers_per_stage, summed over a
+// stage's chunks when given per virtual stage, or an even split).
 std::vector<int> layers_per_stage(const clustersim::Scenario& scenario);
 // Transformer layers of each virtual stage vs = chunk x pp + stage (Megatron-LM's interleaved
-// assignment), pp x vpp of them: the stage's layers split evenly over its chunks, or, with the
+// assignment), pp x vpp of them: parallelism.layers_per_stage when it gives one entry per
+// virtual stage, the stage's layers split evenly over its chunks, or, with the
 // embedding and/or loss counted in the split, (layers + 1 or 2) / (pp x vpp) each and one less
 // on the first and/or last virtual stage.
 std::vector<int> layers_per_virtual_stage(const clustersim::Scenario& scenario);

@@ -224,7 +224,9 @@ void apply_layout(json& s, int dp, int tp, int pp, int vpp, std::optional<int> c
   } else if (base_schedule == "interleaved") {
     par["schedule"] = "1f1b";
   }
-  if (pp != int_or(base, "/parallelism/pp", 1)) par.erase("layers_per_stage");
+  if (pp != int_or(base, "/parallelism/pp", 1) || vpp != int_or(base, "/parallelism/vpp", 1)) {
+    par.erase("layers_per_stage");  // given per stage, or per virtual stage
+  }
   // Sequence parallelism is a TP feature; at tp 1 it is off unless the sweep varies it.
   if (!sp_axis && tp == 1 && par.contains("sequence_parallel")) par["sequence_parallel"] = false;
 }

@@ -40,8 +40,8 @@
 // gpus / (tp·pp·cp); a dp list filters). "all" for vpp means 1 and every v > 1 with
 // num_layers divisible by pp·v. vpp > 1 switches the schedule to "interleaved", vpp 1 from
 // "interleaved" back to "1f1b"; a pp different from the base drops the base's
-// layers_per_stage. Without "layouts", a gpus axis keeps the base's tp, pp, vpp and cp and
-// sets dp = gpus / (tp·pp·cp).
+// layers_per_stage (so does a vpp different from the base's). Without "layouts", a gpus axis keeps
+// the base's tp, pp, vpp and cp and sets dp = gpus / (tp·pp·cp).
 //
 // Points are enumerated in a fixed order (cluster, model, gpus, layouts by tp, pp, vpp, dp,
 // then micro_batch, global_batch, zero_stage, recompute, sequence_parallel, grad_dtype,

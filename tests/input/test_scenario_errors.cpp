@@ -129,6 +129,17 @@ TEST_CASE("impossible layouts are rejected at the key to change") {
     expect_error(with({{"parallelism", {{"layers_per_stage", {40, 41}}}}}),
                  "/parallelism/layers_per_stage", "81");
   }
+  SECTION("with vpp > 1 an uneven split gives one entry per virtual stage") {
+    const json interleaved = {{"vpp", 2}, {"schedule", "interleaved"}};
+    json four = interleaved;
+    four["layers_per_stage"] = {21, 20, 20, 19};
+    CHECK_NOTHROW(
+        load_scenario(JsonDocument::parse(with({{"parallelism", four}}).dump(), "ok.json")));
+    json two = interleaved;
+    two["layers_per_stage"] = {40, 40};
+    expect_error(with({{"parallelism", two}}), "/parallelism/layers_per_stage",
+                 "pp x vpp is 4 (one entry per virtual stage)");
+  }
   SECTION("the embedding counted in the pipeline split must leave an even split") {
     // 80 layers + the embedding = 81 over pp 2.
     expect_error(with({{"parallelism", {{"account_for_embedding_in_pipeline_split", true}}}}),

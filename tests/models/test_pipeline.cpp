@@ -79,3 +79,22 @@ TEST_CASE("counting the embedding and the loss in the split takes a layer from e
   s.parallelism.loss_in_pipeline_split = false;
   CHECK(layers_per_stage(s) == std::vector<int>{15, 16, 16, 16, 16, 16, 16, 16});
 }
+
+TEST_CASE("layers_per_stage with one entry per virtual stage is a pipeline layout") {
+  // Megatron-Bridge's DeepSeek-V3 layout for pp 4, vpp 4 (recipes/deepseek/deepseek_v3.py):
+  // embedding + 4 layers, 14 virtual stages of 4, then 1 layer + MTP + loss: 4 + 56 + 1 = 61.
+  Scenario s;
+  s.model.num_layers = 61;
+  s.parallelism.pp = 4;
+  s.parallelism.vpp = 4;
+  s.parallelism.layers_per_stage = std::vector<int>(16, 4);
+  s.parallelism.layers_per_stage.back() = 1;
+  CHECK(layers_per_virtual_stage(s) == s.parallelism.layers_per_stage);
+  // Rank r holds virtual stages r, r + 4, r + 8, r + 12; rank 3 ends with the 1-layer stage.
+  CHECK(layers_per_stage(s) == std::vector<int>{16, 16, 16, 13});
+  // Full recomputation of the first 2 layers of each chunk: 2 x 4 chunks, but 1 on the last.
+  s.training.recompute = Recompute::full;
+  s.training.recompute_layers = 2;
+  CHECK(recomputed_layers_on_stage(s, 0) == 8);
+  CHECK(recomputed_layers_on_stage(s, 3) == 7);
+}
