@@ -62,7 +62,7 @@ std::vector<PassSlot> zb_h1(int p, int stage, int m) {
 class DualPipeOrder {
  public:
   DualPipeOrder(int p, int stage, int m) : second_half_(stage >= p / 2), half_m_(m / 2) {}
-  // DualPipe's overlapped forward-backward chunk: this forward and the backward after it.
+  // `paired`: run with the backward added next, as DualPipe's overlapped forward-backward chunk.
   void forward(int phase, bool paired = false) {
     const int c = chunk(phase);
     order_.push_back({PassKind::forward, c * half_m_ + next_f_[c]++, c, false, paired});

@@ -64,6 +64,31 @@ Scenario load_ideal(const nlohmann::json& j) {
   return s;
 }
 
+// p balanced() pipeline stages of one GPU each, m micro-batches, `schedule` with vpp chunks.
+Scenario pipeline_scenario(int p, int m, const std::string& schedule, int vpp = 1) {
+  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
+  j["training"]["global_batch"] = m;
+  j["parallelism"]["schedule"] = schedule;
+  j["parallelism"]["vpp"] = vpp;
+  return load_ideal(j);
+}
+
+// The step with free communication (the schedule alone), and its bubble's share of the
+// pipeline part of the critical stage, compute plus bubble.
+struct FreeStep {
+  step::StepReport report;
+  double bubble_share = 0;
+};
+FreeStep free_step(const Scenario& s) {
+  step::StepOptions o;
+  o.free_communication = true;
+  FreeStep out{run(s, o)};
+  REQUIRE(out.report.completed);
+  const auto& b = out.report.breakdown;
+  out.bubble_share = b.bubble_s / (b.compute_s + b.bubble_s);
+  return out;
+}
+
 double nic_bytes(const step::StepReport& r) {
   for (const auto& l : r.links) {
     if (l.link_class == "nic") return l.bytes;
@@ -120,32 +145,14 @@ TEST_CASE("A GPU preset's own compute calibration times its kernels") {
 TEST_CASE("With free communication the 1F1B bubble is (p - 1) / (m + p - 1) of the step") {
   const auto [p, m] =
       GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
-  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
-  j["training"]["global_batch"] = m;
-  const Scenario s = load_ideal(j);
-  step::StepOptions o;
-  o.free_communication = true;
-  const step::StepReport r = run(s, o);
-  REQUIRE(r.completed);
-  const auto& b = r.breakdown;
-  // Pipeline part of the step on the critical stage: compute plus bubble.
-  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  const double share = free_step(pipeline_scenario(p, m, "1f1b")).bubble_share;
   CHECK(share == Approx(double(p - 1) / (m + p - 1)).epsilon(0.002));
 }
 
 TEST_CASE("With free communication the interleaved bubble shrinks by the number of chunks") {
   // Narayanan et al. 2021 eq. (2): bubble / ideal = (p - 1) / (v m).
   const int p = 4, m = 8, v = 2;
-  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
-  j["training"]["global_batch"] = m;
-  j["parallelism"]["vpp"] = v;
-  j["parallelism"]["schedule"] = "interleaved";
-  const Scenario s = load_ideal(j);
-  step::StepOptions o;
-  o.free_communication = true;
-  const step::StepReport r = run(s, o);
-  const auto& b = r.breakdown;
-  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  const double share = free_step(pipeline_scenario(p, m, "interleaved", v)).bubble_share;
   CHECK(share == Approx(double(p - 1) / (v * m + p - 1)).epsilon(0.002));
 }
 
@@ -169,10 +176,7 @@ TEST_CASE("With free communication the ZB-H1 bubble is (p - 1)(F + B - W) of the
   // (m >= p, T_W <= T_F). T_F, T_B, T_W: the first (critical) stage's kernels of one micro-batch.
   const auto [p, m] =
       GENERATE(std::make_tuple(4, 8), std::make_tuple(2, 16), std::make_tuple(8, 8));
-  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
-  j["training"]["global_batch"] = m;
-  j["parallelism"]["schedule"] = "zb-h1";
-  const Scenario s = load_ideal(j);
+  const Scenario s = pipeline_scenario(p, m, "zb-h1");
   const auto prepared = step::prepare_step(s, cli::load_step_calibrations(s), {}, false);
   const auto& first = prepared.workload.stages.at(0);
   const double tf = pass_time(first, workload::PassKind::forward);
@@ -180,14 +184,10 @@ TEST_CASE("With free communication the ZB-H1 bubble is (p - 1)(F + B - W) of the
   const double tw = pass_time(first, workload::PassKind::weight_grad);
   REQUIRE(tw > 0);
   REQUIRE(tw <= tf);
-  step::StepOptions o;
-  o.free_communication = true;
-  const step::StepReport r = run(s, o);
-  REQUIRE(r.completed);
-  CHECK(r.critical_stage == 0);
-  const auto& b = r.breakdown;
+  const FreeStep r = free_step(s);
+  CHECK(r.report.critical_stage == 0);
   const double bubble = (p - 1) * (tf + tb - tw);
-  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  const double share = r.bubble_share;
   CHECK(share == Approx(bubble / (m * (tf + tb + tw) + bubble)).epsilon(0.002));
   // And below 1F1B's (p - 1) / (m + p - 1).
   CHECK(share < double(p - 1) / (m + p - 1));
@@ -199,10 +199,7 @@ TEST_CASE("With free communication the DualPipe bubble is (p/2 - 1)(F&B + B - 3W
   // of the step m (T_F + T_B + T_W); it holds for T_F <= T_B (tests/workload/test_zero_bubble).
   // Balanced stages, so both of a rank's chunks take the first chunk's times.
   const auto [p, m] = GENERATE(std::make_tuple(4, 8), std::make_tuple(8, 16));
-  nlohmann::json j = balanced(small_scenario(p, 1, 1, p));
-  j["training"]["global_batch"] = m;
-  j["parallelism"]["schedule"] = "dualpipe";
-  const Scenario s = load_ideal(j);
+  const Scenario s = pipeline_scenario(p, m, "dualpipe");
   const auto prepared = step::prepare_step(s, cli::load_step_calibrations(s), {}, false);
   // A micro-batch whose weight gradients rank 0 defers: its F, B (input gradient) and W.
   const auto& first = prepared.workload.stages.at(0);
@@ -216,13 +213,8 @@ TEST_CASE("With free communication the DualPipe bubble is (p/2 - 1)(F&B + B - 3W
   const double w = pass_time(first, workload::PassKind::weight_grad, mb);
   REQUIRE(w > 0);
   REQUIRE(tf <= tb);
-  step::StepOptions o;
-  o.free_communication = true;
-  const step::StepReport r = run(s, o);
-  REQUIRE(r.completed);
-  const auto& b = r.breakdown;
   const double bubble = (p / 2 - 1) * (tf + 2 * tb - w);
-  const double share = b.bubble_s / (b.compute_s + b.bubble_s);
+  const double share = free_step(s).bubble_share;
   CHECK(share == Approx(bubble / (m * (tf + tb + w) + bubble)).epsilon(0.002));
 }
 

@@ -44,6 +44,14 @@ std::vector<const Collective*> ep_collectives(const std::vector<Collective>& all
   return out;
 }
 
+// The EP collectives among a pass's segments (b's collective table).
+int ep_exchanges(const PassBuilder& b, const Segments& segs) {
+  int n = 0;
+  for (const auto& seg : segs)
+    n += seg.is_collective && b.collectives()[seg.collective].group == Group::ep;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("An MoE layer dispatches and combines T k h 16-bit values over the EP group",
@@ -57,14 +65,8 @@ TEST_CASE("An MoE layer dispatches and combines T k h 16-bit values over the EP 
   REQUIRE(ep.size() == 1);  // dispatch and combine have the same size: one costed collective
   CHECK(ep[0]->kind == CollKind::all_to_all);
   CHECK(ep[0]->bytes == Approx(T * k * h * 2));  // 1024 tokens x 2 copies x 1024 x 2 bytes
-  const auto count = [&](const Segments& segs) {
-    int n = 0;
-    for (const auto& seg : segs)
-      n += seg.is_collective && b.collectives()[seg.collective].group == Group::ep;
-    return n;
-  };
-  CHECK(count(fwd) == 2);  // dispatch, combine
-  CHECK(count(bwd) == 2);  // their conjugates
+  CHECK(ep_exchanges(b, fwd) == 2);              // dispatch, combine
+  CHECK(ep_exchanges(b, bwd) == 2);              // their conjugates
 
   // Without expert parallelism the tokens stay on the GPU: no all-to-all.
   const Scenario one = moe_scenario(1);
@@ -115,14 +117,8 @@ TEST_CASE("A split MoE backward leaves the weight-gradient GEMMs to W, the all-t
   CHECK(total(weight).flops == Approx(want).epsilon(1e-9));
   // B + W does the unsplit backward's kernels.
   CHECK(total(input).flops + total(weight).flops == Approx(total(whole).flops).epsilon(1e-12));
-  const auto ep_count = [&](const Segments& segs) {
-    int n = 0;
-    for (const auto& seg : segs)
-      n += seg.is_collective && b.collectives()[seg.collective].group == Group::ep;
-    return n;
-  };
-  CHECK(ep_count(input) == 2);
-  CHECK(ep_count(weight) == 0);
+  CHECK(ep_exchanges(b, input) == 2);
+  CHECK(ep_exchanges(b, weight) == 0);
 }
 
 TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradients",
