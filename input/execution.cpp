@@ -4,9 +4,9 @@
 
 #include "core/units.hpp"
 #include "input/framework_names.hpp"
-#include "input/limits.hpp"
+#include "input/input_keys.hpp"
+#include "input/key_spec.hpp"
 #include "input/nccl_settings.hpp"
-#include "input/read_helpers.hpp"
 
 namespace clustersim::input {
 
@@ -23,8 +23,8 @@ void parse_zero3_implementation(const JsonNode& n, Parallelism& p) {
   if (p.zero_stage != 3) {
     n.fail_at("zero3_implementation", "applies with \"zero_stage\": 3 only");
   }
-  p.zero3_implementation =
-      enum_or(n, "zero3_implementation", kZero3ImplementationNames, Zero3Implementation::fsdp);
+  p.zero3_implementation = choice_or(n, parallelism_keys(), "zero3_implementation",
+                                     kZero3ImplementationNames, Zero3Implementation::fsdp);
 }
 
 void parse_tp_overlap_sms(const JsonNode& n, Training& t) {
@@ -34,32 +34,34 @@ void parse_tp_overlap_sms(const JsonNode& n, Training& t) {
     n.fail_at("tp_comm_overlap_sms", "applies with \"tp_comm_overlap\": true only");
   }
   sms->require_object();
-  sms->only_keys({"proj_fprop", "fc2_fprop"});
-  t.tp_overlap_proj_fprop_sms = static_cast<int>(sms->int_or("proj_fprop", 0, 0, 1 << 16));
-  t.tp_overlap_fc2_fprop_sms = static_cast<int>(sms->int_or("fc2_fprop", 0, 0, 1 << 16));
+  const ObjectSpec& keys = tp_overlap_sms_keys();
+  sms->only_keys(keys.names());
+  t.tp_overlap_proj_fprop_sms = static_cast<int>(int_or(*sms, keys, "proj_fprop", 0));
+  t.tp_overlap_fc2_fprop_sms = static_cast<int>(int_or(*sms, keys, "fc2_fprop", 0));
 }
 
 void parse_recompute(const JsonNode& n, Training& t) {
-  t.recompute = enum_or(n, "recompute", kRecomputeNames, Recompute::none);
+  t.recompute = choice_or(n, training_keys(), "recompute", kRecomputeNames, Recompute::none);
   if (!n.has("recompute_layers")) return;
   if (t.recompute != Recompute::full) {
     n.fail_at("recompute_layers",
               "recompute_layers applies to full recomputation (\"recompute\": \"full\") only");
   }
-  t.recompute_layers = static_cast<int>(n.int_at("recompute_layers", 1, 1 << 20));
+  t.recompute_layers = static_cast<int>(int_at(n, training_keys(), "recompute_layers"));
 }
 
 CompressionSpec parse_compression(const JsonNode& comp) {
   CompressionSpec c;
   if (comp.is_string()) {
-    c.kind = kCompressionNames.value(comp.as_enum(kCompressionNames.names()));
+    c.kind = kCompressionNames.value(comp.as_enum(comm_keys().key("compression").choices));
     // Given by name alone, 1-bit Adam warms up for the paper's fraction.
     if (c.kind == Compression::onebit_adam) c.warmup_fraction = kDefaultOnebitWarmupFraction;
     return c;
   }
-  comp.only_keys({"kind", "warmup_fraction"});
-  c.kind = enum_at(comp, "kind", kCompressionNames);
-  c.warmup_fraction = comp.fraction_or("warmup_fraction", 0.0);
+  const ObjectSpec& keys = compression_keys();
+  comp.only_keys(keys.names());
+  c.kind = choice_at(comp, keys, "kind", kCompressionNames);
+  c.warmup_fraction = number_or(comp, keys, "warmup_fraction", 0.0);
   if (c.kind == Compression::onebit_adam && !comp.has("warmup_fraction")) {
     comp.fail_at("warmup_fraction", "1-bit Adam needs a full-precision warm-up fraction");
   }
@@ -69,7 +71,7 @@ CompressionSpec parse_compression(const JsonNode& comp) {
 std::vector<std::string> parse_fp32_layer_groups(const JsonNode& groups) {
   std::vector<std::string> out;
   for (const auto& item : groups.items()) {
-    const std::string g = item.as_enum({"embedding", "lm_head"});
+    const std::string g = item.as_enum(comm_keys().key("fp32_layer_groups").items.front().choices);
     if (std::find(out.begin(), out.end(), g) != out.end()) {
       item.fail("\"" + g + "\" is listed twice");
     }
@@ -82,26 +84,26 @@ std::vector<std::string> parse_fp32_layer_groups(const JsonNode& groups) {
 
 Parallelism parse_parallelism(const JsonNode& n) {
   refuse_framework_names(n);
-  n.only_keys({"dp", "tp", "pp", "cp", "vpp", "ep", "etp", "sequence_parallel", "zero_stage",
-               "zero3_implementation", "schedule", "layers_per_stage",
-               "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
+  const ObjectSpec& keys = parallelism_keys();
+  n.only_keys(keys.names());
   Parallelism p;
-  p.dp = static_cast<int>(n.int_or("dp", 1, 1, 1 << 20));
-  p.tp = static_cast<int>(n.int_or("tp", 1, 1, 1 << 12));
-  p.pp = static_cast<int>(n.int_or("pp", 1, 1, 1 << 12));
-  p.cp = static_cast<int>(n.int_or("cp", 1, 1, 1 << 12));
-  p.vpp = static_cast<int>(n.int_or("vpp", 1, 1, 1 << 10));
-  p.ep = static_cast<int>(n.int_or("ep", 1, 1, 1 << 16));
-  p.etp = static_cast<int>(n.int_or("etp", 0, 1, 1 << 12));
+  p.dp = static_cast<int>(int_or(n, keys, "dp", 1));
+  p.tp = static_cast<int>(int_or(n, keys, "tp", 1));
+  p.pp = static_cast<int>(int_or(n, keys, "pp", 1));
+  p.cp = static_cast<int>(int_or(n, keys, "cp", 1));
+  p.vpp = static_cast<int>(int_or(n, keys, "vpp", 1));
+  p.ep = static_cast<int>(int_or(n, keys, "ep", 1));
+  p.etp = static_cast<int>(int_or(n, keys, "etp", 0));
   p.sequence_parallel = n.bool_or("sequence_parallel", false);
-  p.zero_stage = static_cast<int>(n.int_or("zero_stage", 0, 0, 3));
+  p.zero_stage = static_cast<int>(int_or(n, keys, "zero_stage", 0));
   parse_zero3_implementation(n, p);
   const auto default_schedule =
       p.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
-  p.schedule = enum_or(n, "schedule", kScheduleNames, default_schedule);
+  p.schedule = choice_or(n, keys, "schedule", kScheduleNames, default_schedule);
   if (const auto layers = n.find("layers_per_stage")) {
+    const KeySpec& item_key = keys.key("layers_per_stage").items.front();
     for (const auto& item : layers->items()) {
-      p.layers_per_stage.push_back(static_cast<int>(item.as_int_in(1, 1 << 20)));
+      p.layers_per_stage.push_back(static_cast<int>(read_int(item, item_key)));
     }
   }
   p.embedding_in_pipeline_split = n.bool_or("account_for_embedding_in_pipeline_split", false);
@@ -111,40 +113,37 @@ Parallelism parse_parallelism(const JsonNode& n) {
 
 Training parse_training(const JsonNode& n) {
   refuse_framework_names(n);
-  n.only_keys({"global_batch", "micro_batch", "seq_len", "tokens_total", "precision", "recompute",
-               "recompute_layers", "dropout", "attention", "tp_comm_overlap", "tp_comm_overlap_sms",
-               "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB", "grad_reduce",
-               "optimizer_state_dtype", "moe_dispatcher", "moe_comm_overlap", "moe_comm_sms"});
+  const ObjectSpec& keys = training_keys();
+  n.only_keys(keys.names());
   Training t;
-  t.global_batch = n.int_at("global_batch", 1, std::int64_t(1) << 40);
-  t.micro_batch = n.int_at("micro_batch", 1, std::int64_t(1) << 30);
-  t.seq_len = static_cast<int>(n.int_at("seq_len", 1, 1 << 26));
-  t.tokens_total = n.number_in_or("tokens_total", 0.0, 1.0, kMaxTokensTotal);
-  t.precision =
-      enum_or(n, "precision", kDtypeNames, {Dtype::bf16, Dtype::fp16, Dtype::fp8}, Dtype::bf16);
+  t.global_batch = int_at(n, keys, "global_batch");
+  t.micro_batch = int_at(n, keys, "micro_batch");
+  t.seq_len = static_cast<int>(int_at(n, keys, "seq_len"));
+  t.tokens_total = number_or(n, keys, "tokens_total", 0.0);
+  t.precision = choice_or(n, keys, "precision", kDtypeNames, Dtype::bf16);
   parse_recompute(n, t);
   t.dropout = n.bool_or("dropout", true);
-  t.attention = enum_or(n, "attention", kAttentionNames, AttentionKernel::flash);
+  t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);
-  t.moe_dispatcher = enum_or(n, "moe_dispatcher", kMoeDispatcherNames, MoeDispatcher::alltoall);
+  t.moe_dispatcher =
+      choice_or(n, keys, "moe_dispatcher", kMoeDispatcherNames, MoeDispatcher::alltoall);
   t.moe_comm_overlap = n.bool_or("moe_comm_overlap", false);
-  t.moe_comm_sms = static_cast<int>(n.int_or("moe_comm_sms", 0, 0, 1 << 16));
-  t.optimizer_state_dtype =
-      enum_or(n, "optimizer_state_dtype", kDtypeNames, {Dtype::fp32, Dtype::bf16}, Dtype::fp32);
+  t.moe_comm_sms = static_cast<int>(int_or(n, keys, "moe_comm_sms", 0));
+  t.optimizer_state_dtype = choice_or(n, keys, "optimizer_state_dtype", kDtypeNames, Dtype::fp32);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
-  t.grad_bucket_bytes = n.positive_or("grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
-  t.reduce_per_micro_batch =
-      n.enum_or("grad_reduce", {"per_step", "per_micro_batch"}, "per_step") == "per_micro_batch";
+  t.grad_bucket_bytes =
+      number_or(n, keys, "grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
+  t.reduce_per_micro_batch = choice_or(n, keys, "grad_reduce", "per_step") == "per_micro_batch";
   return t;
 }
 
 CommSpec parse_comm(const JsonNode& n) {
-  n.only_keys({"grad_dtype", "compression", "fp32_layer_groups", "nccl"});
+  const ObjectSpec& keys = comm_keys();
+  n.only_keys(keys.names());
   CommSpec c;
-  c.grad_dtype = enum_or(n, "grad_dtype", kDtypeNames,
-                         {Dtype::fp32, Dtype::bf16, Dtype::fp16, Dtype::fp8}, Dtype::bf16);
+  c.grad_dtype = choice_or(n, keys, "grad_dtype", kDtypeNames, Dtype::bf16);
   if (const auto comp = n.find("compression")) c.compression = parse_compression(*comp);
   if (const auto groups = n.find("fp32_layer_groups")) {
     c.fp32_layer_groups = parse_fp32_layer_groups(*groups);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/units.hpp"
+#include "input/input_keys.hpp"
 #include "input/limits.hpp"
 #include "input/read_helpers.hpp"
 
@@ -50,10 +51,6 @@ std::optional<TimeAt> time_of(const JsonNode& n, const std::string& base) {
   return out;
 }
 
-std::vector<std::string> time_keys(const std::string& base) {
-  return {base + "_s", base + "_h", base + "_days"};
-}
-
 // An integer index in [0, count) at `key`: a rank or a node of the job.
 int index_at(const JsonNode& n, const char* key, int count, const std::string& what) {
   const auto node = n.at(key);
@@ -66,9 +63,7 @@ int index_at(const JsonNode& n, const char* key, int count, const std::string& w
 }
 
 void parse_node_lost(const JsonNode& n, const Scenario& s, ScriptedFault& f) {
-  std::vector<std::string> keys = {"kind", "cause", "node"};
-  for (auto& k : time_keys("at")) keys.push_back(k);
-  n.only_keys(keys);
+  n.only_keys(event_keys(FaultKind::node_lost).names());
   f.node = index_at(n, "node", job_nodes(s), "node of this job");
   const auto at = time_of(n, "at");
   if (!at) n.fail("missing the time of the loss: one of \"at_s\", \"at_h\", \"at_days\"");
@@ -137,18 +132,10 @@ ScriptedFault parse_event(const JsonNode& n, const Scenario& s) {
     parse_node_lost(n, s, f);
     return f;
   }
-  std::vector<std::string> keys = {"kind", "cause"};
-  for (const char* base : {"from", "until"}) {
-    for (auto& k : time_keys(base)) keys.push_back(k);
-  }
+  n.only_keys(event_keys(f.kind).names());
   if (f.kind == FaultKind::gpu_slowdown) {
-    keys.insert(keys.end(), {"rank", "speed_factor"});
-    n.only_keys(keys);
     parse_gpu_slowdown(n, s, f);
   } else {
-    keys.push_back("link");
-    if (f.kind == FaultKind::link_degraded) keys.push_back("bandwidth_factor");
-    n.only_keys(keys);
     parse_link_fault(n, f);
   }
   parse_interval(n, f);
@@ -168,7 +155,7 @@ bool parse_cause_rate(const JsonNode& c, FailureCause& cause) {
     if (given) c.fail_at(key, "give one rate per cause; another per_..._hour key is set");
     const double rate = v->as_number();
     if (rate < 0) v->fail(v->describe() + " is a negative failure rate");
-    cause.rate_per_unit_hour = number_in(*v, 0, kMaxRatePerUnitHour, "per hour");
+    cause.rate_per_unit_hour = read_number(*v, cause_keys().key(key));
     cause.unit = unit;
     given = true;
   }
@@ -177,8 +164,7 @@ bool parse_cause_rate(const JsonNode& c, FailureCause& cause) {
 
 // One entry of failure_rates.causes: overrides the model's cause of that name or adds one.
 void parse_cause(const std::string& name, const JsonNode& c, std::vector<FailureCause>& causes) {
-  c.only_keys(
-      {"per_gpu_hour", "per_node_hour", "per_nic_hour", "per_job_hour", "detection", "source"});
+  c.only_keys(cause_keys().names());
   auto existing = std::find_if(causes.begin(), causes.end(),
                                [&](const FailureCause& x) { return x.name == name; });
   FailureCause cause = existing != causes.end() ? *existing : FailureCause{};
@@ -189,7 +175,9 @@ void parse_cause(const std::string& name, const JsonNode& c, std::vector<Failure
         "a new cause needs its rate: one of per_gpu_hour, per_node_hour, per_nic_hour, "
         "per_job_hour");
   }
-  if (c.has("detection")) cause.detection = enum_at(c, "detection", kDetectionNames);
+  if (c.has("detection")) {
+    cause.detection = choice_at(c, cause_keys(), "detection", kDetectionNames);
+  }
   cause.source = c.string_or("source", rate_given ? "given in the scenario" : cause.source);
   if (existing != causes.end()) {
     *existing = cause;
@@ -199,9 +187,10 @@ void parse_cause(const std::string& name, const JsonNode& c, std::vector<Failure
 }
 
 void parse_failure_rates(const JsonNode& n, FaultsConfig& f) {
-  n.only_keys({"model", "scale", "causes"});
-  f.rate_model = n.enum_or("model", failure_model_names(), "llama3");
-  f.rate_scale = number_in_or(n, "scale", 1.0, 0, kMaxRateScale);
+  const ObjectSpec& keys = failure_rates_keys();
+  n.only_keys(keys.names());
+  f.rate_model = choice_or(n, keys, "model", "llama3");
+  f.rate_scale = number_or(n, keys, "scale", 1.0);
   f.causes = default_failure_causes(f.rate_model);
   if (const auto causes = n.find("causes")) {
     for (const auto& [name, c] : causes->members()) parse_cause(name, c, f.causes);
@@ -215,31 +204,32 @@ StragglerClass parse_straggler_class(const JsonNode& c) {
   k.name = c.string_at("name");
   k.link = c.enum_at("target", {"gpu", "link"}) == "link";
   const char* factor_key = k.link ? "bandwidth_factor" : "speed_factor";
-  c.only_keys(
-      {"name", "target", "rate_per_gpu_hour", factor_key, "duration_median_s", "duration_sigma"});
+  const ObjectSpec& keys = straggler_class_keys(k.link);
+  c.only_keys(keys.names());
   const auto rate = c.at("rate_per_gpu_hour");
   if (rate.as_number() < 0) rate.fail(rate.describe() + " is a negative rate");
-  k.rate_per_gpu_hour = number_in(rate, 0, kMaxRatePerUnitHour, "per GPU-hour");
+  k.rate_per_gpu_hour = read_number(rate, keys.key("rate_per_gpu_hour"));
   const auto factor = c.at(factor_key);
   k.factor = factor.as_number();
   if (k.factor > 1)
     factor.fail(factor.describe() + " is above 1; a straggler is slower, in (0, 1)");
   if (!(k.factor > 0) || k.factor == 1) factor.fail(factor.describe() + " must lie in (0, 1)");
-  k.duration_median_s = positive_up_to_at(c, "duration_median_s", kMaxDelay_s, "s");
-  k.duration_sigma = number_in_or(c, "duration_sigma", 0, 0, kMaxDurationSigma);
+  k.duration_median_s = number_at(c, keys, "duration_median_s");
+  k.duration_sigma = number_or(c, keys, "duration_sigma", 0);
   return k;
 }
 
 void parse_stragglers(const JsonNode& n, FaultsConfig& f) {
-  n.only_keys({"classes", "policy", "detect_after_s", "threshold"});
-  f.straggler_policy.replace = n.enum_or("policy", {"wait", "replace"}, "wait") == "replace";
-  f.straggler_policy.detect_after_s = number_in_or(n, "detect_after_s", 600, 0, kMaxDelay_s, "s");
+  const ObjectSpec& keys = stragglers_keys();
+  n.only_keys(keys.names());
+  f.straggler_policy.replace = choice_or(n, keys, "policy", "wait") == "replace";
+  f.straggler_policy.detect_after_s = number_or(n, keys, "detect_after_s", 600);
   if (const auto t = n.find("threshold")) {
     f.straggler_policy.threshold = t->as_number();
     if (!(f.straggler_policy.threshold > 1)) {
       t->fail(t->describe() + " must be above 1 (a step time ratio to the baseline)");
     }
-    number_in(*t, 1, kMaxStragglerThreshold);
+    number_in(*t, 1, keys.key("threshold").max);
   }
   if (const auto classes = n.find("classes")) {
     for (const auto& c : classes->items()) f.stragglers.push_back(parse_straggler_class(c));
@@ -247,40 +237,42 @@ void parse_stragglers(const JsonNode& n, FaultsConfig& f) {
 }
 
 SampleFilter parse_sample_filter(const JsonNode& sf) {
-  sf.only_keys({"enabled", "max_tokens", "min_loss_mask_tokens", "data_fraction_removed"});
+  const ObjectSpec& keys = sample_filter_keys();
+  sf.only_keys(keys.names());
   SampleFilter filter;
   filter.enabled = sf.bool_or("enabled", true);
-  filter.max_tokens = static_cast<int>(sf.int_at("max_tokens", 1, 1 << 30));
-  filter.min_loss_mask_tokens = static_cast<int>(sf.int_or("min_loss_mask_tokens", 0, 0, 1 << 30));
-  filter.data_fraction_removed = sf.at("data_fraction_removed").as_fraction();
+  filter.max_tokens = static_cast<int>(int_at(sf, keys, "max_tokens"));
+  filter.min_loss_mask_tokens = static_cast<int>(int_or(sf, keys, "min_loss_mask_tokens", 0));
+  filter.data_fraction_removed = number_at(sf, keys, "data_fraction_removed");
   return filter;
 }
 
 void parse_loss_spikes(const JsonNode& n, FaultsConfig& f) {
-  n.only_keys({"outlier_rate_per_Ttokens", "outlier_min_tokens", "other_rate_per_Ttokens",
-               "response_s", "skip_batches", "sample_filter"});
+  const ObjectSpec& keys = loss_spikes_keys();
+  n.only_keys(keys.names());
   auto& l = f.loss_spikes;
   const auto rate = [&](const char* key) {
     const auto v = n.find(key);
     if (!v) return 0.0;
     if (v->as_number() < 0) v->fail(v->describe() + " is a negative rate");
-    return number_in(*v, 0, kMaxSpikesPerTtokens, "per trillion tokens") / kTokensPerTeratoken;
+    return read_number(*v, keys.key(key)) / kTokensPerTeratoken;
   };
   l.outlier_rate_per_token = rate("outlier_rate_per_Ttokens");
   l.other_rate_per_token = rate("other_rate_per_Ttokens");
-  l.outlier_min_tokens = static_cast<int>(n.int_or("outlier_min_tokens", 32768, 1, 1 << 30));
-  l.response_s = number_in_or(n, "response_s", 300, 0, kMaxDelay_s, "s");
-  l.skip_batches = static_cast<int>(n.int_or("skip_batches", 0, 0, 1 << 30));
+  l.outlier_min_tokens = static_cast<int>(int_or(n, keys, "outlier_min_tokens", 32768));
+  l.response_s = number_or(n, keys, "response_s", 300);
+  l.skip_batches = static_cast<int>(int_or(n, keys, "skip_batches", 0));
   if (const auto sf = n.find("sample_filter")) l.filter = parse_sample_filter(*sf);
 }
 
 // Linear growth of the step time with process age: the seed gives only the endpoints.
 double growth_from_endpoints(const JsonNode& n) {
-  const double from = positive_up_to_at(n, "from_step_time_s", kMaxStepTime_s, "s");
+  const ObjectSpec& keys = drift_keys();
+  const double from = number_at(n, keys, "from_step_time_s");
   const auto to_node = n.at("to_step_time_s");
-  const double to = positive_up_to(to_node, kMaxStepTime_s, "s");
+  const double to = read_number(to_node, keys.key("to_step_time_s"));
   if (to < from) to_node.fail(to_node.describe() + " is below from_step_time_s; drift slows steps");
-  const double growth = (to / from - 1.0) / positive_up_to_at(n, "over_days", kMaxRunDays, "days");
+  const double growth = (to / from - 1.0) / number_at(n, keys, "over_days");
   if (growth > kMaxDriftGrowthPerDay) {
     n.fail_at("to_step_time_s", "grows the step " + number_text(growth) +
                                     "-fold per day; at most " + number_text(kMaxDriftGrowthPerDay) +
@@ -290,33 +282,32 @@ double growth_from_endpoints(const JsonNode& n) {
 }
 
 DriftMitigations parse_mitigations(const JsonNode& m) {
-  m.only_keys(
-      {"empty_cache_every_steps", "empty_cache_cost_s", "limit_loader_workers", "loader_slowdown"});
+  const ObjectSpec& keys = mitigations_keys();
+  m.only_keys(keys.names());
   DriftMitigations mit;
-  mit.empty_cache_every_steps =
-      static_cast<int>(m.int_or("empty_cache_every_steps", 0, 0, 1 << 30));
-  mit.empty_cache_cost_s = number_in_or(m, "empty_cache_cost_s", 0, 0, kSecondsPerHour, "s");
+  mit.empty_cache_every_steps = static_cast<int>(int_or(m, keys, "empty_cache_every_steps", 0));
+  mit.empty_cache_cost_s = number_or(m, keys, "empty_cache_cost_s", 0);
   if (mit.empty_cache_every_steps == 0 && m.has("empty_cache_cost_s")) {
     m.fail_at("empty_cache_cost_s", "set empty_cache_every_steps for the cost to apply");
   }
   mit.limit_loader_workers = m.bool_or("limit_loader_workers", false);
-  mit.loader_slowdown = number_in_or(m, "loader_slowdown", 0, 0, kMaxMitigationSlowdown);
+  mit.loader_slowdown = number_or(m, keys, "loader_slowdown", 0);
   return mit;
 }
 
 void parse_drift(const JsonNode& n, FaultsConfig& f) {
-  n.only_keys({"from_step_time_s", "to_step_time_s", "over_days", "growth_per_day",
-               "fragmentation_share", "resets_on_restart", "mitigations"});
+  const ObjectSpec& keys = drift_keys();
+  n.only_keys(keys.names());
   auto& d = f.drift;
   if (const auto g = n.find("growth_per_day")) {
     for (const char* k : {"from_step_time_s", "to_step_time_s", "over_days"}) {
       if (n.has(k)) n.fail_at(k, "give either growth_per_day or from/to/over_days, not both");
     }
-    d.growth_per_day = number_in(*g, 0, kMaxDriftGrowthPerDay, "per day");
+    d.growth_per_day = read_number(*g, keys.key("growth_per_day"));
   } else if (n.has("from_step_time_s") || n.has("to_step_time_s") || n.has("over_days")) {
     d.growth_per_day = growth_from_endpoints(n);
   }
-  d.fragmentation_share = n.fraction_or("fragmentation_share", 0.5);
+  d.fragmentation_share = number_or(n, keys, "fragmentation_share", 0.5);
   d.resets_on_restart = n.bool_or("resets_on_restart", true);
   if (const auto m = n.find("mitigations")) d.mitigations = parse_mitigations(*m);
 }
@@ -325,16 +316,14 @@ void parse_drift(const JsonNode& n, FaultsConfig& f) {
 
 FaultsConfig parse_faults(const JsonNode& n, const Scenario& scenario) {
   n.require_object();
-  n.only_keys({"events", "watchdog_timeout_s", "crash_detection_s", "failure_rates", "stragglers",
-               "loss_spikes", "drift"});
+  const ObjectSpec& keys = faults_keys();
+  n.only_keys(keys.names());
   FaultsConfig f;
   if (const auto events = n.find("events")) {
     for (const auto& item : events->items()) f.events.push_back(parse_event(item, scenario));
   }
-  f.watchdog_timeout_s =
-      positive_up_to_or(n, "watchdog_timeout_s", f.watchdog_timeout_s, kMaxDelay_s, "s");
-  f.crash_detection_s =
-      number_in_or(n, "crash_detection_s", f.crash_detection_s, 0, kMaxDelay_s, "s");
+  f.watchdog_timeout_s = number_or(n, keys, "watchdog_timeout_s", f.watchdog_timeout_s);
+  f.crash_detection_s = number_or(n, keys, "crash_detection_s", f.crash_detection_s);
   if (const auto r = n.find("failure_rates")) parse_failure_rates(*r, f);
   if (const auto s = n.find("stragglers")) parse_stragglers(*s, f);
   if (const auto l = n.find("loss_spikes")) parse_loss_spikes(*l, f);

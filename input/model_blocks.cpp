@@ -2,27 +2,15 @@
 
 #include <string>
 
+#include "input/input_keys.hpp"
 #include "input/read_helpers.hpp"
 
 namespace clustersim::input {
 
 namespace {
 
-// Widths and counts are bounded as the dense keys are (presets.cpp): far beyond any model,
-// small enough that products of them stay exact in a double.
-constexpr std::int64_t kMaxExperts = 1 << 16;
-constexpr std::int64_t kMaxWidth = 1 << 26;
-constexpr std::int64_t kMaxLayers = 100000;
-// Capacity beyond this many times the mean is no capacity limit at all for any real model.
-constexpr double kMaxCapacityFactor = 1000;
-constexpr int kMaxMtpLayers = 64;
-
 int int_key(const JsonNode& n, const char* key, std::int64_t min, std::int64_t max) {
   return static_cast<int>(n.int_at(key, min, max));
-}
-int int_key_or(const JsonNode& n, const char* key, int fallback, std::int64_t min,
-               std::int64_t max) {
-  return static_cast<int>(n.int_or(key, fallback, min, max));
 }
 
 void check_shared_experts(const JsonNode& n, MoeSpec& e) {
@@ -81,24 +69,21 @@ void read_group_limit(const JsonNode& n, MoeSpec& e) {
 }
 
 void read_moe(const JsonNode& n, ModelSpec& m) {
-  n.only_keys({"num_experts", "experts_per_token", "expert_ffn_hidden_size", "shared_experts",
-               "shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
-               "capacity_factor", "routing_imbalance", "expert_groups", "groups_per_token",
-               "sources"});
-  require_sources(n,
-                  {"num_experts", "experts_per_token", "expert_ffn_hidden_size", "shared_experts",
-                   "shared_expert_ffn_hidden_size", "first_dense_layers", "moe_layer_freq",
-                   "capacity_factor", "routing_imbalance", "expert_groups", "groups_per_token"});
+  const ObjectSpec& keys = moe_keys();
+  n.only_keys(keys.names());
+  require_sources(n, keys.number_names());
   MoeSpec e;
-  e.num_experts = int_key(n, "num_experts", 1, kMaxExperts);
+  e.num_experts = static_cast<int>(int_at(n, keys, "num_experts"));
+  // At most the routed experts: a bound that depends on another key.
   e.experts_per_token = int_key(n, "experts_per_token", 1, e.num_experts);
-  e.expert_ffn_hidden = int_key(n, "expert_ffn_hidden_size", 1, kMaxWidth);
-  e.shared_experts = int_key_or(n, "shared_experts", 0, 0, kMaxExperts);
-  e.shared_expert_ffn_hidden = int_key_or(n, "shared_expert_ffn_hidden_size", 0, 1, kMaxWidth);
-  e.first_dense_layers = int_key_or(n, "first_dense_layers", 0, 0, kMaxLayers);
-  e.moe_layer_freq = int_key_or(n, "moe_layer_freq", 1, 1, kMaxLayers);
-  e.capacity_factor = number_in_or(n, "capacity_factor", 0, 0, kMaxCapacityFactor);
-  e.routing_imbalance = number_in_or(n, "routing_imbalance", 1, 1, kMaxExperts);
+  e.expert_ffn_hidden = static_cast<int>(int_at(n, keys, "expert_ffn_hidden_size"));
+  e.shared_experts = static_cast<int>(int_or(n, keys, "shared_experts", 0));
+  e.shared_expert_ffn_hidden =
+      static_cast<int>(int_or(n, keys, "shared_expert_ffn_hidden_size", 0));
+  e.first_dense_layers = static_cast<int>(int_or(n, keys, "first_dense_layers", 0));
+  e.moe_layer_freq = static_cast<int>(int_or(n, keys, "moe_layer_freq", 1));
+  e.capacity_factor = number_or(n, keys, "capacity_factor", 0);
+  e.routing_imbalance = number_or(n, keys, "routing_imbalance", 1);
   read_group_limit(n, e);
   check_shared_experts(n, e);
   check_routing_imbalance(n, e);
@@ -107,15 +92,14 @@ void read_moe(const JsonNode& n, ModelSpec& m) {
 }
 
 void read_mla(const JsonNode& n, MlaSpec& a) {
-  n.only_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-               "sources"});
-  require_sources(
-      n, {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
-  a.q_lora_rank = int_key(n, "q_lora_rank", 0, kMaxWidth);
-  a.kv_lora_rank = int_key(n, "kv_lora_rank", 1, kMaxWidth);
-  a.qk_nope_head_dim = int_key(n, "qk_nope_head_dim", 1, kMaxWidth);
-  a.qk_rope_head_dim = int_key(n, "qk_rope_head_dim", 1, kMaxWidth);
-  a.v_head_dim = int_key(n, "v_head_dim", 1, kMaxWidth);
+  const ObjectSpec& keys = mla_keys();
+  n.only_keys(keys.names());
+  require_sources(n, keys.number_names());
+  a.q_lora_rank = static_cast<int>(int_at(n, keys, "q_lora_rank"));
+  a.kv_lora_rank = static_cast<int>(int_at(n, keys, "kv_lora_rank"));
+  a.qk_nope_head_dim = static_cast<int>(int_at(n, keys, "qk_nope_head_dim"));
+  a.qk_rope_head_dim = static_cast<int>(int_at(n, keys, "qk_rope_head_dim"));
+  a.v_head_dim = static_cast<int>(int_at(n, keys, "v_head_dim"));
 }
 
 // MLA has its own head widths and no KV heads to group.
@@ -137,8 +121,8 @@ void check_mla_against_heads(const JsonNode& n, const ModelSpec& m) {
 }  // namespace
 
 void read_model_blocks(const JsonNode& n, ModelSpec& m) {
-  m.attention_head_dim = int_key_or(n, "head_dim", 0, 1, kMaxWidth);
-  m.mtp_layers = int_key_or(n, "mtp_layers", 0, 0, kMaxMtpLayers);
+  m.attention_head_dim = static_cast<int>(int_or(n, model_keys(), "head_dim", 0));
+  m.mtp_layers = static_cast<int>(int_or(n, model_keys(), "mtp_layers", 0));
   if (const auto moe = n.find("moe")) read_moe(*moe, m);
   if (const auto mla = n.find("mla")) {
     MlaSpec a;

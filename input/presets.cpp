@@ -7,7 +7,9 @@
 
 #include "core/data_root.hpp"
 #include "core/units.hpp"
+#include "input/input_keys.hpp"
 #include "input/model_blocks.hpp"
+#include "input/preset_limits.hpp"
 #include "input/read_helpers.hpp"
 
 namespace clustersim {
@@ -15,34 +17,15 @@ namespace clustersim {
 namespace {
 
 using input::check_sources;
-using input::enum_or;
 using input::require_sources;
 
-// Ranges of the hardware figures, in SI units. They are far wider than any real part (the
-// slowest link meant here is PCIe 1.0 x1, 0.25 GB/s per direction; an H100's HBM3 moves
-// 3.35 TB/s; the densest 2024 GPU peaks near 5 PFLOP/s in FP8), wide enough for idealised
-// parts (a bandwidth of 1 EB/s makes a memory-bound kernel free); what they exclude is a typo
-// or a generated value that would make a step's durations overflow a double or drive a flow's
-// rate below SimGrid's solver precision, where it never finishes.
-constexpr double kMinBandwidth_Bps = 1e6;   // 1 MB/s
-constexpr double kMaxBandwidth_Bps = 1e18;  // 1 EB/s
-constexpr double kMinPeakFlops = 1e9;       // 1 GFLOP/s
-constexpr double kMaxPeakFlops = 1e18;      // 1 EFLOP/s
-constexpr double kMinMemoryBytes = 1e6;     // 1 MB
-constexpr double kMaxMemoryBytes = 1e15;    // 1 PB
-constexpr double kMaxLatency_s = 1.0;       // latencies and launch overheads, each
-constexpr double kMaxPowerW = 1e5;          // 100 kW per GPU
-// A leaf switch with more downlinks than this does not exist: the largest single-chip switch
-// radix is 512 ports (Broadcom Tomahawk 5, 512 x 100GbE); the limit also bounds the spine
-// count (one per oversubscribed downlink) and so the leaf-spine links the graph builds.
-constexpr int kMaxLeafDownlinks = 512;
-// A leaf with one uplink per thousand downlinks is the most oversubscribed fabric accepted.
-constexpr double kMaxOversubscription = 1000;
-
-// A figure in the key's unit (`unit` SI units each) within [min, max] SI units; returns SI.
-double figure_at(const JsonNode& n, std::string_view key, double unit, double min, double max) {
-  return n.number_in_at(key, min / unit, max / unit) * unit;
-}
+using input::choice_at;
+using input::choice_or;
+using input::int_at;
+using input::int_or;
+using input::kMaxLeafDownlinks;
+using input::number_at;
+using input::read_number;
 
 std::string preset_path(const std::string& folder, const std::string& name) {
   return data_root() + "/" + folder + "/" + name + ".json";
@@ -93,42 +76,23 @@ void check_model_heads(const JsonNode& n, const ModelSpec& m) {
 }
 
 ModelSpec model_from_object(const JsonNode& n) {
-  n.only_keys({"name",
-               "source",
-               "description",
-               "num_layers",
-               "hidden_size",
-               "num_attention_heads",
-               "num_kv_heads",
-               "ffn_hidden_size",
-               "vocab_size",
-               "max_seq_len",
-               "ffn",
-               "tied_embeddings",
-               "position_embeddings",
-               "linear_biases",
-               "norm",
-               "head_dim",
-               "moe",
-               "mla",
-               "mtp_layers",
-               "sources"});
+  const input::ObjectSpec& keys = input::model_keys();
+  n.only_keys(keys.names());
   ModelSpec m;
   m.name = n.string_at("name");
   m.source = n.string_or("source", "");
-  m.num_layers = static_cast<int>(n.int_at("num_layers", 1, 100000));
-  m.hidden = static_cast<int>(n.int_at("hidden_size", 1, 1 << 24));
-  m.num_heads = static_cast<int>(n.int_at("num_attention_heads", 1, 1 << 16));
-  m.num_kv_heads = static_cast<int>(n.int_or("num_kv_heads", m.num_heads, 1, 1 << 16));
-  m.ffn_hidden = static_cast<int>(n.int_at("ffn_hidden_size", 1, 1 << 26));
-  m.vocab = static_cast<int>(n.int_at("vocab_size", 1, 1 << 26));
-  m.max_seq_len = static_cast<int>(n.int_at("max_seq_len", 1, 1 << 26));
-  m.ffn = enum_or(n, "ffn", kFfnNames, FfnKind::gelu);
+  m.num_layers = static_cast<int>(int_at(n, keys, "num_layers"));
+  m.hidden = static_cast<int>(int_at(n, keys, "hidden_size"));
+  m.num_heads = static_cast<int>(int_at(n, keys, "num_attention_heads"));
+  m.num_kv_heads = static_cast<int>(int_or(n, keys, "num_kv_heads", m.num_heads));
+  m.ffn_hidden = static_cast<int>(int_at(n, keys, "ffn_hidden_size"));
+  m.vocab = static_cast<int>(int_at(n, keys, "vocab_size"));
+  m.max_seq_len = static_cast<int>(int_at(n, keys, "max_seq_len"));
+  m.ffn = choice_or(n, keys, "ffn", kFfnNames, FfnKind::gelu);
   m.tied_embeddings = n.bool_or("tied_embeddings", false);
-  m.learned_position_embeddings =
-      n.enum_or("position_embeddings", {"learned", "rope"}, "rope") == "learned";
+  m.learned_position_embeddings = choice_or(n, keys, "position_embeddings", "rope") == "learned";
   m.linear_biases = n.bool_or("linear_biases", false);
-  m.norm = n.enum_or("norm", {"layernorm", "rmsnorm"}, "layernorm");
+  m.norm = choice_or(n, keys, "norm", "layernorm");
   // A model's sources may also carry notes (e.g. "check": the parameter count against the
   // paper), so only their form is checked: an object of texts.
   if (const auto sources = n.find("sources")) {
@@ -152,29 +116,28 @@ std::string gpu_compute_calibration(const JsonNode& n) {
 }
 
 GpuSpec gpu_from_object(const JsonNode& n) {
-  n.only_keys({"name", "description", "peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps",
-               "pcie_GBps", "kernel_launch_us", "sm_count", "tdp_W", "compute_calibration",
-               "sources"});
-  require_sources(n, {"peak_tflops", "hbm_GB", "hbm_TBps", "nvlink_GBps", "pcie_GBps",
-                      "kernel_launch_us", "sm_count", "tdp_W"});
+  const input::ObjectSpec& keys = input::gpu_keys();
+  n.only_keys(keys.names());
+  // The peaks are cited as one object; every other figure by its key.
+  std::vector<std::string> cited = {"peak_tflops"};
+  for (const auto& key : keys.number_names()) cited.push_back(key);
+  require_sources(n, cited);
   GpuSpec g;
   g.name = n.string_at("name");
   const JsonNode peaks = n.at("peak_tflops");
-  peaks.only_keys(kDtypeNames.names());
+  const input::ObjectSpec& peak_keys = input::peak_tflops_keys();
+  peaks.only_keys(peak_keys.names());
   for (const auto& [key, value] : peaks.members()) {
-    g.peak_flops[kDtypeNames.value(key)] =
-        value.as_number_in(kMinPeakFlops / kTflops, kMaxPeakFlops / kTflops) * kTflops;
+    g.peak_flops[kDtypeNames.value(key)] = read_number(value, peak_keys.key(key)) * kTflops;
   }
   if (!peaks.has("bf16")) peaks.fail_at("bf16", "a bf16 peak is required");
-  g.hbm_bytes = figure_at(n, "hbm_GB", kGB, kMinMemoryBytes, kMaxMemoryBytes);
-  g.hbm_Bps = figure_at(n, "hbm_TBps", kTB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
-  g.nvlink_Bps = figure_at(n, "nvlink_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
-  g.pcie_Bps = figure_at(n, "pcie_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps);
-  g.kernel_launch_s = figure_at(n, "kernel_launch_us", kUs, 0, kMaxLatency_s);
-  if (n.has("sm_count")) {
-    g.sm_count = static_cast<int>(n.int_at("sm_count", 1, 1 << 16));
-  }
-  if (n.has("tdp_W")) n.number_in_at("tdp_W", 1, kMaxPowerW);
+  g.hbm_bytes = number_at(n, keys, "hbm_GB") * kGB;
+  g.hbm_Bps = number_at(n, keys, "hbm_TBps") * kTB;
+  g.nvlink_Bps = number_at(n, keys, "nvlink_GBps") * kGB;
+  g.pcie_Bps = number_at(n, keys, "pcie_GBps") * kGB;
+  g.kernel_launch_s = number_at(n, keys, "kernel_launch_us") * kUs;
+  if (n.has("sm_count")) g.sm_count = static_cast<int>(int_at(n, keys, "sm_count"));
+  if (n.has("tdp_W")) number_at(n, keys, "tdp_W");
   g.compute_calibration = gpu_compute_calibration(n);
   return g;
 }
@@ -197,11 +160,12 @@ void refuse_fabric_latencies(const JsonNode& f) {
 // `leaf_downlinks_per_node`: the NICs of a node on one leaf (1 on a rail-optimized fabric).
 FabricSpec fabric_from_object(const JsonNode& f, int leaf_downlinks_per_node) {
   refuse_fabric_latencies(f);
-  f.only_keys({"kind", "nodes_per_leaf", "oversubscription", "sources"});
+  const input::ObjectSpec& keys = input::fabric_keys();
+  f.only_keys(keys.names());
   if (const auto sources = f.find("sources")) check_sources(f, *sources);
   FabricSpec fabric;
-  fabric.kind = input::enum_at(f, "kind", kFabricNames);
-  fabric.nodes_per_leaf = static_cast<int>(f.int_at("nodes_per_leaf", 1, 1 << 20));
+  fabric.kind = choice_at(f, keys, "kind", kFabricNames);
+  fabric.nodes_per_leaf = static_cast<int>(int_at(f, keys, "nodes_per_leaf"));
   if (std::int64_t(fabric.nodes_per_leaf) * leaf_downlinks_per_node > kMaxLeafDownlinks) {
     f.fail_at("nodes_per_leaf",
               std::to_string(fabric.nodes_per_leaf) + " nodes x " +
@@ -210,7 +174,8 @@ FabricSpec fabric_from_object(const JsonNode& f, int leaf_downlinks_per_node) {
                   " downlinks of the largest switch (Broadcom Tomahawk 5: 512 ports)");
   }
   fabric.oversubscription = f.positive_or("oversubscription", 1.0);
-  if (fabric.oversubscription < 1 || fabric.oversubscription > kMaxOversubscription) {
+  const input::KeySpec& range = keys.key("oversubscription");
+  if (fabric.oversubscription < range.min || fabric.oversubscription > range.max) {
     f.fail_at("oversubscription", "oversubscription " + f.at("oversubscription").describe() +
                                       " must be between 1 (non-blocking) and 1000");
   }
@@ -244,23 +209,19 @@ std::string cluster_calibration(const JsonNode& n) {
 }
 
 ClusterSpec cluster_from_object(const JsonNode& n) {
-  n.only_keys({"name", "description", "source", "gpu", "nodes", "gpus_per_node", "nvlink_GBps",
-               "nvlink_latency_us", "nics_per_node", "nic_Gbps", "rail_optimized", "gpudirect_rdma",
-               "fabric", "calibration", "sources"});
-  require_sources(n, {"nodes", "gpus_per_node", "nvlink_GBps", "nvlink_latency_us", "nics_per_node",
-                      "nic_Gbps"});
+  const input::ObjectSpec& keys = input::cluster_keys();
+  n.only_keys(keys.names());
+  require_sources(n, keys.number_names());
   ClusterSpec c;
   c.name = n.string_at("name");
   c.source = n.string_or("source", n.string_or("description", ""));
   c.gpu = load_gpu(n.at("gpu"));
-  c.nodes = static_cast<int>(n.int_at("nodes", 1, 1 << 20));
-  c.gpus_per_node = static_cast<int>(n.int_at("gpus_per_node", 1, 1024));
-  c.nvlink_Bps = n.has("nvlink_GBps")
-                     ? figure_at(n, "nvlink_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps)
-                     : c.gpu.nvlink_Bps;
-  c.nvlink_latency_s = figure_at(n, "nvlink_latency_us", kUs, 0, kMaxLatency_s);
-  c.nics_per_node = static_cast<int>(n.int_at("nics_per_node", 1, 1024));
-  c.nic_Bps = figure_at(n, "nic_Gbps", kGbit, kMinBandwidth_Bps, kMaxBandwidth_Bps);
+  c.nodes = static_cast<int>(int_at(n, keys, "nodes"));
+  c.gpus_per_node = static_cast<int>(int_at(n, keys, "gpus_per_node"));
+  c.nvlink_Bps = n.has("nvlink_GBps") ? number_at(n, keys, "nvlink_GBps") * kGB : c.gpu.nvlink_Bps;
+  c.nvlink_latency_s = number_at(n, keys, "nvlink_latency_us") * kUs;
+  c.nics_per_node = static_cast<int>(int_at(n, keys, "nics_per_node"));
+  c.nic_Bps = number_at(n, keys, "nic_Gbps") * kGbit;
   c.rail_optimized = n.bool_or("rail_optimized", false);
   c.gpudirect_rdma = n.bool_or("gpudirect_rdma", true);
   check_nics(n, c);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/units.hpp"
+#include "input/input_keys.hpp"
 #include "input/limits.hpp"
 #include "input/read_helpers.hpp"
 
@@ -12,11 +13,9 @@ namespace {
 
 // The fixed interval: interval_min with "interval": "fixed", refused otherwise.
 void parse_interval(const JsonNode& n, CheckpointConfig& c) {
-  c.policy = enum_at(n, "interval", kIntervalPolicyNames);
+  c.policy = choice_at(n, checkpointing_keys(), "interval", kIntervalPolicyNames);
   if (c.policy == IntervalPolicy::fixed) {
-    c.fixed_interval_s = number_in_at(n, "interval_min", kMinInterval_s / kSecondsPerMinute,
-                                      kMaxRun_s / kSecondsPerMinute, "min") *
-                         kSecondsPerMinute;
+    c.fixed_interval_s = number_at(n, checkpointing_keys(), "interval_min") * kSecondsPerMinute;
   } else if (n.has("interval_min")) {
     n.fail_at("interval_min", "interval_min is read only with \"interval\": \"fixed\"");
   }
@@ -28,10 +27,10 @@ void parse_size(const JsonNode& n, CheckpointConfig& c) {
   }
   if (n.has("size_GB")) {
     c.size_given = true;
-    c.size_bytes = number_in_at(n, "size_GB", kMinCheckpoint_GB, kMaxCheckpoint_GB, "GB") * kGB;
+    c.size_bytes = number_at(n, checkpointing_keys(), "size_GB") * kGB;
   } else {
-    c.bytes_per_parameter = number_in_or(n, "bytes_per_parameter", kCheckpointBytesPerParameter,
-                                         kMinBytesPerParameter, kMaxBytesPerParameter);
+    c.bytes_per_parameter =
+        number_or(n, checkpointing_keys(), "bytes_per_parameter", kCheckpointBytesPerParameter);
   }
 }
 
@@ -43,9 +42,9 @@ void parse_duration(const JsonNode& n, const CheckpointConfig& c, const char* se
     n.fail_at(rate_key, std::string("give ") + seconds_key + " or " + rate_key + ", not both");
   }
   if (n.has(seconds_key)) {
-    seconds = number_in_at(n, seconds_key, 0, kMaxDelay_s, "s");
+    seconds = number_at(n, checkpointing_keys(), seconds_key);
   } else if (n.has(rate_key)) {
-    rate_Bps = number_in_at(n, rate_key, kMinStorage_GBps, kMaxStorage_GBps, "GB/s") * kGB;
+    rate_Bps = number_at(n, checkpointing_keys(), rate_key) * kGB;
   } else if (c.policy != IntervalPolicy::none) {
     n.fail_at(rate_key, std::string("missing \"") + rate_key + "\" (or \"" + seconds_key +
                             "\"): the storage bandwidth sets the checkpoint's cost");
@@ -55,7 +54,7 @@ void parse_duration(const JsonNode& n, const CheckpointConfig& c, const char* se
 void parse_async_stall(const JsonNode& n, CheckpointConfig& c) {
   if (c.mode == SaveMode::async) {
     const auto stall = n.at("async_stall_s");
-    c.async_stall_s = number_in(stall, 0, kMaxDelay_s, "s");
+    c.async_stall_s = read_number(stall, checkpointing_keys().key("async_stall_s"));
     c.stall_where = {stall.file(), stall.pointer()};
     // With a given save time the stall is checked now; with a rate, once the size is known.
     if (c.write_Bps == 0) c.check_async_stall();
@@ -76,15 +75,16 @@ void check_checkpoint_costs_time(const JsonNode& n, const CheckpointConfig& c) {
 }
 
 void parse_restart(const JsonNode& r, CheckpointConfig& c) {
-  r.only_keys({"reschedule_s", "init_s"});
-  c.reschedule_s = number_in_or(r, "reschedule_s", c.reschedule_s, 0, kMaxDelay_s, "s");
-  c.init_s = number_in_or(r, "init_s", c.init_s, 0, kMaxDelay_s, "s");
+  const ObjectSpec& keys = restart_keys();
+  r.only_keys(keys.names());
+  c.reschedule_s = number_or(r, keys, "reschedule_s", c.reschedule_s);
+  c.init_s = number_or(r, keys, "init_s", c.init_s);
 }
 
 // campaign.step_time_s with its mfu: both or neither.
 void parse_given_step(const JsonNode& n, CampaignSettings& c) {
   if (n.has("step_time_s")) {
-    c.step_time_s = number_in_at(n, "step_time_s", kMinStepTime_s, kMaxStepTime_s, "s");
+    c.step_time_s = number_at(n, campaign_keys(), "step_time_s");
   }
   if (const auto m = n.find("mfu")) {
     const double v = m->as_number();
@@ -100,8 +100,7 @@ void parse_monitor_interval(const JsonNode& n, CampaignSettings& c) {
   const auto node = n.find("monitor_interval_min");
   if (!node) return;
   c.monitor_interval_s =
-      number_in(*node, kMinInterval_s / kSecondsPerMinute, kMaxRun_s / kSecondsPerMinute, "min") *
-      kSecondsPerMinute;
+      read_number(*node, campaign_keys().key("monitor_interval_min")) * kSecondsPerMinute;
   const double rows = c.max_days * kSecondsPerDay / c.monitor_interval_s;
   if (rows > kMaxRowsPerTrial) {
     node->fail("one monitoring row every " + number_text(c.monitor_interval_s) + " s over " +
@@ -114,12 +113,11 @@ void parse_monitor_interval(const JsonNode& n, CampaignSettings& c) {
 }  // namespace
 
 CheckpointConfig parse_checkpointing(const JsonNode& n) {
-  n.only_keys({"interval", "interval_min", "mode", "size_GB", "bytes_per_parameter", "write_GBps",
-               "read_GBps", "save_s", "load_s", "async_stall_s", "restart"});
+  n.only_keys(checkpointing_keys().names());
   CheckpointConfig c;
   c.where = {n.file(), n.pointer()};
   parse_interval(n, c);
-  c.mode = enum_or(n, "mode", kSaveModeNames, SaveMode::blocking);
+  c.mode = choice_or(n, checkpointing_keys(), "mode", kSaveModeNames, SaveMode::blocking);
   parse_size(n, c);
   parse_duration(n, c, "save_s", "write_GBps", c.save_s, c.write_Bps);
   parse_duration(n, c, "load_s", "read_GBps", c.load_s, c.read_Bps);
@@ -130,22 +128,22 @@ CheckpointConfig parse_checkpointing(const JsonNode& n) {
 }
 
 CostConfig parse_cost(const JsonNode& n) {
-  n.only_keys({"usd_per_gpu_hour", "source"});
+  n.only_keys(cost_keys().names());
   CostConfig c;
-  c.usd_per_gpu_hour = number_in_at(n, "usd_per_gpu_hour", 0, kMaxUsdPerGpuHour, "USD");
+  c.usd_per_gpu_hour = number_at(n, cost_keys(), "usd_per_gpu_hour");
   c.source = n.string_at("source");
   return c;
 }
 
 CampaignSettings parse_campaign_settings(const JsonNode& n) {
-  n.only_keys({"trials", "seed", "step_time_s", "mfu", "exposed_comm_share", "max_days",
-               "monitor_interval_min", "trace_trial"});
+  const ObjectSpec& keys = campaign_keys();
+  n.only_keys(keys.names());
   CampaignSettings c;
-  c.trials = static_cast<int>(n.int_or("trials", c.trials, 1, 10'000'000));
-  c.seed = static_cast<std::uint64_t>(n.int_or("seed", 1, 0, (std::int64_t{1} << 53)));
+  c.trials = static_cast<int>(int_or(n, keys, "trials", c.trials));
+  c.seed = static_cast<std::uint64_t>(int_or(n, keys, "seed", 1));
   parse_given_step(n, c);
-  c.exposed_comm_share = n.fraction_or("exposed_comm_share", 0);
-  c.max_days = positive_up_to_or(n, "max_days", c.max_days, kMaxRunDays, "days");
+  c.exposed_comm_share = number_or(n, keys, "exposed_comm_share", 0);
+  c.max_days = number_or(n, keys, "max_days", c.max_days);
   parse_monitor_interval(n, c);
   c.trace_trial = static_cast<int>(n.int_or("trace_trial", 0, 0, c.trials - 1));
   return c;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "input/execution.hpp"
+#include "input/input_keys.hpp"
 
 namespace clustersim {
 
@@ -23,15 +24,14 @@ void infer_data_parallel(Scenario& s, const JsonNode& parallelism) {
 Scenario parse_scenario(const JsonDocument& document) {
   const JsonNode root = document.root();
   root.require_object();
-  root.only_keys({"name", "description", "model", "cluster", "gpus", "parallelism", "training",
-                  "comm", "faults", "checkpointing", "cost", "campaign"});
+  root.only_keys(scenario_keys().names());
   Scenario s;
   s.file = document.file();
   s.name = root.string_or("name", std::filesystem::path(document.file()).stem().string());
   s.description = root.string_or("description", "");
   s.model = load_model(root.at("model"));
   s.cluster = load_cluster(root.at("cluster"));
-  s.gpus = static_cast<int>(root.int_at("gpus", 1, 1 << 24));
+  s.gpus = static_cast<int>(int_at(root, scenario_keys(), "gpus"));
   const JsonNode parallelism = root.at("parallelism");
   s.parallelism = parse_parallelism(parallelism);
   infer_data_parallel(s, parallelism);
