@@ -23,6 +23,8 @@ const std::vector<Command>& commands() {
        usage_calibrate},
       {"validate", "compare predictions with published training runs and microbenchmarks",
        cmd_validate, usage_validate},
+      {"schema", "print the JSON Schema of scenarios and presets, from the loader's tables",
+       cmd_schema, usage_schema},
       {"version", "the clustersim version, its git commit and the SimGrid it runs on", cmd_version,
        usage_version},
   };

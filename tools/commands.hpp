@@ -26,6 +26,7 @@ int cmd_campaign(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
 int cmd_regress(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
+int cmd_schema(const std::vector<std::string>& args);
 
 std::string usage_check();
 std::string usage_run();
@@ -37,6 +38,7 @@ std::string usage_campaign();
 std::string usage_sweep();
 std::string usage_regress();
 std::string usage_version();
+std::string usage_schema();
 // `calibrate --runs`: the system-parameter fit (tools/cmd_calibrate_runs.cpp).
 int calibrate_runs(const std::vector<std::string>& args);
 std::string usage_calibrate_runs();
