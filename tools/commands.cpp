@@ -25,6 +25,8 @@ const std::vector<Command>& commands() {
        cmd_validate, usage_validate},
       {"schema", "print the JSON Schema of scenarios and presets, from the loader's tables",
        cmd_schema, usage_schema},
+      {"init", "write a starting scenario with every defaulted key at its default", cmd_init,
+       usage_init},
       {"version", "the clustersim version, its git commit and the SimGrid it runs on", cmd_version,
        usage_version},
   };

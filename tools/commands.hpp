@@ -27,6 +27,7 @@ int cmd_sweep(const std::vector<std::string>& args);
 int cmd_regress(const std::vector<std::string>& args);
 int cmd_version(const std::vector<std::string>& args);
 int cmd_schema(const std::vector<std::string>& args);
+int cmd_init(const std::vector<std::string>& args);
 
 std::string usage_check();
 std::string usage_run();
@@ -39,6 +40,7 @@ std::string usage_sweep();
 std::string usage_regress();
 std::string usage_version();
 std::string usage_schema();
+std::string usage_init();
 // `calibrate --runs`: the system-parameter fit (tools/cmd_calibrate_runs.cpp).
 int calibrate_runs(const std::vector<std::string>& args);
 std::string usage_calibrate_runs();

@@ -6,7 +6,8 @@ usage: check_schema.py CLUSTERSIM SOURCE_DIR
 1. Every shipped scenario (scenarios/*.json, validation/suites/*/*.scenario.json), model preset,
    GPU preset and cluster preset validates against the schema of its kind, checked by a real
    JSON Schema implementation (python3-jsonschema, Draft 2020-12).
-2. Files the loader refuses are refused by the schema too: an unknown key, and for every
+2. Starting scenarios written by `clustersim init` (a dense and an MoE model) validate too.
+3. Files the loader refuses are refused by the schema too: an unknown key, and for every
    bounded number of a scenario's parallelism, training and campaign sections a value just
    beyond the schema's bound, which `clustersim check` must refuse (exit 2) at that key.
 
@@ -59,6 +60,19 @@ def validate_shipped(validators):
                 where = "/" + "/".join(str(p) for p in error.absolute_path)
                 failures.append(f"{os.path.relpath(path, SOURCE)}:{where}: {error.message}")
     return failures, counts
+
+
+INIT_OPTIONS = [[], ["--model", "deepseek-v3", "--gpus", "256"], ["--model", "llama3-8b", "--gpus", "4"]]
+
+
+def validate_init(validator):
+    failures = []
+    for options in INIT_OPTIONS:
+        out = subprocess.run([TOOL, "init", *options], check=True, capture_output=True, text=True)
+        for error in validator.iter_errors(json.loads(out.stdout)):
+            where = "/" + "/".join(str(p) for p in error.absolute_path)
+            failures.append(f"init {' '.join(options)}:{where}: {error.message}")
+    return failures
 
 
 def loader_refuses(document, pointer):
@@ -116,11 +130,13 @@ def check_refusals(validator):
 def main():
     validators = {kind: schema_of(kind) for kind in FILES}
     failures, counts = validate_shipped(validators)
+    failures += validate_init(validators["scenario"])
     refusal_failures, probed = check_refusals(validators["scenario"])
     failures += refusal_failures
     total = sum(counts.values())
     print(f"validated {total} shipped files against `clustersim schema`: " +
           ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    print(f"{len(INIT_OPTIONS)} scenarios written by `clustersim init` validated")
     print(f"{probed} files refused by both the loader and the schema")
     if any(n == 0 for n in counts.values()) or probed < 10:
         failures.append("too few files found: is SOURCE_DIR the repository root?")
