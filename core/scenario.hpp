@@ -35,10 +35,20 @@ enum class Recompute { none, selective, full };
 enum class PipelineSchedule { one_f_one_b, interleaved, gpipe, zb_h1, dualpipe };
 enum class Compression { none, onebit_adam };
 // How the attention core (scores, softmax, weighted sum) runs: one fused kernel that never
-// writes the score matrix (FlashAttention, Dao et al. 2022; Transformer Engine / cuDNN fused
-// attention), or Megatron-LM's 2021-22 path of batched GEMMs around a fused scale-mask-softmax
-// kernel, which writes the scores to HBM and keeps them for the backward pass.
-enum class AttentionKernel { flash, unfused };
+// writes the score matrix (FlashAttention, Dao et al. 2022), or Megatron-LM's 2021-22 path of
+// batched GEMMs around a fused scale-mask-softmax kernel, which writes the scores to HBM and
+// keeps them for the backward pass. The fused kernels differ only in speed:
+//   flash   - the fused kernel the GPU's compute calibration measures (on Hopper cuDNN's, which
+//             Transformer Engine, hence Megatron-Core and NeMo, prefers);
+//   flash2  - FlashAttention-2 (Dao 2023), what PyTorch's scaled_dot_product_attention runs on
+//             Hopper while its cuDNN backend is opt-in (PyTorch 2.5.1 on; docs/microbenchmarks.md);
+//   flash3  - FlashAttention-3 (Shah et al. 2024).
+// flash2 and flash3 need their figures in the calibration (attention.other_kernels).
+enum class AttentionKernel { flash, flash2, flash3, unfused };
+// Every kernel but `unfused` is fused: no score matrix in HBM.
+inline bool fused(AttentionKernel k) {
+  return k != AttentionKernel::unfused;
+}
 // How MoE tokens travel to their experts' GPUs (Megatron-Core moe_token_dispatcher_type):
 //   alltoall - one NCCL all-to-all over the EP group for dispatch and one for combine;
 //   deepep   - DeepEP's two-hop dispatch for DeepSeek-V3 (arXiv:2412.19437 §3.2.2): each token
@@ -61,6 +71,8 @@ inline const NameTable<PipelineSchedule> kScheduleNames = {
 inline const NameTable<Compression> kCompressionNames = {{Compression::none, "none"},
                                                          {Compression::onebit_adam, "onebit_adam"}};
 inline const NameTable<AttentionKernel> kAttentionNames = {{AttentionKernel::flash, "flash"},
+                                                           {AttentionKernel::flash2, "flash2"},
+                                                           {AttentionKernel::flash3, "flash3"},
                                                            {AttentionKernel::unfused, "unfused"}};
 const char* to_string(FfnKind k);
 const char* to_string(Recompute r);

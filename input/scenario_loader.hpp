@@ -20,8 +20,10 @@
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
 //                 "recompute_layers" (with "full": the first N layers of each pipeline chunk;
 //                                     default all), "dropout" (true: masks stored),
-//                 "attention": "flash" (default: fused kernel, no score tensors) | "unfused"
-//                              (Megatron-LM 2021-22: batched GEMMs + fused softmax, stored scores),
+//                 "attention": "flash" (default: the calibration's fused kernel, cuDNN's on
+//                              Hopper; no score tensors) | "flash2" | "flash3" (FlashAttention-2/3,
+//                              e.g. PyTorch SDPA = flash2) | "unfused" (Megatron-LM 2021-22:
+//                              batched GEMMs + fused softmax, stored scores),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
 //                 "tp_comm_overlap_sms": {"proj_fprop", "fc2_fprop"} (SMs each forward
 //                                     reduce-scatter takes from its GEMM; default 0),

@@ -288,8 +288,8 @@ void check_overlap_and_attention(const Rules& r) {
   if (p.cp > 1 && t.attention == AttentionKernel::unfused) {
     r.fail("/training/attention",
            "context parallelism (cp " + std::to_string(p.cp) +
-               ") needs \"flash\" attention: Megatron-LM's ring attention is built on fused "
-               "attention kernels");
+               ") needs a fused attention kernel (\"flash\", \"flash2\" or \"flash3\"): "
+               "Megatron-LM's ring attention is built on fused attention kernels");
   }
   if (p.cp > 1 && t.seq_len % (2 * p.cp) != 0) {
     r.fail("/parallelism/cp", "cp " + std::to_string(p.cp) + " needs seq_len divisible by 2 x cp");

@@ -72,6 +72,8 @@ namespace {
 
 const std::vector<std::string> kGemmDtypes = {"bf16", "fp16", "fp8"};
 const std::vector<std::string> kAttentionDtypes = {"bf16", "fp16"};
+// The training.attention names whose figures attention.other_kernels may hold.
+const std::vector<std::string> kOtherAttentionKernels = {"flash2", "flash3"};
 
 Dtype dtype_named(const std::string& name) {
   if (name == "bf16") return Dtype::bf16;
@@ -142,6 +144,27 @@ AttentionEfficiencyCurve load_attention_curve(const JsonNode& node) {
   if (node.string_at("series").empty()) node.fail_at("series", "say what was measured");
   curve.points = load_points(node.at("points"), "seq_len", &AttentionEfficiencyPoint::seq_len);
   return curve;
+}
+
+// {"kernel": "...", "bf16": curve, "fp16": curve, "backward": {"bf16": curve, ...}}; the
+// caller checks the object's other keys.
+AttentionFigures load_attention_figures(const JsonNode& node) {
+  AttentionFigures figures;
+  figures.kernel = node.string_at("kernel");
+  for (const auto& name : kAttentionDtypes) {
+    if (const auto curve = node.find(name)) {
+      figures.forward[dtype_named(name)] = load_attention_curve(*curve);
+    }
+  }
+  if (const auto backward = node.find("backward")) {
+    backward->require_object();
+    backward->only_keys(kAttentionDtypes);
+    for (const auto& [name, curve] : backward->members()) {
+      figures.backward[dtype_named(name)] = load_attention_curve(curve);
+    }
+  }
+  if (!node.has("bf16")) node.fail_at("bf16", "missing required attention figure");
+  return figures;
 }
 
 // {"tensor_sustained_fraction": 0.9, ...}: each name known, each value inside its range.
@@ -220,21 +243,18 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
 
   const JsonNode attention = root.at("attention");
   attention.require_object();
-  attention.only_keys({"kernel", "bf16", "fp16", "backward", "fp8_training", "not_used"});
-  cal.attention_kernel = attention.string_at("kernel");
-  for (const auto& name : kAttentionDtypes) {
-    if (const auto node = attention.find(name)) {
-      cal.attention_efficiency[dtype_named(name)] = load_attention_curve(*node);
+  attention.only_keys(
+      {"kernel", "bf16", "fp16", "backward", "other_kernels", "fp8_training", "not_used"});
+  cal.attention = load_attention_figures(attention);
+  if (const auto others = attention.find("other_kernels")) {
+    others->require_object();
+    others->only_keys(kOtherAttentionKernels);
+    for (const auto& [name, node] : others->members()) {
+      node.require_object();
+      node.only_keys({"kernel", "bf16", "fp16", "backward"});
+      cal.other_attention[name] = load_attention_figures(node);
     }
   }
-  if (const auto backward = attention.find("backward")) {
-    backward->require_object();
-    backward->only_keys(kAttentionDtypes);
-    for (const auto& [name, node] : backward->members()) {
-      cal.attention_backward_efficiency[dtype_named(name)] = load_attention_curve(node);
-    }
-  }
-  if (!attention.has("bf16")) attention.fail_at("bf16", "missing required attention figure");
 
   const JsonNode memory = root.at("memory");
   memory.require_object();
@@ -253,6 +273,14 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
 
 ComputeCalibration load_compute_calibration(const std::string& path) {
   return load_compute_calibration(JsonDocument::load(path));
+}
+
+bool select_attention_kernel(ComputeCalibration& cal, const std::string& kernel) {
+  if (kernel == "flash") return true;
+  const auto it = cal.other_attention.find(kernel);
+  if (it == cal.other_attention.end()) return false;
+  cal.attention = it->second;
+  return true;
 }
 
 std::string default_compute_calibration_path() {
@@ -293,7 +321,7 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
   if (!(gpu_.hbm_Bps > 0)) {
     throw std::invalid_argument("ComputeCostModel: GPU " + gpu_.name + " has no HBM bandwidth");
   }
-  if (calibration_.gemm.empty() || calibration_.attention_efficiency.empty()) {
+  if (calibration_.gemm.empty() || calibration_.attention.forward.empty()) {
     throw std::invalid_argument("ComputeCostModel: calibration has no GEMM or attention data");
   }
   const SystemValues& values =
@@ -326,15 +354,15 @@ Dtype ComputeCostModel::attention_dtype(Dtype training_precision) {
 
 double ComputeCostModel::attention_efficiency(Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  const auto it = calibration_.attention_efficiency.find(d);
-  if (it != calibration_.attention_efficiency.end()) return it->second.at(seq_len);
+  const auto& forward = calibration_.attention.forward;
+  if (const auto it = forward.find(d); it != forward.end()) return it->second.at(seq_len);
   // FP16 and BF16 share the tensor-core rate on Hopper (H100 datasheet).
-  return calibration_.attention_efficiency.at(Dtype::bf16).at(seq_len);
+  return forward.at(Dtype::bf16).at(seq_len);
 }
 
 double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_len) const {
   const Dtype d = attention_dtype(dtype);
-  const auto& backward = calibration_.attention_backward_efficiency;
+  const auto& backward = calibration_.attention.backward;
   if (const auto it = backward.find(d); it != backward.end()) return it->second.at(seq_len);
   if (const auto it = backward.find(Dtype::bf16); it != backward.end()) {
     return it->second.at(seq_len);

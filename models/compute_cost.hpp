@@ -55,14 +55,24 @@ struct AttentionEfficiencyCurve {
   double at(double seq_len) const;
 };
 
+// One fused attention kernel's figures.
+struct AttentionFigures {
+  std::string kernel;                                 // e.g. "cuDNN fused attention, ..."
+  std::map<Dtype, AttentionEfficiencyCurve> forward;  // bf16, fp16 (fp8 runs bf16)
+  // Backward kernel, when measured separately (FLOPs counted as 2.5x the forward's); absent:
+  // the forward efficiency (e.g. a combined forward + backward benchmark).
+  std::map<Dtype, AttentionEfficiencyCurve> backward;
+};
+
 struct ComputeCalibration {
   std::string file;                           // where it was loaded from
   std::map<Dtype, GemmEfficiencyCurve> gemm;  // bf16, fp16, fp8
-  std::string attention_kernel;               // e.g. "cuDNN fused attention, head dimension 128"
-  std::map<Dtype, AttentionEfficiencyCurve> attention_efficiency;  // bf16, fp16 (fp8 runs bf16)
-  // Backward kernel, when measured separately (FLOPs counted as 2.5x the forward's); absent:
-  // the forward efficiency (e.g. a combined forward + backward benchmark).
-  std::map<Dtype, AttentionEfficiencyCurve> attention_backward_efficiency;
+  // The attention kernel a step uses: the calibration's own fused kernel (attention."kernel",
+  // a scenario's "flash"), or one of other_attention once select_attention_kernel chose it.
+  AttentionFigures attention;
+  // Other fused kernels of the same figures (attention.other_kernels), by the name a scenario's
+  // training.attention gives them ("flash2", "flash3").
+  std::map<std::string, AttentionFigures> other_attention;
   double hbm_efficiency = 1;  // achieved / peak HBM bandwidth
   // Parameters fitted to end-to-end runs (`system` block; empty = nominal, no fit).
   SystemCalibration system;
@@ -72,6 +82,10 @@ struct ComputeCalibration {
 // keys, unknown keys, efficiencies outside (0, 1] or points out of order.
 ComputeCalibration load_compute_calibration(const std::string& path);
 ComputeCalibration load_compute_calibration(const JsonDocument& document);
+// Makes `kernel` (a training.attention name) the kernel cal.attention describes: "flash" keeps
+// the calibration's own; another name takes its other_attention figures. False when the
+// calibration has no figures for it (nothing changed).
+bool select_attention_kernel(ComputeCalibration& cal, const std::string& kernel);
 // data_root()/validation/data/compute_efficiency.json (H100/H800 microbenchmarks)
 std::string default_compute_calibration_path();
 // The calibration of `gpu`: its preset's compute_calibration, else the default.

@@ -152,7 +152,7 @@ ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
     c.sharded_per_token -= fp8_saving * f;                          // second-MLP input
     c.sharded_per_token += kFp8ActivationBytes * a * m.head_dim();  // output-projection copy
   }
-  if (attention == AttentionKernel::flash) {
+  if (fused(attention)) {
     c.sharded_per_token += kFlashSoftmaxStatsBytes * a;
   } else {
     // Softmax output (2 bytes), dropout mask (1 byte), dropout output (2 bytes) per score.
@@ -562,9 +562,8 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
   out.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +
-      (tr.attention == AttentionKernel::flash
-           ? ", FlashAttention: no score tensors, FP32 softmax statistics), "
-           : ", unfused attention: score tensors stored), ") +
+      (fused(tr.attention) ? ", FlashAttention: no score tensors, FP32 softmax statistics), "
+                           : ", unfused attention: score tensors stored), ") +
       std::string(to_string(tr.recompute)) + " recomputation" +
       (tr.recompute == Recompute::full && tr.recompute_layers > 0
            ? " of the first " + std::to_string(tr.recompute_layers) + " layer(s) of each chunk"

@@ -363,8 +363,8 @@ def _torchtitan_defaults(run, f):
     f.notes.append("not modelled, nearest setting used: torch.compile's fusions (eager kernels), "
                    "torchao Float8 with dynamic tensorwise scaling and FP8 FSDP all-gathers "
                    "(precision fp8: Transformer Engine-style casts, BF16 all-gathers), async TP "
-                   "(tp_comm_overlap, no SMs taken), PyTorch SDPA (the simulator's fused "
-                   "attention) and context parallelism's all-gather rotation (its K/V all-gather)")
+                   "(tp_comm_overlap, no SMs taken) and context parallelism's all-gather "
+                   "rotation (its K/V all-gather)")
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
                    "parts, exact value unknown to the authors; the SXM peaks and the Hopper "
                    "kernel efficiencies are used (preset h100-hbm2e-96gb-500w)")

@@ -402,6 +402,12 @@ def scenario_for(run, presets, fills):
         attention = "flash"
         assumptions.append("attention not stated: Transformer Engine's fused attention, "
                            "Megatron-Core's default, which selects cuDNN's kernel on Hopper")
+    elif (run.get("framework") or "").lower().startswith("torchtitan"):
+        attention = "flash2"
+        assumptions.append("attention: PyTorch's scaled_dot_product_attention (torchtitan's "
+                           "Llama), which runs FlashAttention-2 on Hopper while PyTorch's cuDNN "
+                           "backend is opt-in (from 2.5.1; pytorch/pytorch issues 138649, "
+                           "142132; docs/microbenchmarks.md#attention)")
     else:
         attention = "flash"
         assumptions.append("attention not stated: a fused attention kernel, modelled as the "

@@ -467,8 +467,7 @@ OpCost PassBuilder::attention_backward() const {
 }
 
 OpCost PassBuilder::selective_recompute() const {
-  if (s_.training.recompute != Recompute::selective ||
-      s_.training.attention == AttentionKernel::flash) {
+  if (s_.training.recompute != Recompute::selective || fused(s_.training.attention)) {
     return {};
   }
   return scores_forward();

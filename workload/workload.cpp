@@ -16,7 +16,7 @@ std::vector<std::string> modelling_notes(const Scenario& s, bool compressed_phas
         "1-bit Adam compressed phase: momentum compressed to sign bits with error feedback and "
         "reduced after the backward pass (all-to-all then all-gather, Tang et al. 2021)");
   }
-  if (tr.recompute == Recompute::selective && tr.attention == AttentionKernel::flash) {
+  if (tr.recompute == Recompute::selective && fused(tr.attention)) {
     notes.push_back(
         "selective recomputation of the attention core costs no extra kernel time: the "
         "FlashAttention backward already recomputes the scores (Dao 2023)");

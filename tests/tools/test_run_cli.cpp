@@ -70,3 +70,46 @@ TEST_CASE("run --ignore-memory simulates a layout that does not fit and says so"
   CHECK(out.at("fits_in_memory").get<bool>() == false);
   CHECK(out.at("step_time_s").get<double>() > 0);
 }
+
+TEST_CASE("run times attention with the kernel the scenario names", "[tools][cli]") {
+  // Llama 3 8B, seq 2048, TP 8 (4 of 32 heads per GPU), 4 micro-batches of 1, nothing overlapped
+  // with compute: the step differs by the attention kernels' time alone. Per layer and
+  // micro-batch, the causal forward is 4 S^2 heads d / 2 = 4 x 2048^2 x 4 x 128 / 2 FLOPs and the
+  // backward 2.5 times that. FlashAttention-3 Figures 5(d)/6(b) at 2k: cuDNN 484 forward, 465
+  // backward; FlashAttention-2 298 and 291 TFLOPS; both times the GPU's sustained fraction.
+  json s = json::parse(clustersim::test::kSmall);
+  const auto step_with = [&](const std::string& kernel) {
+    s["training"]["attention"] = kernel;
+    write_text(scratch() / ("attn-" + kernel + ".json"), s.dump());
+    const auto r =
+        run_cli("run attn-" + kernel + ".json --json attn-" + kernel + ".out.json", scratch());
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return json::parse(read_text(scratch() / ("attn-" + kernel + ".out.json")))
+        .at("step_time_s")
+        .get<double>();
+  };
+  const json calibration = json::parse(read_text(fs::path(CLUSTERSIM_SOURCE_DIR) / "validation" /
+                                                 "data" / "compute_efficiency.json"));
+  const double sustained =
+      calibration.at("system").at("parameters").at("tensor_sustained_fraction").get<double>();
+  const double forward = 4.0 * 2048 * 2048 * 4 * 128 / 2;
+  const double per_layer =
+      forward / 298e12 + 2.5 * forward / 291e12 - (forward / 484e12 + 2.5 * forward / 465e12);
+  const double expected = 4 * 32 * per_layer / sustained;
+  CHECK(step_with("flash2") - step_with("flash") == Approx(expected).epsilon(0.01));
+}
+
+TEST_CASE("an attention kernel the GPU's calibration has no figures for is refused",
+          "[tools][cli]") {
+  // The A100 calibration measures one fused kernel and lists no others.
+  const std::string a100 = R"({"name": "a100", "model": "llama3-8b", "cluster": "dgx-a100-sc21",
+  "gpus": 8, "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true},
+  "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 2048, "precision": "bf16",
+  "attention": "flash3"}})";
+  write_text(scratch() / "a100-fa3.json", a100);
+  const auto r = run_cli("check a100-fa3.json", scratch());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("a100-fa3.json") && Catch::Contains("/training/attention") &&
+                        Catch::Contains("compute_efficiency-a100.json"));
+}

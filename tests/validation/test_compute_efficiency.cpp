@@ -131,8 +131,8 @@ TEST_CASE("GEMM timings from a known curve come back as that curve through compu
       models::load_compute_calibration(JsonDocument::parse(in.base.dump(), in.base_file));
   CHECK(cal.hbm_efficiency == base.hbm_efficiency);
   for (double seq_len : {512.0, 2048.0, 8192.0}) {
-    CHECK(cal.attention_efficiency.at(Dtype::bf16).at(seq_len) ==
-          base.attention_efficiency.at(Dtype::bf16).at(seq_len));
+    CHECK(cal.attention.forward.at(Dtype::bf16).at(seq_len) ==
+          base.attention.forward.at(Dtype::bf16).at(seq_len));
   }
   CHECK(cal.gemm.at(Dtype::fp16).points.size() == base.gemm.at(Dtype::fp16).points.size());
   CHECK(result.document["description"].get<std::string>().find("Copied from " + in.base_file) !=
@@ -168,7 +168,7 @@ TEST_CASE("attention rows at several sequence lengths become the attention curve
   const auto result = compute_efficiency_from_gemm(in);
   const models::ComputeCalibration cal =
       models::load_compute_calibration(JsonDocument::parse(result.document.dump(), "out.json"));
-  const auto& loaded = cal.attention_efficiency.at(Dtype::bf16);
+  const auto& loaded = cal.attention.forward.at(Dtype::bf16);
   REQUIRE(loaded.points.size() == 3);
   for (const auto& [seq, eff] : curve) CHECK(loaded.at(seq) == Approx(eff));
   CHECK(loaded.at(2048) == Approx(curve_at(curve, 2048)));
@@ -237,10 +237,10 @@ TEST_CASE("calibrate --compute-out writes a file the step simulator's loader rea
   const models::ComputeCalibration cal = models::load_compute_calibration(out.string());
   check_round_trip(cal);
   // One measured sequence length: that efficiency at every length.
-  REQUIRE(cal.attention_efficiency.at(Dtype::bf16).points.size() == 1);
-  CHECK(cal.attention_efficiency.at(Dtype::bf16).points[0].seq_len == 8192);
+  REQUIRE(cal.attention.forward.at(Dtype::bf16).points.size() == 1);
+  CHECK(cal.attention.forward.at(Dtype::bf16).points[0].seq_len == 8192);
   for (double seq_len : {1024.0, 8192.0, 32768.0}) {
-    CHECK(cal.attention_efficiency.at(Dtype::bf16).at(seq_len) ==
+    CHECK(cal.attention.forward.at(Dtype::bf16).at(seq_len) ==
           Approx(kAttentionEfficiency).epsilon(0.01));
   }
 

@@ -111,6 +111,40 @@ TEST_CASE("Without a backward figure the attention backward runs at the forward'
   CHECK(model.attention_backward_efficiency(Dtype::bf16, 2048) == Approx(155.0 / 312.0));
 }
 
+TEST_CASE("training.attention selects FlashAttention-2 or -3 from the same published figures") {
+  // FlashAttention-3 (Shah et al. 2024) Figure 5(d), causal forward, head dim 128, H100 SXM5, at
+  // 8k: cuDNN 529, FlashAttention-3 602, FlashAttention-2 333 TFLOPS; Figure 6(b), backward at
+  // 8k: cuDNN 518, FlashAttention-3 559, FlashAttention-2 318; at 512: FlashAttention-2 191
+  // forward, 214 backward.
+  const auto model_with = [](const std::string& kernel) {
+    ComputeCalibration cal = test::nominal_calibration();
+    REQUIRE(select_attention_kernel(cal, kernel));
+    return ComputeCostModel(test::h100_like(), cal);
+  };
+  const ComputeCostModel cudnn = model_with("flash");
+  CHECK(cudnn.attention_efficiency(Dtype::bf16, 8192) == Approx(529.0 / 989.0));
+  const ComputeCostModel fa3 = model_with("flash3");
+  CHECK(fa3.attention_efficiency(Dtype::bf16, 8192) == Approx(602.0 / 989.0));
+  CHECK(fa3.attention_backward_efficiency(Dtype::bf16, 8192) == Approx(559.0 / 989.0));
+  const ComputeCostModel fa2 = model_with("flash2");
+  CHECK(fa2.attention_efficiency(Dtype::bf16, 8192) == Approx(333.0 / 989.0));
+  CHECK(fa2.attention_backward_efficiency(Dtype::bf16, 8192) == Approx(318.0 / 989.0));
+  CHECK(fa2.attention_efficiency(Dtype::bf16, 512) == Approx(191.0 / 989.0));
+  CHECK(fa2.attention_backward_efficiency(Dtype::bf16, 512) == Approx(214.0 / 989.0));
+  // FP8 training keeps attention in BF16: 1 TFLOP of forward at 8k takes 1/333 s.
+  CHECK(fa2.attention(1e12, 0, Dtype::fp8, 8192).compute_s == Approx(1e12 / 333e12));
+}
+
+TEST_CASE("A calibration without a kernel's figures cannot select it") {
+  // The A100 file measures one kernel (FlashAttention-2's paper figures) and lists no others.
+  ComputeCalibration a100 = load_compute_calibration(
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency-a100.json");
+  const double before = a100.attention.forward.at(Dtype::bf16).at(8192);
+  CHECK_FALSE(select_attention_kernel(a100, "flash3"));
+  CHECK(a100.attention.forward.at(Dtype::bf16).at(8192) == before);
+  CHECK(select_attention_kernel(a100, "flash"));
+}
+
 TEST_CASE("A malformed calibration file is rejected at the offending JSON pointer") {
   const auto doc = JsonDocument::load(kCalibration);
   const std::string text = doc.root().raw().dump();
