@@ -9,6 +9,7 @@
 #include "step/phase_report.hpp"
 #include "step/prepare.hpp"
 #include "step/replay.hpp"
+#include "step/work_estimate.hpp"
 
 namespace clustersim::step {
 
@@ -22,6 +23,11 @@ namespace {
 StepReport simulate_phase(const Scenario& s, const StepCalibrations& calibrations,
                           const StepOptions& opt, bool compressed) {
   const auto wall0 = std::chrono::steady_clock::now();
+  if (opt.budget.bytes > 0) {
+    StepOptions phase = opt;
+    phase.compressed_phase = compressed;
+    enforce_work_budget(s, estimate_step_work(s, calibrations, phase), opt.budget);
+  }
   const PreparedStep prepared = prepare_step(s, calibrations, opt.faults, compressed);
   sim::SimulationOptions so;
   so.nccl = s.comm.nccl;

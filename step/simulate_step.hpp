@@ -41,12 +41,21 @@
 // may be called any number of times.
 #pragma once
 
+#include <string>
+
 #include "core/scenario.hpp"
 #include "models/transformer.hpp"
 #include "step/prepare.hpp"
 #include "step/step_report.hpp"
 
 namespace clustersim::step {
+
+// The most memory a step simulation may take (step/work_estimate.hpp): a step estimated above
+// it is refused before anything is simulated.
+struct WorkBudget {
+  double bytes = 0;    // 0: no limit
+  std::string origin;  // where the limit came from and how to raise it, for the refusal
+};
 
 struct StepOptions {
   StepFaults faults;
@@ -74,12 +83,14 @@ struct StepOptions {
   bool actor_stack_guard = false;
   // Merged NCCL calls carry at most 1/merge_parts of a stage's bytes per stream.
   int merge_parts = 8;
+  // Refuse (ConfigError) a step estimated above this budget, before preparing it.
+  WorkBudget budget;
 };
 
 // Simulates one step (both phases of a 1-bit Adam run). Uses this process's SimGrid engine:
 // at most once per process (a 1-bit Adam run simulates its compressed phase in a child
-// process). Throws ConfigError on bad fault entries (unknown link names, ranks out of range),
-// std::logic_error if the engine was already used.
+// process). Throws ConfigError on bad fault entries (unknown link names, ranks out of range) and
+// on a step estimated above options.budget, std::logic_error if the engine was already used.
 StepReport simulate_step(const Scenario& scenario, const StepCalibrations& calibrations,
                          const StepOptions& options = {});
 

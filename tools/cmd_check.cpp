@@ -13,11 +13,13 @@
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
+#include "step/work_estimate.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
+#include "tools/work_budget.hpp"
 #include "workload/workload.hpp"
 
 namespace clustersim::cli {
@@ -442,6 +444,29 @@ void print_memory(std::ostream& os, const Scenario& s, const models::MemoryEstim
   for (const auto& a : mem.assumptions) os << "    - " << a << "\n";
 }
 
+// What simulating one step creates (step/work_estimate.hpp) and the budget `run` holds it to.
+void print_simulation_work(std::ostream& os, const step::WorkEstimate& e) {
+  std::ostringstream work;
+  work << std::setprecision(2) << e.ops << " ops in " << e.stages << " stage programs, "
+       << e.transfers << " pipeline transfers, " << e.launches << " reductions and gathers, "
+       << e.actors << " actors, " << e.gpus << " GPUs";
+  os << "\nSimulating one step (`run`)\n";
+  row(os, "work", work.str());
+  row(os, "peak memory",
+      "about " + step::describe(e) + "; `run` refuses above --max-memory (default " +
+          gib(kDefaultMemoryFraction * physical_memory_bytes()) + " here)");
+}
+
+nlohmann::json work_json(const step::WorkEstimate& e) {
+  return {{"ops", e.ops},
+          {"pipeline_transfers", e.transfers},
+          {"launches", e.launches},
+          {"actors", e.actors},
+          {"gpus", e.gpus},
+          {"peak_memory_bytes", e.bytes},
+          {"main_term", e.main_term}};
+}
+
 void print_verdict(std::ostream& os, const models::MemoryEstimate& mem) {
   os << "\nVerdict: ";
   if (mem.fits()) {
@@ -555,12 +580,20 @@ int cmd_check(const std::vector<std::string>& argv) {
   const CheckedInput checked = load_checked(path);
   const Scenario& s = checked.input.scenario;
   const Derived d = derive(s);
+  const step::WorkEstimate work = step::estimate_step_work(s, checked.calibrations);
   print_inputs(std::cout, s, d, checked.calibrations.compute);
   print_derived(std::cout, s, d);
-  if (s.model.moe) print_expert_exchange(std::cout, s, checked.calibrations.compute);
+  // The exchanges are counted on the step's programs: only when building them is affordable.
+  const bool affordable = work.bytes <= kDefaultMemoryFraction * physical_memory_bytes();
+  if (s.model.moe && affordable) print_expert_exchange(std::cout, s, checked.calibrations.compute);
   print_memory(std::cout, s, d.memory);
+  print_simulation_work(std::cout, work);
   print_verdict(std::cout, d.memory);
-  if (const auto json_path = args.value("json")) write_json_file(*json_path, check_json(s, d));
+  if (const auto json_path = args.value("json")) {
+    nlohmann::json j = check_json(s, d);
+    j["simulation_estimate"] = work_json(work);
+    write_json_file(*json_path, j);
+  }
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
+#include "tools/work_budget.hpp"
 
 namespace clustersim::cli {
 
@@ -55,6 +56,7 @@ const std::vector<OptionSpec>& run_options() {
        "stops the run instead of corrupting memory (slower on large steps)"},
       {"no-stack-guard", "", false, false,
        "no guard pages: the default now; accepted so that older scripts still run"},
+      max_memory_option(),
   };
   return specs;
 }
@@ -228,7 +230,8 @@ void print_memory_verdict(std::ostream& os, const Scenario& s, const models::Mem
 }  // namespace
 
 std::string usage_run() {
-  return "usage: clustersim run [SCENARIO] [--json FILE] [--trace FILE] [--exact]\n"
+  return "usage: clustersim run [SCENARIO] [--json FILE] [--trace FILE] [--exact] "
+         "[--max-memory SIZE]\n"
          "Simulates one training step: step time, MFU, where the time goes.\n"
          "Without SCENARIO runs " +
          default_scenario_path() + ".\n" + describe_options(run_options());
@@ -262,6 +265,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     options.faults = at ? step_faults_at(events, parse_time_s(*at)) : scripted_step_faults(events);
   }
   options.record_trace = args.value("trace").has_value();
+  options.budget = work_budget(args);
   OutputFiles outputs;
   if (const auto json = args.value("json")) outputs.declare(*json);
   if (const auto trace = args.value("trace")) outputs.declare(*trace);

@@ -1,0 +1,132 @@
+// The step's work counted from its programs, extrapolated along the micro-batches when they are
+// many, and its peak memory from the measured bytes per op, per GPU and per actor.
+#include "step/work_estimate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/units.hpp"
+#include "sim/platform.hpp"
+#include "workload/workload.hpp"
+
+namespace clustersim::step {
+
+namespace {
+
+// Ops of one replica class's programs.
+struct OpCounts {
+  double ops = 0;
+  double transfers = 0;
+  double launches = 0;
+};
+
+OpCounts count_ops(const workload::Workload& w) {
+  OpCounts c;
+  for (const auto& prog : w.stages) {
+    c.ops += static_cast<double>(prog.ops.size());
+    for (const auto& op : prog.ops) {
+      c.transfers += op.kind == workload::OpKind::send ? 1 : 0;
+      c.launches +=
+          op.kind == workload::OpKind::grad_ready || op.kind == workload::OpKind::gather_issue;
+    }
+  }
+  return c;
+}
+
+// The programs of `s` with `micro_batches` per step (the global batch rescaled).
+OpCounts count_ops_at(const Scenario& s, const models::ComputeCostModel& compute, bool compressed,
+                      std::int64_t micro_batches) {
+  Scenario copy = s;
+  copy.training.global_batch =
+      micro_batches * std::int64_t(s.parallelism.dp) * s.training.micro_batch;
+  return count_ops(workload::build_workload(copy, compute, {.compressed_phase = compressed}));
+}
+
+// Counts at the scenario's own micro-batch count m: built directly up to 4 pp, else built at
+// m1 = 2 pp and m2 = 4 pp (multiples of pp as the interleaved schedule needs, even and at least
+// 2 pp as DualPipe needs) and extrapolated: c(m) = c(m1) + (c(m2) - c(m1)) (m - m1) / (m2 - m1).
+OpCounts count_step_ops(const Scenario& s, const StepCalibrations& calibrations,
+                        bool compressed) {
+  const models::ComputeCostModel compute(s.cluster.gpu, calibrations.compute);
+  const std::int64_t m = s.micro_batches();
+  const std::int64_t m1 = 2 * std::int64_t(s.parallelism.pp);
+  const std::int64_t m2 = 2 * m1;
+  if (m <= m2) return count_ops_at(s, compute, compressed, m);
+  const OpCounts a = count_ops_at(s, compute, compressed, m1);
+  const OpCounts b = count_ops_at(s, compute, compressed, m2);
+  const double f = static_cast<double>(m - m1) / static_cast<double>(m2 - m1);
+  return {a.ops + (b.ops - a.ops) * f, a.transfers + (b.transfers - a.transfers) * f,
+          a.launches + (b.launches - a.launches) * f};
+}
+
+// Replica classes the replay will make (step/replica_classes.cpp): every replica in exact mode,
+// else one shared class plus at most one per replica a slowed GPU or a lost node touches.
+int replica_classes(const Scenario& s, const StepOptions& options) {
+  const int dp = s.parallelism.dp;
+  if (options.exact) return dp;
+  const std::size_t touched =
+      options.faults.slow_gpus.size() +
+      options.faults.lost_nodes.size() * static_cast<std::size_t>(s.cluster.gpus_per_node);
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(dp), 1 + touched));
+}
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", x);
+  return buf;
+}
+
+void name_main_term(const Scenario& s, WorkEstimate& e) {
+  if (e.ops_bytes >= e.gpu_bytes) {
+    e.main_term = sci(e.ops) + " ops from " + std::to_string(s.micro_batches()) +
+                  " micro-batches x " + std::to_string(e.stages) + " stages";
+    if (e.replica_classes > 1) e.main_term += " x " + std::to_string(e.replica_classes) + " replicas";
+    e.main_pointer = "/training/global_batch";
+  } else {
+    e.main_term = std::to_string(e.gpus) + " GPUs";
+    e.main_pointer = "/gpus";
+  }
+}
+
+}  // namespace
+
+WorkEstimate estimate_step_work(const Scenario& s, const StepCalibrations& calibrations,
+                                const StepOptions& options) {
+  const OpCounts c = count_step_ops(s, calibrations, options.compressed_phase);
+  WorkEstimate e;
+  e.micro_batches = static_cast<double>(s.micro_batches());
+  e.stages = s.parallelism.pp;
+  e.replica_classes = replica_classes(s, options);
+  e.gpus = s.gpus;
+  e.ops = c.ops * e.replica_classes;
+  e.transfers = c.transfers * e.replica_classes;
+  e.launches = c.launches;
+  e.actors = e.stages * e.replica_classes;
+  e.ops_bytes = e.ops * kBytesPerOp;
+  e.gpu_bytes = e.gpus * kBytesPerGpu;
+  e.actor_bytes = e.actors * sim::EngineOptions{}.actor_stack_KiB * kKiB;
+  e.bytes = kStepBaseBytes + e.ops_bytes + e.gpu_bytes + e.actor_bytes;
+  name_main_term(s, e);
+  return e;
+}
+
+std::string describe(const WorkEstimate& e) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", e.bytes / kGiB);
+  return std::string(buf) + " (main term: " + e.main_term + ")";
+}
+
+void enforce_work_budget(const Scenario& s, const WorkEstimate& e, const WorkBudget& budget) {
+  if (!(budget.bytes > 0) || e.bytes <= budget.bytes) return;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", budget.bytes / kGiB);
+  throw ConfigError(s.file, e.main_pointer,
+                    "simulating this step is estimated to need " + describe(e) +
+                        ", above the memory budget of " + buf +
+                        (budget.origin.empty() ? "" : " (" + budget.origin + ")") +
+                        "; nothing was simulated");
+}
+
+}  // namespace clustersim::step

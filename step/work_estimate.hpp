@@ -1,0 +1,72 @@
+// What simulating a step will create, and the memory it will take at its peak, estimated from
+// the scenario before any engine exists, so that a step too large for the machine is refused in
+// a fraction of a second instead of failing with std::bad_alloc after minutes.
+//
+// The programs' ops are counted, not guessed: the workload is built (workload/workload.hpp) at
+// the scenario's own micro-batch count when it is small, else at two small counts, and the
+// counts are extrapolated along the micro-batches (every count is affine in them: each
+// micro-batch adds the same passes to a stage, the schedule only reorders them). The bytes per
+// op, per GPU and per actor are measured constants (step/README.md#work-limits).
+#pragma once
+
+#include <string>
+
+#include "core/scenario.hpp"
+#include "step/prepare.hpp"
+#include "step/simulate_step.hpp"
+
+namespace clustersim::step {
+
+// The terms of the estimate, each measured as peak resident set size (/usr/bin/time -v) of
+// `clustersim run` on scenarios of different shapes (the table in step/README.md#work-limits).
+// Peak memory of a step with nothing to speak of: the executable, SimGrid, the presets and
+// calibrations read. Measured 43.1 MB on an 8-GPU Llama 3 8B step of 4 micro-batches (2,384
+// ops); rounded up.
+inline constexpr double kStepBaseBytes = 48e6;
+// Per program op replayed, bytes: an op is 64 bytes (sizeof(workload::Op)) in a std::vector
+// whose capacity libstdc++ doubles, plus what the replay keeps per op. The largest slope
+// measured, 175 B per op (8-GPU Llama 3 8B step, 1024 -> 4096 micro-batches), rounded up; 109 B
+// on the seed's DP 64 x TP 8 x PP 2 layout.
+inline constexpr double kBytesPerOp = 180;
+// Per simulated GPU, bytes: cluster graph, routes, placement, SimGrid hosts and links, and the
+// flows of the data-parallel collectives in flight. The largest slope measured, 61 kB per GPU
+// (the seed's pure data parallelism with ZeRO-3, 64 -> 1024 GPUs), rounded up; layouts with
+// tensor or pipeline parallelism measured 15-35 kB per GPU, so the term overestimates them.
+inline constexpr double kBytesPerGpu = 64e3;
+
+// What simulating one step of a scenario creates.
+struct WorkEstimate {
+  double micro_batches = 0;  // per step
+  int stages = 0;            // pipeline ranks, each with its program
+  int replica_classes = 1;   // data-parallel replicas simulated apart (faults, exact mode)
+  int gpus = 0;
+  double ops = 0;        // program ops the replay walks: sum over stages, times replica classes
+  double transfers = 0;  // pipeline messages (sends), times replica classes
+  double launches = 0;   // data-parallel reductions and ZeRO gathers launched
+  int actors = 0;        // SimGrid actors of the class-stages
+  double bytes = 0;      // estimated peak resident memory of the simulating process
+  double ops_bytes = 0;  // the terms of `bytes`
+  double gpu_bytes = 0;
+  double actor_bytes = 0;
+  // The largest variable term in words, e.g. "1.2e+08 ops from 100000 micro-batches x 2
+  // stages", and the JSON pointer of the scenario key that drives it.
+  std::string main_term;
+  std::string main_pointer;
+};
+
+// Counts the step's work and estimates its peak memory. `options`: its faults and exact mode
+// (replica classes). Preconditions: `scenario` passed validation; calibrations as for
+// prepare_step. Cost: at most two workload builds of at most 4 x pp micro-batches.
+WorkEstimate estimate_step_work(const Scenario& scenario, const StepCalibrations& calibrations,
+                                const StepOptions& options = {});
+
+// Throws ConfigError (file: the scenario's; pointer: the main term's key) when `estimate.bytes`
+// exceeds `budget.bytes` (> 0), naming the estimate, its main term, the budget, where the budget
+// came from and how to raise it (`budget.origin`). No-op when budget.bytes is 0.
+void enforce_work_budget(const Scenario& scenario, const WorkEstimate& estimate,
+                         const WorkBudget& budget);
+
+// "12.3 GiB: 1.2e+08 ops from 100000 micro-batches x 2 stages" for messages and `check`.
+std::string describe(const WorkEstimate& estimate);
+
+}  // namespace clustersim::step
