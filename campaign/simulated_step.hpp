@@ -40,11 +40,13 @@ inline StepEstimate estimate_from_report(const Scenario& scenario, const step::S
 
 // Each distinct fault set is simulated once, in a child process (simulate_step_isolated), and
 // remembered: a campaign asks for the baseline, each scripted fault and each straggler class.
-// `calibrations`: the files the scenario's presets name, read by the caller.
+// `calibrations`: the files the scenario's presets name, read by the caller; a step estimated
+// above `budget` is refused (ConfigError, step/work_estimate.hpp) before it is simulated.
 inline StepModel simulated_step_model(const Scenario& scenario,
-                                      const step::StepCalibrations& calibrations) {
+                                      const step::StepCalibrations& calibrations,
+                                      const step::WorkBudget& budget = {}) {
   auto cache = std::make_shared<std::map<std::string, StepEstimate>>();
-  return [scenario, calibrations, cache](const StepFaults& faults) {
+  return [scenario, calibrations, budget, cache](const StepFaults& faults) {
     // Key of the fault set (ostringstream: GCC 12 warns falsely on chained string operator+).
     std::ostringstream key_stream;
     for (const auto& g : faults.slow_gpus)
@@ -58,6 +60,7 @@ inline StepModel simulated_step_model(const Scenario& scenario,
     step::StepOptions options;
     options.faults = faults;
     options.record_trace = false;
+    options.budget = budget;
     const step::StepReport report = step::simulate_step_isolated(scenario, calibrations, options);
     const StepEstimate e = estimate_from_report(scenario, report, faults);
     cache->emplace(key, e);

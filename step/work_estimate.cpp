@@ -47,8 +47,7 @@ OpCounts count_ops_at(const Scenario& s, const models::ComputeCostModel& compute
 // Counts at the scenario's own micro-batch count m: built directly up to 4 pp, else built at
 // m1 = 2 pp and m2 = 4 pp (multiples of pp as the interleaved schedule needs, even and at least
 // 2 pp as DualPipe needs) and extrapolated: c(m) = c(m1) + (c(m2) - c(m1)) (m - m1) / (m2 - m1).
-OpCounts count_step_ops(const Scenario& s, const StepCalibrations& calibrations,
-                        bool compressed) {
+OpCounts count_step_ops(const Scenario& s, const StepCalibrations& calibrations, bool compressed) {
   const models::ComputeCostModel compute(s.cluster.gpu, calibrations.compute);
   const std::int64_t m = s.micro_batches();
   const std::int64_t m1 = 2 * std::int64_t(s.parallelism.pp);
@@ -72,6 +71,17 @@ int replica_classes(const Scenario& s, const StepOptions& options) {
   return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(dp), 1 + touched));
 }
 
+// "24.5 GiB", "110 MiB".
+std::string size_text(double bytes) {
+  char buf[32];
+  if (bytes >= kGiB) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", bytes / kMiB);
+  }
+  return buf;
+}
+
 std::string sci(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g", x);
@@ -81,8 +91,10 @@ std::string sci(double x) {
 void name_main_term(const Scenario& s, WorkEstimate& e) {
   if (e.ops_bytes >= e.gpu_bytes) {
     e.main_term = sci(e.ops) + " ops from " + std::to_string(s.micro_batches()) +
-                  " micro-batches x " + std::to_string(e.stages) + " stages";
-    if (e.replica_classes > 1) e.main_term += " x " + std::to_string(e.replica_classes) + " replicas";
+                  " micro-batches x " + std::to_string(e.stages) +
+                  (e.stages == 1 ? " stage" : " stages");
+    if (e.replica_classes > 1)
+      e.main_term += " x " + std::to_string(e.replica_classes) + " replicas";
     e.main_pointer = "/training/global_batch";
   } else {
     e.main_term = std::to_string(e.gpus) + " GPUs";
@@ -113,18 +125,14 @@ WorkEstimate estimate_step_work(const Scenario& s, const StepCalibrations& calib
 }
 
 std::string describe(const WorkEstimate& e) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", e.bytes / kGiB);
-  return std::string(buf) + " (main term: " + e.main_term + ")";
+  return size_text(e.bytes) + " (main term: " + e.main_term + ")";
 }
 
 void enforce_work_budget(const Scenario& s, const WorkEstimate& e, const WorkBudget& budget) {
   if (!(budget.bytes > 0) || e.bytes <= budget.bytes) return;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", budget.bytes / kGiB);
   throw ConfigError(s.file, e.main_pointer,
                     "simulating this step is estimated to need " + describe(e) +
-                        ", above the memory budget of " + buf +
+                        ", above the memory budget of " + size_text(budget.bytes) +
                         (budget.origin.empty() ? "" : " (" + budget.origin + ")") +
                         "; nothing was simulated");
 }

@@ -10,6 +10,7 @@
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/step_inputs.hpp"
+#include "tools/work_budget.hpp"
 #include "validation/suite.hpp"
 #include "validation/system_fit_io.hpp"
 
@@ -32,6 +33,7 @@ const std::vector<OptionSpec>& runs_options() {
       {"skip-verify", "", false, false,
        "do not simulate the runs at the fitted and fold values (two passes fewer); "
        "`clustersim validate` reports the errors"},
+      max_memory_option(),
   };
   return specs;
 }
@@ -84,6 +86,7 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   if (options.iterations < 1) throw UsageError("--iterations must be at least 1");
   options.verify = !args.flag("skip-verify");
   const int jobs = static_cast<int>(args.int_or("jobs", 2));
+  const step::WorkBudget budget = work_budget(args);
   if (jobs < 1) throw UsageError("--jobs must be at least 1");
 
   std::vector<Scenario> scenarios;
@@ -99,6 +102,7 @@ int calibrate_runs(const std::vector<std::string>& argv) {
       sc.cluster.gpu.system_override = qs[k].values;
       step::StepOptions step;
       step.record_trace = false;
+      step.budget = budget;
       const step::StepReport report = step::simulate_step(sc, calibrations[run], step);
       if (!report.completed) throw std::runtime_error(sc.name + ": the simulated step hung");
       return std::vector<double>{report.step_time_s};

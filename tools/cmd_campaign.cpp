@@ -23,6 +23,7 @@
 #include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/step_inputs.hpp"
+#include "tools/work_budget.hpp"
 #include "topologies/cluster_graph.hpp"
 
 namespace clustersim::cli {
@@ -41,6 +42,7 @@ const std::vector<OptionSpec>& campaign_options() {
        "checkpoints) to FILE"},
       {"trace-trial", "", true, false,
        "the trial to monitor and plot (default: campaign.trace_trial, else 0)"},
+      max_memory_option(),
   };
   return specs;
 }
@@ -101,7 +103,8 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::fixed_step_model(scenario, *settings.step_time_s, *settings.mfu,
                                       settings.exposed_comm_share);
   } else {
-    step = campaign::simulated_step_model(scenario, load_step_calibrations(scenario));
+    step = campaign::simulated_step_model(scenario, load_step_calibrations(scenario),
+                                          work_budget(args));
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
   check_fault_times(input.faults, campaign::fault_free_duration_s(scenario, baseline.step_time_s));

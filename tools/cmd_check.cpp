@@ -449,7 +449,7 @@ void print_simulation_work(std::ostream& os, const step::WorkEstimate& e) {
   std::ostringstream work;
   work << std::setprecision(2) << e.ops << " ops in " << e.stages << " stage programs, "
        << e.transfers << " pipeline transfers, " << e.launches << " reductions and gathers, "
-       << e.actors << " actors, " << e.gpus << " GPUs";
+       << e.actors << (e.actors == 1 ? " actor, " : " actors, ") << e.gpus << " GPUs";
   os << "\nSimulating one step (`run`)\n";
   row(os, "work", work.str());
   row(os, "peak memory",

@@ -20,6 +20,7 @@
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/step_inputs.hpp"
+#include "tools/work_budget.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "validation/calibration.hpp"
 #include "validation/family_errors.hpp"
@@ -39,6 +40,7 @@ const std::vector<OptionSpec>& validate_options() {
       {"report", "", true, false, "write REPORT.md and the SVG plot into DIR (e.g. validation)"},
       {"date", "", true, false, "date recorded in the outputs (default: today, UTC)"},
       {"jobs", "j", true, false, "published-run simulations at a time (default 1)"},
+      max_memory_option(),
   };
   return specs;
 }
@@ -57,16 +59,19 @@ validation::StepPrediction prediction_of(const step::StepReport& report) {
   return p;
 }
 
-step::StepOptions untraced() {
+step::StepOptions untraced(const step::WorkBudget& budget) {
   step::StepOptions options;
   options.record_trace = false;
+  options.budget = budget;
   return options;
 }
 
 // One step of the scenario, in a child process (SimGrid allows one engine per process).
-validation::StepPrediction predict_step(const Scenario& scenario) {
-  return prediction_of(
-      step::simulate_step_isolated(scenario, load_step_calibrations(scenario), untraced()));
+validation::StepPredictor step_predictor(const step::WorkBudget& budget) {
+  return [budget](const Scenario& scenario) {
+    return prediction_of(
+        step::simulate_step_isolated(scenario, load_step_calibrations(scenario), untraced(budget)));
+  };
 }
 
 // A prediction as numbers (it crosses a pipe from the child that simulated it), and back.
@@ -101,8 +106,8 @@ validation::StepPrediction prediction_from(const std::vector<double>& v) {
 
 // Every scenario of the suite, `jobs` child processes at a time; the calibration files are read
 // here, so a malformed one fails every case that names it with the file's own message.
-validation::BatchStepPredictor parallel_predictor(int jobs) {
-  return [jobs](const std::vector<Scenario>& scenarios) {
+validation::BatchStepPredictor parallel_predictor(int jobs, const step::WorkBudget& budget) {
+  return [jobs, budget](const std::vector<Scenario>& scenarios) {
     std::vector<validation::PredictionOutcome> out(scenarios.size());
     std::vector<step::StepCalibrations> calibrations(scenarios.size());
     std::vector<std::size_t> ready;
@@ -117,7 +122,7 @@ validation::BatchStepPredictor parallel_predictor(int jobs) {
     const auto outcomes = sim::run_isolated_each(ready.size(), jobs, [&](std::size_t i) {
       const std::size_t k = ready[i];
       return prediction_numbers(
-          prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced())));
+          prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced(budget))));
     });
     for (std::size_t i = 0; i < ready.size(); ++i) {
       if (!outcomes[i].error) {
@@ -208,8 +213,9 @@ int cmd_validate(const std::vector<std::string>& argv) {
       }
       const int jobs = static_cast<int>(args.int_or("jobs", 1));
       if (jobs < 1) throw UsageError("--jobs must be at least 1");
-      r = jobs == 1 ? validation::run_published_suite(suite, predict_step)
-                    : validation::run_published_suite(suite, parallel_predictor(jobs));
+      const step::WorkBudget budget = work_budget(args);
+      r = jobs == 1 ? validation::run_published_suite(suite, step_predictor(budget))
+                    : validation::run_published_suite(suite, parallel_predictor(jobs, budget));
     } else {
       const auto suite =
           validation::load_microbench_suite(data_path("validation/suites/microbench/suite.json"));

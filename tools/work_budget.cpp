@@ -3,20 +3,13 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <string>
 
-#include "core/units.hpp"
+#include "tools/output.hpp"
 
 namespace clustersim::cli {
 
 namespace {
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kGiB);
-  return buf;
-}
 
 std::string default_share() {
   return std::to_string(static_cast<int>(std::lround(100 * kDefaultMemoryFraction))) + "%";
@@ -51,7 +44,7 @@ step::WorkBudget work_budget(const Args& args) {
   }
   const double ram = physical_memory_bytes();
   b.bytes = kDefaultMemoryFraction * ram;
-  b.origin = "the default, " + default_share() + " of this machine's " + gib(ram) +
+  b.origin = "the default, " + default_share() + " of this machine's " + human_bytes(ram) +
              "; --max-memory SIZE raises it";
   return b;
 }

@@ -1,0 +1,109 @@
+// The step's work estimate (step/work_estimate.hpp): its op counts against a hand count, its
+// extrapolation along the micro-batches against the programs built in full, and the refusal of
+// a step above the budget.
+#include <catch2/catch.hpp>
+
+#include "core/errors.hpp"
+#include "step/work_estimate.hpp"
+#include "tests/workload/fixtures.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+
+namespace {
+
+step::StepCalibrations calibrations() {
+  step::StepCalibrations c;
+  c.compute = models::load_compute_calibration(
+      test::source_path("validation/data/compute_efficiency.json"));
+  return c;
+}
+
+// The small model (8 layers) on 2 GPUs, DP 1 x TP 1 x PP 2, `micro_batches` per step.
+nlohmann::json two_stages(int micro_batches) {
+  nlohmann::json j = test::small_scenario(2, 1, 1, 2);
+  j["training"]["global_batch"] = micro_batches;
+  j["training"]["recompute"] = "none";
+  return j;
+}
+
+double ops_built(const Scenario& s) {
+  double n = 0;
+  for (const auto& st : workload::build_workload(s, test::compute_model(s)).stages) {
+    n += static_cast<double>(st.ops.size());
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the op count of a two-stage step matches a hand count, extrapolated or built",
+          "[step][work]") {
+  // Per micro-batch each stage runs 4 layer forwards and 4 layer backwards (8 layers over 2
+  // stages, TP 1: one kernel op per layer pass), the embedding (stage 0) or the LM head
+  // (stage 1) forward and backward, one receive and one send: 12 ops. After the last backward
+  // each stage launches its gradient buckets (one grad_ready each), waits for them and runs the
+  // optimizer: buckets + 2. One activation and one gradient cross the boundary per micro-batch.
+  const int m = GENERATE(4, 1000);  // 4 is built as is; 1000 > 4 pp is extrapolated
+  const Scenario s = test::load(two_stages(m));
+  const workload::Workload w = workload::build_workload(s, test::compute_model(test::load(two_stages(4))));
+  const double buckets = static_cast<double>(w.stages[0].buckets.size() + w.stages[1].buckets.size());
+  const step::WorkEstimate e = step::estimate_step_work(s, calibrations());
+  CHECK(e.ops == Approx(2 * (12.0 * m + 2) + buckets).epsilon(1e-12));
+  CHECK(e.transfers == Approx(2.0 * m).epsilon(1e-12));
+  CHECK(e.launches == Approx(buckets).epsilon(1e-12));
+  CHECK(e.stages == 2);
+  CHECK(e.actors == 2);
+  CHECK(e.gpus == 2);
+  // 2 GPUs x 64 kB against 106 ops x 180 B at 4 micro-batches; the ops at 1000.
+  CHECK(e.main_pointer == (m == 4 ? "/gpus" : "/training/global_batch"));
+  // The bytes are the sum of the measured terms.
+  CHECK(e.bytes == Approx(step::kStepBaseBytes + e.ops * step::kBytesPerOp +
+                          2 * step::kBytesPerGpu + e.actor_bytes));
+}
+
+TEST_CASE("the extrapolated op count equals the programs built in full, for every schedule",
+          "[step][work]") {
+  // 24 micro-batches on pp 2: counted at 4 and 8 and extrapolated, against the 24 built.
+  const std::string schedule = GENERATE("1f1b", "gpipe", "interleaved", "zb-h1", "dualpipe");
+  nlohmann::json j = two_stages(24);
+  j["parallelism"]["schedule"] = schedule;
+  if (schedule == "interleaved") j["parallelism"]["vpp"] = 2;
+  const Scenario s = test::load(j);
+  CAPTURE(schedule);
+  CHECK(step::estimate_step_work(s, calibrations()).ops == Approx(ops_built(s)).epsilon(1e-12));
+}
+
+TEST_CASE("exact mode counts every data-parallel replica's programs", "[step][work]") {
+  nlohmann::json j = test::small_scenario(4, 2, 1, 2);
+  j["training"]["recompute"] = "none";
+  const Scenario s = test::load(j);
+  step::StepOptions exact;
+  exact.exact = true;
+  const step::WorkEstimate shared = step::estimate_step_work(s, calibrations());
+  const step::WorkEstimate each = step::estimate_step_work(s, calibrations(), exact);
+  CHECK(shared.replica_classes == 1);
+  CHECK(each.replica_classes == 2);
+  CHECK(each.ops == Approx(2 * shared.ops));
+  CHECK(each.actors == 4);
+}
+
+TEST_CASE("a step estimated above the budget is refused at the key of its main term",
+          "[step][work]") {
+  const Scenario s = test::load(two_stages(100000));
+  const step::WorkEstimate e = step::estimate_step_work(s, calibrations());
+  // 100000 micro-batches x 2 stages x 12 ops = 2.4e6 ops, about 430 MB at 180 B per op.
+  CHECK(e.ops > 2.4e6);
+  CHECK_NOTHROW(step::enforce_work_budget(s, e, {}));  // no budget
+  CHECK_NOTHROW(step::enforce_work_budget(s, e, {e.bytes, "exactly"}));
+  try {
+    step::enforce_work_budget(s, e, {100e6, "--max-memory 100M"});
+    FAIL("no exception");
+  } catch (const ConfigError& err) {
+    CHECK(err.file() == "test.json");
+    CHECK(err.pointer() == "/training/global_batch");
+    CHECK_THAT(err.message(), Catch::Contains("2.4e+06 ops from 100000 micro-batches x 2 stages"));
+    CHECK_THAT(err.message(), Catch::Contains("above the memory budget of 95 MiB"));
+    CHECK_THAT(err.message(), Catch::Contains("--max-memory 100M"));
+  }
+}

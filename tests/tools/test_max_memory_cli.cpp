@@ -1,0 +1,94 @@
+// The memory budget of the commands that simulate steps (--max-memory, step/work_estimate.hpp):
+// a step estimated above it exits 2 before anything is simulated or written, naming the
+// scenario, the estimate, its main term and the budget; `check` prints the estimate.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/tools/cli_runner.hpp"
+
+using clustersim::test::CliRun;
+using clustersim::test::run_cli;
+using clustersim::test::write_text;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch() {
+  static const fs::path dir = clustersim::test::cli_scratch("max-memory");
+  return dir;
+}
+
+// The small scenario (Llama 3 8B on 8 GPUs, TP 8, PP 1) with `micro_batches` per step, written
+// to scratch()/NAME.
+std::string small_with(const std::string& name, long long micro_batches) {
+  json s = json::parse(clustersim::test::kSmall);
+  s["training"]["global_batch"] = micro_batches;
+  write_text(scratch() / name, s.dump());
+  return name;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating",
+          "[tools][cli]") {
+  // 10^8 micro-batches of 32 layers: billions of ops, terabytes at 180 B per op, above half of
+  // any machine's memory.
+  const std::string file = small_with("absurd.json", 100'000'000);
+  const CliRun r = run_cli("run " + file + " --json out.json", scratch());
+  CHECK(r.exit_code == 2);
+  CHECK(has(r.err, "absurd.json:/training/global_batch: simulating this step is estimated"));
+  CHECK(has(r.err, "ops from 100000000 micro-batches x 1 stage)"));
+  CHECK(has(r.err, "above the memory budget of"));
+  CHECK(has(r.err, "of this machine's"));
+  CHECK(has(r.err, "--max-memory SIZE raises it"));
+  CHECK_FALSE(has(r.out, "step time"));
+  CHECK_FALSE(fs::exists(scratch() / "out.json"));
+}
+
+TEST_CASE("run and campaign hold a step to --max-memory", "[tools][cli]") {
+  // 10^5 micro-batches: tens of millions of ops, gigabytes; above 1G, below 1T.
+  const std::string file = small_with("large.json", 100'000);
+  for (const char* command : {"run", "campaign"}) {
+    CAPTURE(command);
+    const CliRun r = run_cli(std::string(command) + " " + file + " --max-memory 1G", scratch());
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, "large.json:/training/global_batch"));
+    CHECK(has(r.err, "ops from 100000 micro-batches x 1 stage"));
+    CHECK(has(r.err, "above the memory budget of 1.0 GiB (--max-memory 1G;"));
+  }
+  // The small step itself fits a budget of 1G.
+  const CliRun ok = run_cli("run " + small_with("small.json", 4) + " --max-memory 1G", scratch());
+  CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("check prints the simulation's estimate and writes it to its JSON", "[tools][cli]") {
+  const std::string file = small_with("absurd-check.json", 100'000'000);
+  const CliRun r = run_cli("check " + file + " --json check.json", scratch());
+  REQUIRE(r.exit_code == 0);
+  CHECK(has(r.out, "peak memory"));
+  CHECK(has(r.out, "ops from 100000000 micro-batches x 1 stage"));
+  const json j = json::parse(clustersim::test::read_text(scratch() / "check.json"));
+  const json& e = j.at("simulation_estimate");
+  CHECK(e.at("gpus") == 8);
+  CHECK(e.at("actors") == 1);
+  // At least the 32 layer forwards and 32 layer backwards of each micro-batch.
+  CHECK(e.at("ops").get<double>() > 64 * 1e8);
+  CHECK(e.at("peak_memory_bytes").get<double>() > 180 * 64 * 1e8);
+}
+
+TEST_CASE("--max-memory refuses a size that is not one with exit 2", "[tools][cli]") {
+  const std::string file = small_with("small-bad-size.json", 4);
+  const std::string value = GENERATE("0", "abc", "-5", "2P", "");
+  CAPTURE(value);
+  const CliRun r = run_cli("run " + file + " --max-memory '" + value + "'", scratch());
+  CHECK(r.exit_code == 2);
+  CHECK(has(r.err, "--max-memory"));
+  CHECK_FALSE(has(r.out, "step time"));
+}
