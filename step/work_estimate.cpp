@@ -89,12 +89,16 @@ std::string sci(double x) {
 }
 
 void name_main_term(const Scenario& s, WorkEstimate& e) {
-  if (e.ops_bytes >= e.gpu_bytes) {
-    e.main_term = sci(e.ops) + " ops from " + std::to_string(s.micro_batches()) +
-                  " micro-batches x " + std::to_string(e.stages) +
+  const std::string per_step = " from " + std::to_string(s.micro_batches()) + " micro-batches";
+  if (e.ops_bytes >= std::max(e.gpu_bytes, e.launch_bytes)) {
+    e.main_term = sci(e.ops) + " ops" + per_step + " x " + std::to_string(e.stages) +
                   (e.stages == 1 ? " stage" : " stages");
     if (e.replica_classes > 1)
       e.main_term += " x " + std::to_string(e.replica_classes) + " replicas";
+    e.main_pointer = "/training/global_batch";
+  } else if (e.launch_bytes >= e.gpu_bytes) {
+    e.main_term = sci(e.launches) + " gradient reductions and ZeRO gathers over " +
+                  std::to_string(s.parallelism.dp * s.parallelism.cp) + " GPUs each" + per_step;
     e.main_pointer = "/training/global_batch";
   } else {
     e.main_term = std::to_string(e.gpus) + " GPUs";
@@ -118,8 +122,10 @@ WorkEstimate estimate_step_work(const Scenario& s, const StepCalibrations& calib
   e.actors = e.stages * e.replica_classes;
   e.ops_bytes = e.ops * kBytesPerOp;
   e.gpu_bytes = e.gpus * kBytesPerGpu;
+  const double group = static_cast<double>(s.parallelism.dp) * s.parallelism.cp;
+  e.launch_bytes = e.launches * (kBytesPerLaunch + group * kBytesPerLaunchMember);
   e.actor_bytes = e.actors * sim::EngineOptions{}.actor_stack_KiB * kKiB;
-  e.bytes = kStepBaseBytes + e.ops_bytes + e.gpu_bytes + e.actor_bytes;
+  e.bytes = kStepBaseBytes + e.ops_bytes + e.launch_bytes + e.gpu_bytes + e.actor_bytes;
   name_main_term(s, e);
   return e;
 }

@@ -33,6 +33,14 @@ inline constexpr double kBytesPerOp = 180;
 // (the seed's pure data parallelism with ZeRO-3, 64 -> 1024 GPUs), rounded up; layouts with
 // tensor or pipeline parallelism measured 15-35 kB per GPU, so the term overestimates them.
 inline constexpr double kBytesPerGpu = 64e3;
+// Per gradient reduction or ZeRO parameter gather launched, bytes: the instance on its stream
+// and the collective state kept until the step ends, plus per GPU of its data-parallel group
+// (the GPU lists of its requests). Fitted on the seed's ZeRO-3 pure data parallelism: 16 -> 256
+// micro-batches at DP 64 (39,360 more launches, 137,280 more ops: 1,065 B per launch besides
+// the ops) and 1 -> 4 at DP 1024 (492 more launches: 4,190 B each), so 857 B + 3.3 B per GPU of
+// the group; rounded up.
+inline constexpr double kBytesPerLaunch = 1100;
+inline constexpr double kBytesPerLaunchMember = 4;
 
 // What simulating one step of a scenario creates.
 struct WorkEstimate {
@@ -46,6 +54,7 @@ struct WorkEstimate {
   int actors = 0;        // SimGrid actors of the class-stages
   double bytes = 0;      // estimated peak resident memory of the simulating process
   double ops_bytes = 0;  // the terms of `bytes`
+  double launch_bytes = 0;
   double gpu_bytes = 0;
   double actor_bytes = 0;
   // The largest variable term in words, e.g. "1.2e+08 ops from 100000 micro-batches x 2

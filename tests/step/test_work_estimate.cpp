@@ -46,8 +46,10 @@ TEST_CASE("the op count of a two-stage step matches a hand count, extrapolated o
   // optimizer: buckets + 2. One activation and one gradient cross the boundary per micro-batch.
   const int m = GENERATE(4, 1000);  // 4 is built as is; 1000 > 4 pp is extrapolated
   const Scenario s = test::load(two_stages(m));
-  const workload::Workload w = workload::build_workload(s, test::compute_model(test::load(two_stages(4))));
-  const double buckets = static_cast<double>(w.stages[0].buckets.size() + w.stages[1].buckets.size());
+  const workload::Workload w =
+      workload::build_workload(s, test::compute_model(test::load(two_stages(4))));
+  const double buckets =
+      static_cast<double>(w.stages[0].buckets.size() + w.stages[1].buckets.size());
   const step::WorkEstimate e = step::estimate_step_work(s, calibrations());
   CHECK(e.ops == Approx(2 * (12.0 * m + 2) + buckets).epsilon(1e-12));
   CHECK(e.transfers == Approx(2.0 * m).epsilon(1e-12));
@@ -57,8 +59,9 @@ TEST_CASE("the op count of a two-stage step matches a hand count, extrapolated o
   CHECK(e.gpus == 2);
   // 2 GPUs x 64 kB against 106 ops x 180 B at 4 micro-batches; the ops at 1000.
   CHECK(e.main_pointer == (m == 4 ? "/gpus" : "/training/global_batch"));
-  // The bytes are the sum of the measured terms.
-  CHECK(e.bytes == Approx(step::kStepBaseBytes + e.ops * step::kBytesPerOp +
+  // The bytes are the sum of the measured terms (data-parallel groups of 1 GPU).
+  const double launch = step::kBytesPerLaunch + step::kBytesPerLaunchMember;
+  CHECK(e.bytes == Approx(step::kStepBaseBytes + e.ops * step::kBytesPerOp + buckets * launch +
                           2 * step::kBytesPerGpu + e.actor_bytes));
 }
 

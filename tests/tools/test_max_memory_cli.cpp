@@ -36,8 +36,7 @@ bool has(const std::string& text, const std::string& part) {
 
 }  // namespace
 
-TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating",
-          "[tools][cli]") {
+TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating", "[tools][cli]") {
   // 10^8 micro-batches of 32 layers: billions of ops, terabytes at 180 B per op, above half of
   // any machine's memory.
   const std::string file = small_with("absurd.json", 100'000'000);
