@@ -586,6 +586,8 @@ int cmd_check(const std::vector<std::string>& argv) {
   // The exchanges are counted on the step's programs: only when building them is affordable.
   const bool affordable = work.bytes <= kDefaultMemoryFraction * physical_memory_bytes();
   if (s.model.moe && affordable) print_expert_exchange(std::cout, s, checked.calibrations.compute);
+  if (s.model.moe && !affordable)
+    row(std::cout, "EP exchanges", "not counted: see the step's work below");
   print_memory(std::cout, s, d.memory);
   print_simulation_work(std::cout, work);
   print_verdict(std::cout, d.memory);

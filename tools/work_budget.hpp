@@ -22,7 +22,8 @@ OptionSpec max_memory_option();
 double physical_memory_bytes();
 
 // The budget --max-memory gives (a size as parse_size reads it: 512M, 4G, 1.5T), else the
-// default fraction of physical memory; UsageError naming --max-memory for a bad size.
+// default fraction of physical memory (no limit when it cannot be read); UsageError naming
+// --max-memory for a bad size.
 step::WorkBudget work_budget(const Args& args);
 
 }  // namespace clustersim::cli

@@ -4,28 +4,17 @@
 
 #include "core/errors.hpp"
 #include "step/prepare.hpp"
-#include "tests/workload/fixtures.hpp"
+#include "tests/step/fixtures.hpp"
 
 using namespace clustersim;
 using clustersim::test::load;
 using clustersim::test::small_scenario;
 
-namespace {
-
-step::StepCalibrations calibrations() {
-  step::StepCalibrations c;
-  c.compute = models::load_compute_calibration(
-      test::source_path("validation/data/compute_efficiency.json"));
-  return c;
-}
-
-}  // namespace
-
 TEST_CASE("prepare_step builds the graph, the placement and one program per stage",
           "[step][prepare]") {
   // 16 GPUs on nodes of 8: DP 2 x TP 4 x PP 2.
   const Scenario s = load(small_scenario(16, 2, 4, 2));
-  const step::PreparedStep p = step::prepare_step(s, calibrations(), {}, false);
+  const step::PreparedStep p = step::prepare_step(s, test::step_calibrations(), {}, false);
   CHECK(p.scenario == &s);
   CHECK(p.graph.num_gpus() == 16);
   CHECK(p.placement.num_ranks() == 16);
@@ -47,7 +36,7 @@ TEST_CASE("prepare_step rejects faults the cluster cannot have, at their JSON pa
   f.link = "node0/nic0-leef";
   faults.links.push_back(f);
   try {
-    step::prepare_step(s, calibrations(), faults, false);
+    step::prepare_step(s, test::step_calibrations(), faults, false);
     FAIL("no exception");
   } catch (const ConfigError& e) {
     CHECK(e.pointer() == "/faults/links/0/link");
@@ -55,5 +44,5 @@ TEST_CASE("prepare_step rejects faults the cluster cannot have, at their JSON pa
   }
   StepFaults slow;
   slow.slow_gpus.push_back({8, 0.5});  // ranks are 0..7
-  CHECK_THROWS_AS(step::prepare_step(s, calibrations(), slow, false), ConfigError);
+  CHECK_THROWS_AS(step::prepare_step(s, test::step_calibrations(), slow, false), ConfigError);
 }

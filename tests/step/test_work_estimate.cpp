@@ -5,19 +5,12 @@
 
 #include "core/errors.hpp"
 #include "step/work_estimate.hpp"
-#include "tests/workload/fixtures.hpp"
+#include "tests/step/fixtures.hpp"
 #include "workload/workload.hpp"
 
 using namespace clustersim;
 
 namespace {
-
-step::StepCalibrations calibrations() {
-  step::StepCalibrations c;
-  c.compute = models::load_compute_calibration(
-      test::source_path("validation/data/compute_efficiency.json"));
-  return c;
-}
 
 // The small model (8 layers) on 2 GPUs, DP 1 x TP 1 x PP 2, `micro_batches` per step.
 nlohmann::json two_stages(int micro_batches) {
@@ -46,11 +39,12 @@ TEST_CASE("the op count of a two-stage step matches a hand count, extrapolated o
   // optimizer: buckets + 2. One activation and one gradient cross the boundary per micro-batch.
   const int m = GENERATE(4, 1000);  // 4 is built as is; 1000 > 4 pp is extrapolated
   const Scenario s = test::load(two_stages(m));
-  const workload::Workload w =
-      workload::build_workload(s, test::compute_model(test::load(two_stages(4))));
+  // The buckets (the gradients' split) do not depend on the micro-batches.
+  const Scenario four = test::load(two_stages(4));
+  const workload::Workload w = workload::build_workload(four, test::compute_model(four));
   const double buckets =
       static_cast<double>(w.stages[0].buckets.size() + w.stages[1].buckets.size());
-  const step::WorkEstimate e = step::estimate_step_work(s, calibrations());
+  const step::WorkEstimate e = step::estimate_step_work(s, test::step_calibrations());
   CHECK(e.ops == Approx(2 * (12.0 * m + 2) + buckets).epsilon(1e-12));
   CHECK(e.transfers == Approx(2.0 * m).epsilon(1e-12));
   CHECK(e.launches == Approx(buckets).epsilon(1e-12));
@@ -74,7 +68,8 @@ TEST_CASE("the extrapolated op count equals the programs built in full, for ever
   if (schedule == "interleaved") j["parallelism"]["vpp"] = 2;
   const Scenario s = test::load(j);
   CAPTURE(schedule);
-  CHECK(step::estimate_step_work(s, calibrations()).ops == Approx(ops_built(s)).epsilon(1e-12));
+  CHECK(step::estimate_step_work(s, test::step_calibrations()).ops ==
+        Approx(ops_built(s)).epsilon(1e-12));
 }
 
 TEST_CASE("exact mode counts every data-parallel replica's programs", "[step][work]") {
@@ -83,8 +78,8 @@ TEST_CASE("exact mode counts every data-parallel replica's programs", "[step][wo
   const Scenario s = test::load(j);
   step::StepOptions exact;
   exact.exact = true;
-  const step::WorkEstimate shared = step::estimate_step_work(s, calibrations());
-  const step::WorkEstimate each = step::estimate_step_work(s, calibrations(), exact);
+  const step::WorkEstimate shared = step::estimate_step_work(s, test::step_calibrations());
+  const step::WorkEstimate each = step::estimate_step_work(s, test::step_calibrations(), exact);
   CHECK(shared.replica_classes == 1);
   CHECK(each.replica_classes == 2);
   CHECK(each.ops == Approx(2 * shared.ops));
@@ -94,7 +89,7 @@ TEST_CASE("exact mode counts every data-parallel replica's programs", "[step][wo
 TEST_CASE("a step estimated above the budget is refused at the key of its main term",
           "[step][work]") {
   const Scenario s = test::load(two_stages(100000));
-  const step::WorkEstimate e = step::estimate_step_work(s, calibrations());
+  const step::WorkEstimate e = step::estimate_step_work(s, test::step_calibrations());
   // 100000 micro-batches x 2 stages x 12 ops = 2.4e6 ops, about 430 MB at 180 B per op.
   CHECK(e.ops > 2.4e6);
   CHECK_NOTHROW(step::enforce_work_budget(s, e, {}));  // no budget

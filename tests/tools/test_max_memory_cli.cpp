@@ -82,7 +82,7 @@ TEST_CASE("check prints the simulation's estimate and writes it to its JSON", "[
   CHECK(e.at("peak_memory_bytes").get<double>() > 180 * 64 * 1e8);
 }
 
-TEST_CASE("--max-memory refuses a size that is not one with exit 2", "[tools][cli]") {
+TEST_CASE("a max-memory that is not a size exits 2 naming the option", "[tools][cli]") {
   const std::string file = small_with("small-bad-size.json", 4);
   const std::string value = GENERATE("0", "abc", "-5", "2P", "");
   CAPTURE(value);
