@@ -8,25 +8,21 @@
 
 #include "tests/tools/cli_runner.hpp"
 
-using clustersim::test::CliRun;
-using clustersim::test::run_cli;
-using clustersim::test::write_text;
-using json = nlohmann::json;
+namespace cli = clustersim::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch() {
-  static const fs::path dir = clustersim::test::cli_scratch("max-memory");
-  return dir;
-}
-
 // The small scenario (Llama 3 8B on 8 GPUs, TP 8, PP 1) with `micro_batches` per step, written
-// to scratch()/NAME.
+// as NAME into the scratch directory of this process, where the commands run.
+const fs::path& dir() {
+  static const fs::path d = cli::cli_scratch("max-memory");
+  return d;
+}
 std::string small_with(const std::string& name, long long micro_batches) {
-  json s = json::parse(clustersim::test::kSmall);
+  nlohmann::json s = nlohmann::json::parse(cli::kSmall);
   s["training"]["global_batch"] = micro_batches;
-  write_text(scratch() / name, s.dump());
+  cli::write_text(dir() / name, s.dump());
   return name;
 }
 
@@ -40,7 +36,7 @@ TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating
   // 10^8 micro-batches of 32 layers: billions of ops, terabytes at 180 B per op, above half of
   // any machine's memory.
   const std::string file = small_with("absurd.json", 100'000'000);
-  const CliRun r = run_cli("run " + file + " --json out.json", scratch());
+  const cli::CliRun r = cli::run_cli("run " + file + " --json out.json", dir());
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "absurd.json:/training/global_batch: simulating this step is estimated"));
   CHECK(has(r.err, "ops from 100000000 micro-batches x 1 stage)"));
@@ -48,7 +44,7 @@ TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating
   CHECK(has(r.err, "of this machine's"));
   CHECK(has(r.err, "--max-memory SIZE raises it"));
   CHECK_FALSE(has(r.out, "step time"));
-  CHECK_FALSE(fs::exists(scratch() / "out.json"));
+  CHECK_FALSE(fs::exists(dir() / "out.json"));
 }
 
 TEST_CASE("run and campaign hold a step to --max-memory", "[tools][cli]") {
@@ -56,25 +52,27 @@ TEST_CASE("run and campaign hold a step to --max-memory", "[tools][cli]") {
   const std::string file = small_with("large.json", 100'000);
   for (const char* command : {"run", "campaign"}) {
     CAPTURE(command);
-    const CliRun r = run_cli(std::string(command) + " " + file + " --max-memory 1G", scratch());
+    const cli::CliRun r =
+        cli::run_cli(std::string(command) + " " + file + " --max-memory 1G", dir());
     CHECK(r.exit_code == 2);
     CHECK(has(r.err, "large.json:/training/global_batch"));
     CHECK(has(r.err, "ops from 100000 micro-batches x 1 stage"));
     CHECK(has(r.err, "above the memory budget of 1.0 GiB (--max-memory 1G;"));
   }
   // The small step itself fits a budget of 1G.
-  const CliRun ok = run_cli("run " + small_with("small.json", 4) + " --max-memory 1G", scratch());
+  const cli::CliRun ok =
+      cli::run_cli("run " + small_with("small.json", 4) + " --max-memory 1G", dir());
   CHECK(ok.exit_code == 0);
 }
 
 TEST_CASE("check prints the simulation's estimate and writes it to its JSON", "[tools][cli]") {
   const std::string file = small_with("absurd-check.json", 100'000'000);
-  const CliRun r = run_cli("check " + file + " --json check.json", scratch());
+  const cli::CliRun r = cli::run_cli("check " + file + " --json check.json", dir());
   REQUIRE(r.exit_code == 0);
   CHECK(has(r.out, "peak memory"));
   CHECK(has(r.out, "ops from 100000000 micro-batches x 1 stage"));
-  const json j = json::parse(clustersim::test::read_text(scratch() / "check.json"));
-  const json& e = j.at("simulation_estimate");
+  const nlohmann::json j = nlohmann::json::parse(cli::read_text(dir() / "check.json"));
+  const nlohmann::json& e = j.at("simulation_estimate");
   CHECK(e.at("gpus") == 8);
   CHECK(e.at("actors") == 1);
   // At least the 32 layer forwards and 32 layer backwards of each micro-batch.
@@ -86,7 +84,7 @@ TEST_CASE("a max-memory that is not a size exits 2 naming the option", "[tools][
   const std::string file = small_with("small-bad-size.json", 4);
   const std::string value = GENERATE("0", "abc", "-5", "2P", "");
   CAPTURE(value);
-  const CliRun r = run_cli("run " + file + " --max-memory '" + value + "'", scratch());
+  const cli::CliRun r = cli::run_cli("run " + file + " --max-memory '" + value + "'", dir());
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "--max-memory"));
   CHECK_FALSE(has(r.out, "step time"));
