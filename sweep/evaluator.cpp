@@ -67,12 +67,17 @@ const std::vector<std::string>& evaluator_names() {
 
 std::vector<std::string> evaluator_argv(const std::string& executable, const std::string& evaluator,
                                         const std::string& scenario_path,
-                                        const std::string& json_path) {
+                                        const std::string& json_path,
+                                        const std::string& max_memory) {
   if (evaluator != "run" && evaluator != "check") {
     throw std::invalid_argument("unknown evaluator \"" + evaluator +
                                 "\"; choose one of: " + join_names(evaluator_names()));
   }
-  return {executable, evaluator, scenario_path, "--json", json_path};
+  std::vector<std::string> argv = {executable, evaluator, scenario_path, "--json", json_path};
+  if (evaluator == "run" && !max_memory.empty()) {
+    argv.insert(argv.end(), {"--max-memory", max_memory});
+  }
+  return argv;
 }
 
 namespace {

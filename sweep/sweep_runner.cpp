@@ -393,7 +393,8 @@ std::optional<std::pair<std::size_t, ProcessJob>> PointRunner::next() {
     std::error_code ec;
     fs::remove(out_file(i), ec);  // left by an interrupted run
     ProcessJob job;
-    job.argv = evaluator_argv(options_.executable, options_.evaluator, file, out_file(i));
+    job.argv = evaluator_argv(options_.executable, options_.evaluator, file, out_file(i),
+                              options_.max_memory);
     job.delay_ms = options_.test_delay_ms;
     pending_[i] = Pending{std::move(*scenario), file};
     return std::make_pair(i, std::move(job));

@@ -31,6 +31,7 @@ struct SweepOptions {
   int shards = 1;                 // points with shard_of(index, shards) == shard
   std::string executable;         // the clustersim binary that evaluates points
   std::string evaluator = "run";  // evaluator.hpp
+  std::string max_memory;         // --max-memory of each "run" child; "" = the child's default
   // Identity of the evaluating build (executable_fingerprint()); records of other builds are
   // redone. Empty: every recorded point counts as done.
   std::string build;

@@ -123,11 +123,10 @@ Json training_json(const Scenario& s) {
 }
 
 Json comm_json(const Scenario& s) {
-  return in_table_order(input::comm_keys(),
-                        {{"grad_dtype", to_string(s.comm.grad_dtype)},
-                         {"compression", to_string(s.comm.compression.kind)},
-                         {"fp32_layer_groups", s.comm.fp32_layer_groups},
-                         {"nccl", Json::object()}});
+  return in_table_order(input::comm_keys(), {{"grad_dtype", to_string(s.comm.grad_dtype)},
+                                             {"compression", to_string(s.comm.compression.kind)},
+                                             {"fp32_layer_groups", s.comm.fp32_layer_groups},
+                                             {"nccl", Json::object()}});
 }
 
 // The options may ask for what no scenario can be (GPUs that do not fill whole nodes): a usage
@@ -136,8 +135,7 @@ Scenario load_text(const std::string& text) {
   try {
     return input::parse_scenario(JsonDocument::parse(text, "<clustersim init>"));
   } catch (const ConfigError& e) {
-    throw UsageError("no starting scenario for these options: " + e.pointer() + ": " +
-                     e.message());
+    throw UsageError("no starting scenario for these options: " + e.pointer() + ": " + e.message());
   }
 }
 

@@ -1,7 +1,9 @@
 // clustersim sweep: capacity-planning sweeps over layouts, cluster sizes and settings.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 
@@ -15,6 +17,7 @@
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/work_budget.hpp"
 
 namespace clustersim::cli {
 
@@ -47,8 +50,20 @@ const std::vector<OptionSpec>& sweep_options() {
       {"no-plots", "", false, false, "do not write SVG plots at the end"},
       {"dry-run", "", false, false, "list the points and their screening verdicts; run nothing"},
       {"quiet", "q", false, false, "no progress display and no ranked tables"},
+      {"max-memory", "", true, false,
+       "memory budget of each point's step simulation: a point estimated above it is refused "
+       "(e.g. 512M, 4G; default: 50% of the machine's physical memory divided by --jobs)"},
   };
   return specs;
+}
+
+// Each child's --max-memory in bytes: the given budget, else the default shared by the
+// children that run at once.
+std::string child_max_memory(const Args& a, int jobs) {
+  const step::WorkBudget budget = work_budget(a);
+  if (!(budget.bytes > 0)) return "";
+  const double each = a.value("max-memory") ? budget.bytes : budget.bytes / jobs;
+  return std::to_string(static_cast<std::uint64_t>(std::max(1.0, each)));
 }
 
 // The memory verdict (models/memory.hpp), before a child is spent on a point that cannot fit.
@@ -211,6 +226,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   options.executable = sweep::self_executable();
   options.build = sweep::executable_fingerprint(options.executable);
   options.evaluator = evaluator;
+  options.max_memory = child_max_memory(a, static_cast<int>(jobs));
   options.point_timeout_s = timeout;
   const bool quiet = a.flag("quiet");
   options.progress = quiet ? nullptr : &std::cerr;

@@ -16,6 +16,7 @@
 
 #include "core/errors.hpp"
 #include "input/scenario_loader.hpp"
+#include "sweep/evaluator.hpp"
 #include "sweep/ranking.hpp"
 #include "sweep/regress.hpp"
 #include "sweep/results.hpp"
@@ -120,6 +121,17 @@ TEST_CASE("a sweep enumerates every combination of its axes in a fixed order") {
     CHECK(keys.size() == 4);
     CHECK(point_key(points[0].scenario, "run") != point_key(points[0].scenario, "check"));
   }
+}
+
+TEST_CASE("a run evaluator gets the sweep's memory budget, a check evaluator none") {
+  using clustersim::sweep::evaluator_argv;
+  const std::vector<std::string> run = {"cs",     "run",          "p.json",    "--json",
+                                        "o.json", "--max-memory", "1073741824"};
+  CHECK(evaluator_argv("cs", "run", "p.json", "o.json", "1073741824") == run);
+  const std::vector<std::string> plain = {"cs", "run", "p.json", "--json", "o.json"};
+  CHECK(evaluator_argv("cs", "run", "p.json", "o.json") == plain);
+  const std::vector<std::string> check = {"cs", "check", "p.json", "--json", "o.json"};
+  CHECK(evaluator_argv("cs", "check", "p.json", "o.json", "1073741824") == check);
 }
 
 TEST_CASE("layouts \"all\" gives every factorization of the GPU count") {
