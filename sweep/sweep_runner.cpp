@@ -292,6 +292,16 @@ std::size_t other_build_count(const ResultsFile& existing,
   return n;
 }
 
+// Removes the records of points that are not in the sweep any more (an edited base scenario or
+// axis gives its points new keys); returns how many.
+std::size_t drop_stale(std::vector<SweepRecord>& records,
+                       const std::unordered_set<std::string>& sweep_keys) {
+  const auto stale = [&](const SweepRecord& r) { return !sweep_keys.count(r.key); };
+  const auto n = std::count_if(records.begin(), records.end(), stale);
+  records.erase(std::remove_if(records.begin(), records.end(), stale), records.end());
+  return static_cast<std::size_t>(n);
+}
+
 // DIR/sweep.json: what the sweep is, for merge, plots and summaries.
 void write_sweep_meta(const SweepSpec& spec, const SweepOptions& options,
                       const SweepOutcome& outcome) {
@@ -449,6 +459,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   std::vector<SweepPoint> all = enumerate_points(spec);
   outcome.points_total = all.size();
+  std::unordered_set<std::string> sweep_keys;
+  for (const auto& p : all) sweep_keys.insert(point_key(p.scenario, options.evaluator));
   const std::vector<SweepPoint> points =
       shard_points(std::move(all), options.shard, options.shards);
   outcome.points_in_shard = points.size();
@@ -476,6 +488,11 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   std::vector<SweepRecord> records = latest_per_key(read_results(jsonl_path(dir), false).records);
   if (!outcome.interrupted) {
+    outcome.stale = drop_stale(records, sweep_keys);
+    if (outcome.stale > 0 && options.progress) {
+      *options.progress << "sweep: dropped " << outcome.stale << " results of points no longer in "
+                        << "this sweep (its base scenario or axes changed since they ran)\n";
+    }
     write_results(dir, records);
     std::error_code ec;
     fs::remove_all(runner.work_dir(), ec);

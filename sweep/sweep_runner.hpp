@@ -48,6 +48,7 @@ struct SweepOutcome {
   std::size_t already_done = 0;  // recorded by an earlier run
   std::size_t other_build = 0;   // recorded by another build, so evaluated again
   std::size_t evaluated = 0;     // children run by this call
+  std::size_t stale = 0;         // earlier records of points no longer in the sweep, dropped
   std::size_t ok = 0, invalid = 0, infeasible = 0, failed = 0;  // over the shard's records
   bool interrupted = false;
   double wall_s = 0;

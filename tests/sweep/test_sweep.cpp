@@ -548,3 +548,30 @@ TEST_CASE("points evaluated by another build are evaluated again on resume", "[s
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("a sweep rerun after its axes changed drops the points it no longer has", "[slow]") {
+  const std::string dir = make_temp_dir("stale");
+  json spec = json::parse(read_text(kTinySweep));
+  spec["base"] = kSource + "/scenarios/seed-optimized-1024.json";
+  const std::string file = dir + "/sweep.json";
+  const std::string out = dir + "/out";
+  const std::string cmd = kBinary + " sweep " + quoted(file) +
+                          " --evaluate check --jobs 2 --no-plots --out " + quoted(out);
+  write_text(file, spec.dump());
+  REQUIRE(run_command(cmd).exit_code == 0);
+  // 2 GPU counts x 6 layouts x 2 ZeRO stages x 2 micro-batch sizes.
+  REQUIRE(read_results(out + "/results.jsonl", false).records.size() == 48);
+
+  // Without micro-batch 3, half the points are gone: 2 x 6 x 2 x 1 = 24 stay, all done before.
+  spec["axes"]["micro_batch"] = json::array({1});
+  write_text(file, spec.dump());
+  const auto again = run_command(cmd);
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("24 points (24 already done, 0 evaluated)") &&
+                               Catch::Contains("dropped 24 results of points no longer in"));
+  const auto records = read_results(out + "/results.jsonl", false).records;
+  CHECK(records.size() == 24);
+  for (const auto& r : records) CHECK(r.parameters.at("micro_batch") == 1);
+  fs::remove_all(dir);
+}
