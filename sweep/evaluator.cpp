@@ -181,17 +181,35 @@ Evaluation interpret_child(const ProcessResult& result, const std::string& json_
 }
 
 void add_derived_metrics(json& metrics, const Scenario& scenario, double usd_per_gpu_hour) {
+  add_derived_metrics(metrics,
+                      RunSize{static_cast<double>(scenario.tokens_per_step()),
+                              scenario.training.tokens_total, static_cast<double>(scenario.gpus)},
+                      usd_per_gpu_hour);
+}
+
+RunSize run_size(const json& scenario) {
+  const auto number = [&](const char* pointer) {
+    const json v = scenario.value(json::json_pointer(pointer), json());
+    return v.is_number() ? v.get<double>() : 0.0;
+  };
+  return {number("/training/global_batch") * number("/training/seq_len"),
+          number("/training/tokens_total"), number("/gpus")};
+}
+
+void add_derived_metrics(json& metrics, const RunSize& size, double usd_per_gpu_hour) {
+  for (const char* derived : {"tokens_per_s", "time_to_train_days", "gpu_hours", "cost_usd"}) {
+    metrics.erase(derived);
+  }
   const auto it = metrics.find("step_time_s");
   if (it == metrics.end() || !it->is_number()) return;
   const double step_s = it->get<double>();
   if (!(step_s > 0) || !std::isfinite(step_s)) return;
-  const double tokens_per_s = scenario.tokens_per_step() / step_s;
+  const double tokens_per_s = size.tokens_per_step / step_s;
   metrics["tokens_per_s"] = tokens_per_s;
-  const double tokens_total = scenario.training.tokens_total;
-  if (tokens_total > 0) {
-    const double train_s = tokens_total / tokens_per_s;
+  if (size.tokens_total > 0) {
+    const double train_s = size.tokens_total / tokens_per_s;
     metrics["time_to_train_days"] = train_s / kSecondsPerDay;
-    const double gpu_hours = train_s / kSecondsPerHour * scenario.gpus;
+    const double gpu_hours = train_s / kSecondsPerHour * size.gpus;
     metrics["gpu_hours"] = gpu_hours;
     if (usd_per_gpu_hour > 0) metrics["cost_usd"] = gpu_hours * usd_per_gpu_hour;
   }

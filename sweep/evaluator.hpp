@@ -53,6 +53,18 @@ Evaluation interpret_child(const ProcessResult& result, const std::string& json_
 void add_derived_metrics(nlohmann::json& metrics, const Scenario& scenario,
                          double usd_per_gpu_hour);
 
+// What the derived metrics depend on besides the step time.
+struct RunSize {
+  double tokens_per_step = 0;
+  double tokens_total = 0;  // 0: not set
+  double gpus = 0;
+};
+// The run size of a resolved scenario's JSON (a sweep point).
+RunSize run_size(const nlohmann::json& scenario);
+// Replaces the derived metrics with those of `size` and the price (a reused result whose
+// scenario changed only in tokens or price).
+void add_derived_metrics(nlohmann::json& metrics, const RunSize& size, double usd_per_gpu_hour);
+
 // "needs 95.20 GiB per GPU but only 75.24 GiB is usable: 19.96 GiB over".
 std::string memory_verdict(double need_GiB, double usable_GiB);
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/atomic_file.hpp"
@@ -295,11 +296,22 @@ std::size_t other_build_count(const ResultsFile& existing,
 // Removes the records of points that are not in the sweep any more (an edited base scenario or
 // axis gives its points new keys); returns how many.
 std::size_t drop_stale(std::vector<SweepRecord>& records,
-                       const std::unordered_set<std::string>& sweep_keys) {
+                       const std::unordered_map<std::string, RunSize>& sweep_keys) {
   const auto stale = [&](const SweepRecord& r) { return !sweep_keys.count(r.key); };
   const auto n = std::count_if(records.begin(), records.end(), stale);
   records.erase(std::remove_if(records.begin(), records.end(), stale), records.end());
   return static_cast<std::size_t>(n);
+}
+
+// A record's time to train, GPU-hours and cost from its point's current tokens and the current
+// price: a result reused after a token or price edit (neither is in the key) is up to date.
+void refresh_derived_metrics(std::vector<SweepRecord>& records,
+                             const std::unordered_map<std::string, RunSize>& sweep_keys,
+                             double usd_per_gpu_hour) {
+  for (auto& r : records) {
+    if (r.status == kStatusOk)
+      add_derived_metrics(r.metrics, sweep_keys.at(r.key), usd_per_gpu_hour);
+  }
 }
 
 // DIR/sweep.json: what the sweep is, for merge, plots and summaries.
@@ -459,8 +471,10 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   std::vector<SweepPoint> all = enumerate_points(spec);
   outcome.points_total = all.size();
-  std::unordered_set<std::string> sweep_keys;
-  for (const auto& p : all) sweep_keys.insert(point_key(p.scenario, options.evaluator));
+  // Every point's key (all shards) and what its derived metrics depend on.
+  std::unordered_map<std::string, RunSize> sweep_keys;
+  for (const auto& p : all)
+    sweep_keys[point_key(p.scenario, options.evaluator)] = run_size(p.scenario);
   const std::vector<SweepPoint> points =
       shard_points(std::move(all), options.shard, options.shards);
   outcome.points_in_shard = points.size();
@@ -489,6 +503,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   std::vector<SweepRecord> records = latest_per_key(read_results(jsonl_path(dir), false).records);
   if (!outcome.interrupted) {
     outcome.stale = drop_stale(records, sweep_keys);
+    refresh_derived_metrics(records, sweep_keys, spec.ranking.usd_per_gpu_hour);
     if (outcome.stale > 0 && options.progress) {
       *options.progress << "sweep: dropped " << outcome.stale << " results of points no longer in "
                         << "this sweep (its base scenario or axes changed since they ran)\n";

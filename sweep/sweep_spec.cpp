@@ -670,8 +670,26 @@ std::string canonical_json(const json& scenario) {
   return scenario.dump();
 }
 
+namespace {
+
+// The scenario without what changes no evaluation: its name and description, the tokens to
+// train on, the price, and the checkpointing and campaign sections (a step and the memory check
+// read none of them; the sweep derives time to train and cost from them afterwards).
+json step_relevant(json scenario) {
+  for (const char* key : {"name", "description", "cost", "checkpointing", "campaign"}) {
+    scenario.erase(key);
+  }
+  if (auto t = scenario.find("training"); t != scenario.end() && t->is_object()) {
+    t->erase("tokens_total");
+  }
+  return scenario;
+}
+
+}  // namespace
+
 std::string point_key(const json& scenario, const std::string& evaluator) {
-  return fnv1a64_hex("clustersim-sweep-point v1\n" + evaluator + "\n" + canonical_json(scenario));
+  return fnv1a64_hex("clustersim-sweep-point v2\n" + evaluator + "\n" +
+                     canonical_json(step_relevant(scenario)));
 }
 
 json point_parameters(const json& s) {

@@ -109,7 +109,9 @@ std::vector<SweepPoint> enumerate_points(const SweepSpec& spec);
 // The canonical text of a resolved scenario (sorted keys, compact), which keys hash.
 std::string canonical_json(const nlohmann::json& scenario);
 
-// The record key of a point: fnv1a64_hex over the evaluator name and the canonical scenario.
+// The record key of a point: fnv1a64_hex over the evaluator name and the canonical scenario
+// without what changes no evaluation (name, description, training.tokens_total, cost,
+// checkpointing, campaign), so that a price or token edit reuses the results.
 std::string point_key(const nlohmann::json& scenario, const std::string& evaluator);
 
 // A point's parameters in a fixed set of fields (gpus, dp, tp, pp, vpp, cp, micro_batch,

@@ -575,3 +575,46 @@ TEST_CASE("a sweep rerun after its axes changed drops the points it no longer ha
   for (const auto& r : records) CHECK(r.parameters.at("micro_batch") == 1);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a token or price edit reuses a sweep's step results and updates what derives from them",
+          "[slow]") {
+  const std::string dir = make_temp_dir("reuse");
+  json base = json::parse(R"({"name": "small", "model": "llama3-8b", "cluster": "h800-128x8-rail",
+      "gpus": 8, "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true},
+      "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 2048, "tokens_total": 1e9}})");
+  write_text(dir + "/base.json", base.dump());
+  json spec = {{"name", "reuse"},
+               {"base", dir + "/base.json"},
+               {"axes", {{"micro_batch", {1, 2}}}},
+               {"ranking", {{"usd_per_gpu_hour", 2.0}}}};
+  write_text(dir + "/sweep.json", spec.dump());
+  const std::string out = dir + "/out";
+  const std::string cmd = kBinary + " sweep " + quoted(dir + "/sweep.json") +
+                          " --jobs 2 --no-plots --out " + quoted(out);
+  REQUIRE(run_command(cmd).exit_code == 0);
+  const auto first = read_results(out + "/results.jsonl", false).records;
+  REQUIRE(first.size() == 2);
+
+  // Twice the tokens at twice the price: no step is simulated again; each point's time to train
+  // doubles and its cost quadruples, its step time stays.
+  base["training"]["tokens_total"] = 2e9;
+  base["name"] = "renamed";
+  write_text(dir + "/base.json", base.dump());
+  spec["ranking"]["usd_per_gpu_hour"] = 4.0;
+  write_text(dir + "/sweep.json", spec.dump());
+  const auto again = run_command(cmd);
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("2 points (2 already done, 0 evaluated)"));
+  const auto second = read_results(out + "/results.jsonl", false).records;
+  REQUIRE(second.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(first[i].status == kStatusOk);
+    CHECK(second[i].metrics.at("step_time_s") == first[i].metrics.at("step_time_s"));
+    CHECK(second[i].metrics.at("time_to_train_days").get<double>() ==
+          Approx(2 * first[i].metrics.at("time_to_train_days").get<double>()));
+    CHECK(second[i].metrics.at("cost_usd").get<double>() ==
+          Approx(4 * first[i].metrics.at("cost_usd").get<double>()));
+  }
+  fs::remove_all(dir);
+}
