@@ -46,11 +46,35 @@ void require_preset(const JsonNode& node, const std::string& folder, const char*
   node.fail(message);
 }
 
-// A node that is either a preset name or an inline object: returns the document to read.
+// Where a GPU or cluster object's citations stand: a preset file needs one for every number
+// (uncited == nullptr); an object written inline in a scenario may leave numbers uncited, each
+// recorded in *uncited.
+struct Citations {
+  std::vector<std::string>* uncited = nullptr;
+};
+
+// `n` cites the numbers of `keys` it sets, as `citations` requires.
+void cite(const JsonNode& n, const std::vector<std::string>& keys, const Citations& citations) {
+  if (!citations.uncited) return require_sources(n, keys);
+  const auto sources = n.find("sources");
+  if (sources) input::check_sources(n, *sources);
+  for (const auto& key : keys) {
+    if (n.has(key) && !(sources && sources->has(key))) {
+      citations.uncited->push_back(
+          "uncited (what-if): " + n.pointer() + "/" + json_pointer_escape(key) + " of \"" +
+          n.string_or("name", "") +
+          "\" has no citation in \"sources\"; results that depend on it are a what-if, not a "
+          "prediction for real hardware");
+    }
+  }
+}
+
+// A node that is either a preset name or an inline object: returns the document to read. An
+// inline object keeps `citations`; a preset file needs every citation.
 template <typename T, typename Loader>
 T by_name_or_inline(const JsonNode& node, const std::string& folder, const char* what,
-                    Loader&& load_object) {
-  if (node.is_object()) return load_object(node);
+                    Loader&& load_object, const Citations& citations = {}) {
+  if (node.is_object()) return load_object(node, citations);
   if (!node.is_string()) {
     node.fail(std::string("expected a ") + what + " preset name or an inline object, got " +
               node.describe());
@@ -58,7 +82,7 @@ T by_name_or_inline(const JsonNode& node, const std::string& folder, const char*
   const std::string name = node.as_string();
   require_preset(node, folder, what, name);
   const JsonDocument doc = JsonDocument::load(preset_path(folder, name));
-  return load_object(doc.root());
+  return load_object(doc.root(), Citations{});
 }
 
 void check_model_heads(const JsonNode& n, const ModelSpec& m) {
@@ -115,13 +139,13 @@ std::string gpu_compute_calibration(const JsonNode& n) {
   return resolved;
 }
 
-GpuSpec gpu_from_object(const JsonNode& n) {
+GpuSpec gpu_from_object(const JsonNode& n, const Citations& citations) {
   const input::ObjectSpec& keys = input::gpu_keys();
   n.only_keys(keys.names());
   // The peaks are cited as one object; every other figure by its key.
   std::vector<std::string> cited = {"peak_tflops"};
   for (const auto& key : keys.number_names()) cited.push_back(key);
-  require_sources(n, cited);
+  cite(n, cited, citations);
   GpuSpec g;
   g.name = n.string_at("name");
   const JsonNode peaks = n.at("peak_tflops");
@@ -208,14 +232,15 @@ std::string cluster_calibration(const JsonNode& n) {
   return given;
 }
 
-ClusterSpec cluster_from_object(const JsonNode& n) {
+ClusterSpec cluster_from_object(const JsonNode& n, const Citations& citations) {
   const input::ObjectSpec& keys = input::cluster_keys();
   n.only_keys(keys.names());
-  require_sources(n, keys.number_names());
+  cite(n, keys.number_names(), citations);
   ClusterSpec c;
   c.name = n.string_at("name");
   c.source = n.string_or("source", n.string_or("description", ""));
-  c.gpu = load_gpu(n.at("gpu"));
+  c.gpu =
+      by_name_or_inline<GpuSpec>(n.at("gpu"), "topologies/gpus", "GPU", gpu_from_object, citations);
   c.nodes = static_cast<int>(int_at(n, keys, "nodes"));
   c.gpus_per_node = static_cast<int>(int_at(n, keys, "gpus_per_node"));
   c.nvlink_Bps = n.has("nvlink_GBps") ? number_at(n, keys, "nvlink_GBps") * kGB : c.gpu.nvlink_Bps;
@@ -243,7 +268,9 @@ std::vector<std::string> preset_names(const std::string& folder) {
 }
 
 ModelSpec load_model(const JsonNode& node) {
-  return by_name_or_inline<ModelSpec>(node, "models/presets", "model", model_from_object);
+  return by_name_or_inline<ModelSpec>(
+      node, "models/presets", "model",
+      [](const JsonNode& n, const Citations&) { return model_from_object(n); });
 }
 
 GpuSpec load_gpu(const JsonNode& node) {
@@ -253,6 +280,11 @@ GpuSpec load_gpu(const JsonNode& node) {
 ClusterSpec load_cluster(const JsonNode& node) {
   return by_name_or_inline<ClusterSpec>(node, "topologies/clusters", "cluster",
                                         cluster_from_object);
+}
+
+ClusterSpec load_cluster(const JsonNode& node, std::vector<std::string>& uncited) {
+  return by_name_or_inline<ClusterSpec>(node, "topologies/clusters", "cluster", cluster_from_object,
+                                        Citations{&uncited});
 }
 
 ModelSpec load_model_preset(const std::string& name) {

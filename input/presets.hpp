@@ -40,6 +40,11 @@ namespace clustersim {
 ModelSpec load_model(const JsonNode& node);
 GpuSpec load_gpu(const JsonNode& node);
 ClusterSpec load_cluster(const JsonNode& node);
+// A scenario's cluster (a preset by name or an inline object). Numbers of an inline cluster, or
+// of an inline GPU in it, may be left uncited: a hypothetical part ("what-if"), each such number
+// appended to `uncited` as a sentence naming its JSON pointer instead of being an error. A preset
+// loaded by name (and everything in its file) needs a citation for every number.
+ClusterSpec load_cluster(const JsonNode& node, std::vector<std::string>& uncited);
 // A preset by name.
 ModelSpec load_model_preset(const std::string& name);
 ClusterSpec load_cluster_preset(const std::string& name);

@@ -30,7 +30,8 @@ Scenario parse_scenario(const JsonDocument& document) {
   s.name = root.string_or("name", std::filesystem::path(document.file()).stem().string());
   s.description = root.string_or("description", "");
   s.model = load_model(root.at("model"));
-  s.cluster = load_cluster(root.at("cluster"));
+  std::vector<std::string> uncited;
+  s.cluster = load_cluster(root.at("cluster"), uncited);
   s.gpus = static_cast<int>(int_at(root, scenario_keys(), "gpus"));
   const JsonNode parallelism = root.at("parallelism");
   s.parallelism = parse_parallelism(parallelism);
@@ -38,6 +39,7 @@ Scenario parse_scenario(const JsonDocument& document) {
   s.training = parse_training(root.at("training"));
   if (const auto comm = root.find("comm")) s.comm = parse_comm(*comm);
   s.warnings = s.comm.nccl.warnings;
+  s.warnings.insert(s.warnings.end(), uncited.begin(), uncited.end());
   validate_scenario(s);
   return s;
 }

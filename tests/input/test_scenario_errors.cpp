@@ -217,7 +217,7 @@ TEST_CASE("errors inside inline presets point into the scenario") {
                     "nics_per_node": "x", "nic_Gbps": "x"}})");
     expect_error(with({{"cluster", cluster}}), "/cluster/rail_optimized", "one NIC per GPU");
   }
-  SECTION("an inline GPU number without a citation") {
+  SECTION("an inline GPU number without a citation is a what-if, a missing file an error") {
     json gpu = json::parse(R"({"name": "g", "peak_tflops": {"bf16": 1000}, "hbm_GB": 80,
         "hbm_TBps": 3, "nvlink_GBps": 450, "pcie_GBps": 64, "kernel_launch_us": 4,
         "sources": {"peak_tflops": "x", "hbm_TBps": "x", "nvlink_GBps": "x", "pcie_GBps": "x",
@@ -228,7 +228,10 @@ TEST_CASE("errors inside inline presets point into the scenario") {
         "sources": {"nodes": "x", "gpus_per_node": "x", "nvlink_latency_us": "x",
                     "nics_per_node": "x", "nic_Gbps": "x"}})");
     cluster["gpu"] = gpu;
-    expect_error(with({{"cluster", cluster}}), "/cluster/gpu/hbm_GB", "citation");
+    const Scenario s =
+        load_scenario(JsonDocument::parse(with({{"cluster", cluster}}).dump(), "w.json"));
+    REQUIRE(s.warnings.size() == 1);
+    CHECK_THAT(s.warnings[0], Catch::Contains("uncited (what-if): /cluster/gpu/hbm_GB"));
     gpu["sources"]["hbm_GB"] = "x";
     gpu["compute_calibration"] = "validation/data/no-such-file.json";
     cluster["gpu"] = gpu;
@@ -319,4 +322,36 @@ TEST_CASE("A run's token count is at least one token and at most 10^16") {
   expect_error(with({{"training", {{"tokens_total", 0.5}}}}), "/training/tokens_total", "");
   CHECK_NOTHROW(load_scenario(
       JsonDocument::parse(with({{"training", {{"tokens_total", 1.5e13}}}}).dump(), "ok.json")));
+}
+
+TEST_CASE("An inline cluster may leave numbers uncited: each is a what-if warning") {
+  json doc = base();
+  doc["cluster"] = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                      "/topologies/clusters/h800-128x8-rail.json")
+                       .root()
+                       .raw();
+  // A hypothetical 200 Gb/s NIC and a hypothetical GPU, written without citations.
+  doc["cluster"]["nic_Gbps"] = 200;
+  doc["cluster"]["sources"].erase("nic_Gbps");
+  doc["cluster"]["gpu"] =
+      JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) + "/topologies/gpus/h800-sxm.json")
+          .root()
+          .raw();
+  doc["cluster"]["gpu"]["name"] = "h800-whatif";
+  doc["cluster"]["gpu"].erase("sources");
+  const Scenario s = load_scenario(JsonDocument::parse(doc.dump(), "whatif.json"));
+  CHECK(s.cluster.nic_Bps == Approx(200e9 / 8));
+  std::vector<std::string> uncited;
+  for (const auto& w : s.warnings) {
+    if (w.rfind("uncited (what-if): ", 0) == 0) uncited.push_back(w);
+  }
+  // The NIC, then every number the GPU sets (its peaks counted once).
+  REQUIRE_FALSE(uncited.empty());
+  CHECK_THAT(uncited.front(),
+             Catch::Contains("/cluster/nic_Gbps") && Catch::Contains("h800-128x8-rail"));
+  bool peaks = false;
+  for (const auto& w : uncited) peaks = peaks || w.find("/cluster/gpu/peak_tflops") != w.npos;
+  CHECK(peaks);
+  // A preset loaded by name still needs every citation: the shipped ones have them all.
+  CHECK(load_scenario(JsonDocument::parse(base().dump(), "ok.json")).warnings.empty());
 }
