@@ -191,7 +191,8 @@ int poll_children(std::vector<Child>& running) {
 }
 
 std::vector<IsolatedOutcome> run_pool(std::size_t n, int jobs, bool stop_on_error,
-                                      const std::function<std::vector<double>(std::size_t)>& work) {
+                                      const std::function<std::vector<double>(std::size_t)>& work,
+                                      const IsolatedDone& on_done) {
   std::vector<IsolatedOutcome> out(n);
   std::vector<Child> running;
   bool failed = false;
@@ -215,6 +216,7 @@ std::vector<IsolatedOutcome> run_pool(std::size_t n, int jobs, bool stop_on_erro
       o.message = e.what();
       failed = true;
     }
+    if (on_done) on_done(child.index);
   }
   return out;
 }
@@ -247,13 +249,15 @@ std::vector<double> run_isolated_numbers(const std::function<std::vector<double>
 }
 
 std::vector<IsolatedOutcome> run_isolated_each(
-    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work) {
-  return run_pool(n, jobs, false, work);
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work,
+    const IsolatedDone& on_done) {
+  return run_pool(n, jobs, false, work, on_done);
 }
 
 std::vector<std::vector<double>> run_isolated_all(
-    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work) {
-  std::vector<IsolatedOutcome> outcomes = run_pool(n, jobs, true, work);
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work,
+    const IsolatedDone& on_done) {
+  std::vector<IsolatedOutcome> outcomes = run_pool(n, jobs, true, work, on_done);
   std::vector<std::vector<double>> out;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (!outcomes[i].error) {

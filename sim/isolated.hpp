@@ -54,16 +54,22 @@ struct IsolatedOutcome {
   std::string message;       // error's what(), empty when none
 };
 
+// Called in the parent as each item's child ends (its answer read), in completion order, with
+// the item's index: where a progress display counts finished items.
+using IsolatedDone = std::function<void(std::size_t)>;
+
 // run_isolated_numbers for every i in [0, n): each item in a child of its own, at most `jobs`
 // children at once (poll() on their pipes), outcomes in index order. Every item runs, whatever
-// the others do.
+// the others do. `on_done` (optional) hears of each item as it ends.
 std::vector<IsolatedOutcome> run_isolated_each(
-    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work);
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work,
+    const IsolatedDone& on_done = {});
 
 // The same for work that must not fail: once an item fails no new item starts, and after the
 // running children ended the first failure is rethrown: a ConfigError or std::invalid_argument
 // as it is (bad input stays bad input), anything else as IsolatedRunError naming the item.
 std::vector<std::vector<double>> run_isolated_all(
-    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work);
+    std::size_t n, int jobs, const std::function<std::vector<double>(std::size_t)>& work,
+    const IsolatedDone& on_done = {});
 
 }  // namespace clustersim::sim

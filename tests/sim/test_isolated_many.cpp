@@ -67,3 +67,17 @@ TEST_CASE("run_isolated_all names the failing item, or rethrows bad input as it 
     CHECK(e.message() == "must be positive");
   }
 }
+
+TEST_CASE("every item's end is heard once in the parent, whatever the number of jobs") {
+  const int jobs = GENERATE(1, 3);
+  std::vector<int> heard(5, 0);
+  const auto out = run_isolated_each(
+      5, jobs,
+      [](std::size_t i) -> std::vector<double> {
+        if (i == 2) throw std::runtime_error("item two fails");
+        return {static_cast<double>(i)};
+      },
+      [&](std::size_t i) { ++heard.at(i); });  // runs in the parent: the count survives
+  CHECK(out.size() == 5);
+  CHECK(heard == std::vector<int>{1, 1, 1, 1, 1});  // a failed item ends too
+}
