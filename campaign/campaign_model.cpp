@@ -41,10 +41,7 @@ void resolve_job(CampaignModel& m, const Scenario& scenario, const StepEstimate&
   if (!(baseline.step_time_s > 0) || baseline.hang) {
     throw std::invalid_argument("build_campaign_model: the fault-free step must finish");
   }
-  if (!(m.tokens_total > 0)) {
-    throw ConfigError(scenario.file, "/training/tokens_total",
-                      "the campaign needs the run's tokens_total (> 0)");
-  }
+  check_campaign_job(scenario);
   m.productive_s = fault_free_duration_s(scenario, baseline.step_time_s);
 }
 
@@ -191,14 +188,31 @@ ResolvedScriptedFault resolve_scripted(CampaignModel& m, const ScriptedFault& e,
 
 }  // namespace
 
-double fault_free_duration_s(const Scenario& scenario, double step_time_s) {
+namespace {
+
+// global_batch x seq_len, refused when not positive (the run could not be timed).
+double checked_tokens_per_step(const Scenario& scenario) {
   const double tokens_per_step =
       static_cast<double>(scenario.training.global_batch) * scenario.training.seq_len;
   if (!(tokens_per_step > 0)) {
     throw ConfigError(scenario.file, "/training",
                       "global_batch x seq_len must be positive to time the run");
   }
-  return scenario.training.tokens_total / tokens_per_step * step_time_s;
+  return tokens_per_step;
+}
+
+}  // namespace
+
+void check_campaign_job(const Scenario& scenario) {
+  if (!(scenario.training.tokens_total > 0)) {
+    throw ConfigError(scenario.file, "/training/tokens_total",
+                      "the campaign needs the run's tokens_total (> 0)");
+  }
+  checked_tokens_per_step(scenario);
+}
+
+double fault_free_duration_s(const Scenario& scenario, double step_time_s) {
+  return scenario.training.tokens_total / checked_tokens_per_step(scenario) * step_time_s;
 }
 
 CampaignModel build_campaign_model(const Scenario& scenario, const CampaignSettings& settings,

@@ -487,7 +487,8 @@ Stats describe(std::vector<double> values) {
   return s;
 }
 
-CampaignSummary run_campaign(const CampaignModel& model, int trials, std::uint64_t seed) {
+CampaignSummary run_campaign(const CampaignModel& model, int trials, std::uint64_t seed,
+                             const std::function<void()>& on_trial) {
   if (trials < 1) throw std::invalid_argument("run_campaign: trials must be >= 1");
   CampaignSummary out;
   out.trials = trials;
@@ -507,6 +508,7 @@ CampaignSummary run_campaign(const CampaignModel& model, int trials, std::uint64
     if (!r.finished) ++unfinished;
     checkpoints += r.checkpoints;
     skipped += r.skipped_tokens;
+    if (on_trial) on_trial();
   }
   out.days = describe(days);
   out.cost_usd = describe(cost);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,6 +109,11 @@ double progress_over(double age, double dt, double k, double g);
 // Its inverse: wall seconds to make `dp` productive seconds from age `age` (+inf if never).
 double wall_for(double age, double dp, double k, double g);
 
+// What the campaign needs of the job whatever its step time: tokens_total > 0 and
+// global_batch x seq_len > 0. ConfigError naming the scenario file and key; a command checks it
+// before it simulates any step (a large step takes tens of seconds).
+void check_campaign_job(const Scenario& scenario);
+
 // tokens_total / (global_batch x seq_len / step_time_s): the fault-free run, seconds.
 double fault_free_duration_s(const Scenario& scenario, double step_time_s);
 
@@ -183,7 +189,9 @@ struct CampaignSummary {
   double skipped_tokens = 0;                              // mean per trial
 };
 
-// `trials` trials with seeds trial_seed(seed, 0..trials-1).
-CampaignSummary run_campaign(const CampaignModel& model, int trials, std::uint64_t seed);
+// `trials` trials with seeds trial_seed(seed, 0..trials-1). `on_trial` (optional) is called
+// after each trial (a progress display).
+CampaignSummary run_campaign(const CampaignModel& model, int trials, std::uint64_t seed,
+                             const std::function<void()>& on_trial = {});
 
 }  // namespace clustersim::campaign
