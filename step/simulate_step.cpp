@@ -29,6 +29,7 @@ StepReport simulate_phase(const Scenario& s, const StepCalibrations& calibration
     enforce_work_budget(s, estimate_step_work(s, calibrations, phase), opt.budget);
   }
   const PreparedStep prepared = prepare_step(s, calibrations, opt.faults, compressed);
+  if (opt.on_prepared) opt.on_prepared(prepared);
   sim::SimulationOptions so;
   so.nccl = s.comm.nccl;
   so.engine.stack_guard = opt.actor_stack_guard;
@@ -97,6 +98,7 @@ StepReport simulate_step_isolated(const Scenario& s, const StepCalibrations& cal
                                   const StepOptions& options) {
   StepOptions o = options;
   o.record_trace = false;
+  o.on_prepared = nullptr;
   const std::string json =
       sim::run_isolated([&] { return to_json(simulate_step(s, calibrations, o)).dump(); });
   return step_report_from_json(nlohmann::json::parse(json));

@@ -41,6 +41,7 @@
 // may be called any number of times.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/scenario.hpp"
@@ -85,6 +86,9 @@ struct StepOptions {
   int merge_parts = 8;
   // Refuse (ConfigError) a step estimated above this budget, before preparing it.
   WorkBudget budget;
+  // Called when a phase's step is prepared, before its replay (a progress line saying what is
+  // simulated). Never called in a child process: simulate_step_isolated drops it.
+  std::function<void(const PreparedStep&)> on_prepared;
 };
 
 // Simulates one step (both phases of a 1-bit Adam run). Uses this process's SimGrid engine:

@@ -77,6 +77,8 @@ std::vector<std::string> evaluator_argv(const std::string& executable, const std
   if (evaluator == "run" && !max_memory.empty()) {
     argv.insert(argv.end(), {"--max-memory", max_memory});
   }
+  // The parent shows the progress; a child's own (a slow `run`) would only fill its stderr.
+  if (evaluator == "run") argv.push_back("--quiet");
   return argv;
 }
 

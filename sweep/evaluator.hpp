@@ -26,8 +26,8 @@ const std::vector<std::string>& evaluator_names();
 
 // argv of the child that evaluates the scenario file `scenario_path` with `evaluator` and
 // writes its JSON to `json_path`; a "run" child gets `--max-memory max_memory` when it is not
-// empty (its memory budget, step/work_estimate.hpp). Throws std::invalid_argument for an
-// unknown evaluator name.
+// empty (its memory budget, step/work_estimate.hpp), and `--quiet` (the parent shows the
+// progress). Throws std::invalid_argument for an unknown evaluator name.
 std::vector<std::string> evaluator_argv(const std::string& executable, const std::string& evaluator,
                                         const std::string& scenario_path,
                                         const std::string& json_path,

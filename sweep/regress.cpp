@@ -202,14 +202,20 @@ ScenarioRun locate_scenario(const std::string& scenario, const std::string& base
 }
 
 std::vector<ScenarioRun> run_baseline(const Baseline& baseline, const std::string& executable,
-                                      int jobs, double timeout_s) {
+                                      int jobs, double timeout_s,
+                                      const std::function<void()>& on_done) {
   std::vector<ScenarioRun> runs;
   std::vector<std::string> paths;
   for (const auto& entry : baseline.entries) {
     runs.push_back(locate_scenario(entry.scenario, baseline.file));
-    if (runs.back().error.empty()) paths.push_back(runs.back().path);
+    if (runs.back().error.empty()) {
+      paths.push_back(runs.back().path);
+    } else if (on_done) {
+      on_done();
+    }
   }
-  const auto evaluations = evaluate_files(paths, executable, baseline.evaluator, jobs, timeout_s);
+  const auto evaluations =
+      evaluate_files(paths, executable, baseline.evaluator, jobs, timeout_s, on_done);
   std::size_t next = 0;
   for (auto& run : runs) {
     if (run.error.empty()) {
@@ -301,7 +307,8 @@ json updated_baseline(const JsonDocument& original, const Baseline& baseline,
 
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
                                        const std::string& executable, const std::string& evaluator,
-                                       int jobs, double timeout_s) {
+                                       int jobs, double timeout_s,
+                                       const std::function<void()>& on_done) {
   std::vector<Evaluation> out(paths.size());
   if (paths.empty()) return out;
   // The children's JSON goes to a private temporary directory, removed afterwards.
@@ -321,7 +328,11 @@ std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
   pool.timeout_s = timeout_s;
   try {
     run_processes(
-        next, [&](std::size_t i, ProcessResult&& r) { out[i] = interpret_child(r, json_of(i)); },
+        next,
+        [&](std::size_t i, ProcessResult&& r) {
+          out[i] = interpret_child(r, json_of(i));
+          if (on_done) on_done();
+        },
         pool);
   } catch (...) {
     std::error_code ec;

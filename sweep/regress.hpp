@@ -18,6 +18,7 @@
 // "unknown" and no breakdown delta is printed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -79,9 +80,11 @@ ScenarioRun locate_scenario(const std::string& scenario, const std::string& base
 std::string scenario_hash(const JsonDocument& scenario);
 
 // Locates every entry's scenario and evaluates the ones found in child processes, `jobs` at
-// a time; one ScenarioRun per entry, in order.
+// a time; one ScenarioRun per entry, in order. `on_done` (optional) is called once per entry as
+// it is settled: a missing scenario at once, the others as their child ends.
 std::vector<ScenarioRun> run_baseline(const Baseline& baseline, const std::string& executable,
-                                      int jobs, double timeout_s);
+                                      int jobs, double timeout_s,
+                                      const std::function<void()>& on_done = {});
 
 struct Comparison {
   std::string scenario;  // as in the baseline
@@ -141,8 +144,10 @@ nlohmann::json updated_baseline(const JsonDocument& original, const Baseline& ba
                                 const std::string& simulator);
 
 // Evaluates scenario files in child processes, `jobs` at a time; results in input order.
+// `on_done` (optional) is called as each child ends.
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
                                        const std::string& executable, const std::string& evaluator,
-                                       int jobs, double timeout_s);
+                                       int jobs, double timeout_s,
+                                       const std::function<void()>& on_done = {});
 
 }  // namespace clustersim::sweep

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include <unordered_set>
 
 #include "core/atomic_file.hpp"
+#include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
 #include "sweep/hardware_axes.hpp"
 
@@ -29,25 +31,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr double kBarRedrawS = 0.1;  // at most ten redraws a second
-constexpr int kBarWidth = 28;        // characters
-
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string duration_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const long total = std::lround(s);
-  char buf[32];
-  if (total >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", total / 3600, (total / 60) % 60);
-  } else if (total >= 60) {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", total / 60, total % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lds", total);
-  }
-  return buf;
 }
 
 // The exclusive lock on a results directory, held for the lifetime of the object.
@@ -70,51 +55,26 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+// The sweep's progress: core's reporter (core/progress.hpp) with the points by status as its
+// detail. No stream: quiet.
 class Progress {
  public:
   Progress(std::ostream* os, bool bar, std::size_t total, std::size_t done)
-      : os_(os), bar_(bar), total_(total), done_(done), first_done_(done) {}
+      : reporter_(os ? *os : std::cerr,
+                  !os ? ProgressStyle::quiet : (bar ? ProgressStyle::terminal : ProgressStyle::log),
+                  "sweep", "points", total, done) {
+    reporter_.set_detail(counts_text());
+  }
 
   void record(const std::string& status) {
-    ++done_;
     ++counts_[status];
-    draw(false);
+    reporter_.set_detail(counts_text());
+    reporter_.advance();
   }
-  void tick() { draw(false); }
-  void finish() {
-    draw(true);
-    if (os_ && bar_) *os_ << "\n" << std::flush;
-  }
+  void tick() { reporter_.tick(); }
+  void finish() { reporter_.finish(); }
 
  private:
-  void draw(bool force) {
-    if (!os_) return;
-    const double now = seconds_since(start_);
-    const double fraction = total_ ? static_cast<double>(done_) / total_ : 1.0;
-    if (bar_) {
-      if (!force && now - last_draw_ < kBarRedrawS) return;
-      last_draw_ = now;
-      const int filled = static_cast<int>(fraction * kBarWidth);
-      std::string line = "\r[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') +
-                         "] " + std::to_string(done_) + "/" + std::to_string(total_) + " " +
-                         counts_text();
-      const std::size_t fresh = done_ - first_done_;
-      if (fresh > 0 && done_ < total_) {
-        line += " ETA " + duration_text(now / fresh * (total_ - done_));
-      }
-      *os_ << line << "\x1b[K" << std::flush;
-      return;
-    }
-    // Without a terminal: one line per tenth of the sweep (batch logs stay short).
-    const int decile = static_cast<int>(fraction * 10);
-    if (decile > last_decile_ || (force && done_ == total_ && last_decile_ < 10)) {
-      last_decile_ = decile;
-      *os_ << "sweep: " << done_ << "/" << total_ << " points " << counts_text() << " after "
-           << duration_text(now) << "\n"
-           << std::flush;
-    }
-  }
-
   std::string counts_text() const {
     std::string out;
     for (const char* s : {kStatusOk, kStatusInvalid, kStatusInfeasible, kStatusFailed}) {
@@ -127,15 +87,8 @@ class Progress {
     return out;
   }
 
-  std::ostream* os_;
-  bool bar_;
-  std::size_t total_;
-  std::size_t done_;
-  std::size_t first_done_;
   std::map<std::string, std::size_t> counts_;
-  Clock::time_point start_ = Clock::now();
-  double last_draw_ = -1;
-  int last_decile_ = -1;
+  ProgressReporter reporter_;
 };
 
 SweepRecord record_for(const SweepPoint& point, const std::string& key, const std::string& build) {

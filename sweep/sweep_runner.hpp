@@ -37,7 +37,7 @@ struct SweepOptions {
   std::string build;
   double point_timeout_s = 0;        // per evaluation; 0 = none
   bool progress_bar = false;         // redraw a progress bar on `progress`
-  std::ostream* progress = nullptr;  // progress bar or, without a bar, a line per 10%
+  std::ostream* progress = nullptr;  // progress bar or, without a bar, a line every few seconds
   const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler to stop
   unsigned test_delay_ms = 0;  // test hook: each child waits this long before evaluating
 };

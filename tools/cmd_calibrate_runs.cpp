@@ -4,6 +4,7 @@
 // compute-calibration files the GPU presets name.
 #include <iostream>
 
+#include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
 #include "sim/isolated.hpp"
 #include "step/simulate_step.hpp"
@@ -34,6 +35,7 @@ const std::vector<OptionSpec>& runs_options() {
        "do not simulate the runs at the fitted and fold values (two passes fewer); "
        "`clustersim validate` reports the errors"},
       max_memory_option(),
+      {"quiet", "q", false, false, "no progress on stderr"},
   };
   return specs;
 }
@@ -59,7 +61,7 @@ std::vector<SystemParameterId> parse_fit_list(const std::string& text) {
 
 std::string usage_calibrate_runs() {
   return "usage: clustersim calibrate --runs SUITE [--fit P1,P2] [--case ID...] [--jobs N]\n"
-         "                            [--iterations N] [--skip-verify] [--update]\n\n"
+         "                            [--iterations N] [--skip-verify] [--update] [--quiet]\n\n"
          "Fits the system parameters of each GPU generation (the compute-calibration file its\n"
          "preset names) to measured runs, each parameter bounded to its plausible range, with\n"
          "leave-one-source-out cross-validation: every source family's runs are predicted\n"
@@ -94,9 +96,12 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   options.start = validation::fit_start_values(runs, options.parameters);
   std::vector<step::StepCalibrations> calibrations;
   for (const auto& sc : scenarios) calibrations.push_back(load_step_calibrations(sc));
+  const ProgressStyle style = stderr_progress_style(args.flag("quiet"));
+  int pass = 0;
   const validation::FitEvaluator evaluate = [&](const std::vector<validation::FitQuery>& qs) {
-    std::cerr << "simulating " << qs.size() << " runs...\n";
-    const auto out = sim::run_isolated_all(qs.size(), jobs, [&](std::size_t k) {
+    ProgressReporter progress(std::cerr, style, "calibrate pass " + std::to_string(++pass),
+                              "simulations", qs.size());
+    const auto simulate = [&](std::size_t k) {
       const auto run = static_cast<std::size_t>(qs[k].run);
       Scenario sc = scenarios[run];
       sc.cluster.gpu.system_override = qs[k].values;
@@ -106,7 +111,10 @@ int calibrate_runs(const std::vector<std::string>& argv) {
       const step::StepReport report = step::simulate_step(sc, calibrations[run], step);
       if (!report.completed) throw std::runtime_error(sc.name + ": the simulated step hung");
       return std::vector<double>{report.step_time_s};
-    });
+    };
+    const auto out = sim::run_isolated_all(qs.size(), jobs, simulate,
+                                           [&progress](std::size_t) { progress.advance(); });
+    progress.finish();
     std::vector<double> t;
     for (const auto& v : out) t.push_back(v.at(0));
     return t;

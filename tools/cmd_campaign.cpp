@@ -17,6 +17,7 @@
 #include "campaign/step_model.hpp"
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "models/transformer.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
@@ -43,6 +44,7 @@ const std::vector<OptionSpec>& campaign_options() {
       {"trace-trial", "", true, false,
        "the trial to monitor and plot (default: campaign.trace_trial, else 0)"},
       max_memory_option(),
+      {"quiet", "q", false, false, "no progress on stderr"},
   };
   return specs;
 }
@@ -54,11 +56,24 @@ std::string representative_link(const topologies::ClusterGraph& graph) {
   return graph.find_link(name) ? name : graph.links().front().name;
 }
 
+// The simulated step model with each simulation that takes a while reported on stderr (a
+// repeated fault set is remembered by the model and returns at once, unreported).
+campaign::StepModel reported_step_model(campaign::StepModel step, ProgressStyle style) {
+  return [step = std::move(step), style](const StepFaults& faults) {
+    ProgressTask task(std::cerr, style, "campaign");
+    task.describe(faults.empty() ? "simulating the fault-free step"
+                                 : "simulating the step with a fault or straggler");
+    const campaign::StepEstimate estimate = step(faults);
+    task.finish();
+    return estimate;
+  };
+}
+
 }  // namespace
 
 std::string usage_campaign() {
   return "usage: clustersim campaign [SCENARIO] [--trials N] [--seed S] [--json FILE] "
-         "[--csv FILE] [--alerts FILE] [--svg FILE] [--trace-trial K]\n\n"
+         "[--csv FILE] [--alerts FILE] [--svg FILE] [--trace-trial K] [--quiet]\n\n"
          "Simulates the whole training run of SCENARIO (default: " +
          default_scenario_path() +
          ") with faults: training.tokens_total at the step time, failure processes per "
@@ -94,6 +109,9 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     if (const auto file = args.value(option)) outputs.declare(*file);
   }
 
+  // Inputs that do not depend on the step time are refused before any step is simulated.
+  campaign::check_campaign_job(scenario);
+  const ProgressStyle style = stderr_progress_style(args.flag("quiet"));
   const double parameters = models::count_parameters(scenario.model).total();
   const CheckpointConfig checkpoint = input.checkpointing.resolved_for(parameters);
   const auto graph = topologies::ClusterGraph::build(scenario.cluster, scenario.gpus);
@@ -103,8 +121,9 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::fixed_step_model(scenario, *settings.step_time_s, *settings.mfu,
                                       settings.exposed_comm_share);
   } else {
-    step = campaign::simulated_step_model(scenario, load_step_calibrations(scenario),
-                                          work_budget(args));
+    step = reported_step_model(campaign::simulated_step_model(
+                                   scenario, load_step_calibrations(scenario), work_budget(args)),
+                               style);
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
   check_fault_times(input.faults, campaign::fault_free_duration_s(scenario, baseline.step_time_s));
@@ -113,8 +132,12 @@ int cmd_campaign(const std::vector<std::string>& argv) {
                                      baseline, parameters, representative_link(graph));
 
   const auto start = std::chrono::steady_clock::now();
+  ProgressReporter progress(std::cerr, style, "campaign", "trials",
+                            static_cast<std::size_t>(trials));
   const campaign::CampaignSummary summary =
-      campaign::run_campaign(model, static_cast<int>(trials), static_cast<std::uint64_t>(seed));
+      campaign::run_campaign(model, static_cast<int>(trials), static_cast<std::uint64_t>(seed),
+                             [&progress] { progress.advance(); });
+  progress.finish();
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -4,6 +4,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/errors.hpp"
+#include "core/progress.hpp"
 #include "sweep/process_pool.hpp"
 #include "sweep/regress.hpp"
 #include "sweep/results.hpp"
@@ -26,6 +27,7 @@ const std::vector<OptionSpec>& regress_options() {
       {"update", "", false, false, "store the current values in the baseline (atomically)"},
       {"jobs", "j", true, false, "evaluations at a time (default: the CPUs available)"},
       {"timeout", "", true, false, "seconds one scenario may take (default: 600)"},
+      {"quiet", "q", false, false, "no progress on stderr"},
   };
   return specs;
 }
@@ -75,7 +77,7 @@ int update_baseline(const std::string& file, const JsonDocument& document,
 
 std::string usage_regress() {
   return "usage: clustersim regress --baseline FILE [--tolerance PCT] [--junit FILE] "
-         "[--update]\n\n"
+         "[--update] [--quiet]\n\n"
          "Runs every scenario the baseline lists (each in its own process), compares the\n"
          "metrics it names (MFU and step time) with the stored values and prints a diff.\n"
          "A relative scenario path is looked up next to the baseline file, then in the data\n"
@@ -111,8 +113,12 @@ int cmd_regress(const std::vector<std::string>& args) {
   if (const auto junit = a.value("junit")) outputs.declare(*junit);
 
   const auto start = std::chrono::steady_clock::now();
+  ProgressReporter progress(std::cerr, stderr_progress_style(a.flag("quiet")), "regress",
+                            "scenarios", baseline.entries.size());
   const auto current =
-      sweep::run_baseline(baseline, sweep::self_executable(), static_cast<int>(jobs), timeout);
+      sweep::run_baseline(baseline, sweep::self_executable(), static_cast<int>(jobs), timeout,
+                          [&progress] { progress.advance(); });
+  progress.finish();
   const std::string simulator = simulator_version();
   sweep::RegressReport report =
       sweep::compare_with_baseline(baseline, current, tolerance, simulator);

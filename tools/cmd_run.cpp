@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/faults.hpp"
+#include "core/progress.hpp"
 #include "core/units.hpp"
 #include "models/compute_cost.hpp"
 #include "models/memory.hpp"
@@ -57,6 +58,8 @@ const std::vector<OptionSpec>& run_options() {
       {"no-stack-guard", "", false, false,
        "no guard pages: the default now; accepted so that older scripts still run"},
       max_memory_option(),
+      {"quiet", "q", false, false,
+       "no progress on stderr (what a slow step simulates and its wall time)"},
   };
   return specs;
 }
@@ -211,6 +214,18 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   for (const auto& n : r.notes) os << "  note: " << n << "\n";
 }
 
+// What the step simulation covers, for the progress line on stderr.
+std::string simulation_text(const step::PreparedStep& p) {
+  const Parallelism& par = p.scenario->parallelism;
+  std::size_t ops = 0;
+  for (const auto& stage : p.workload.stages) ops += stage.ops.size();
+  std::ostringstream os;
+  os << "simulating " << p.scenario->gpus << " GPUs (dp " << par.dp << " x tp " << par.tp
+     << " x pp " << par.pp << "), " << p.workload.micro_batches << " micro-batches, " << ops
+     << " ops per pipeline replica" << (p.compressed_phase ? ", compressed phase" : "");
+  return os.str();
+}
+
 // The memory model's "does not fit" verdict: the worst stage and what fills it.
 void print_memory_verdict(std::ostream& os, const Scenario& s, const models::MemoryEstimate& mem) {
   const auto& worst = mem.worst();
@@ -231,7 +246,7 @@ void print_memory_verdict(std::ostream& os, const Scenario& s, const models::Mem
 
 std::string usage_run() {
   return "usage: clustersim run [SCENARIO] [--json FILE] [--trace FILE] [--exact] "
-         "[--max-memory SIZE]\n"
+         "[--max-memory SIZE] [--quiet]\n"
          "Simulates one training step: step time, MFU, where the time goes.\n"
          "Without SCENARIO runs " +
          default_scenario_path() + ".\n" + describe_options(run_options());
@@ -286,7 +301,12 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
 
   const step::StepCalibrations calibrations = load_step_calibrations(s);
+  ProgressTask progress(std::cerr, stderr_progress_style(args.flag("quiet")), "run");
+  options.on_prepared = [&progress](const step::PreparedStep& p) {
+    progress.describe(simulation_text(p));
+  };
   const step::StepReport r = step::simulate_step(s, calibrations, options);
+  progress.finish();
   print_report(std::cout, s, r, calibrations.compute);
   if (const auto json = args.value("json")) outputs.set(*json, json_text(step::to_json(r)));
   if (const auto trace = args.value("trace")) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/atomic_file.hpp"
+#include "core/progress.hpp"
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
 #include "nccl/collectives.hpp"
@@ -41,6 +42,7 @@ const std::vector<OptionSpec>& validate_options() {
       {"date", "", true, false, "date recorded in the outputs (default: today, UTC)"},
       {"jobs", "j", true, false, "published-run simulations at a time (default 1)"},
       max_memory_option(),
+      {"quiet", "q", false, false, "no progress on stderr"},
   };
   return specs;
 }
@@ -106,31 +108,61 @@ validation::StepPrediction prediction_from(const std::vector<double>& v) {
 
 // Every scenario of the suite, `jobs` child processes at a time; the calibration files are read
 // here, so a malformed one fails every case that names it with the file's own message.
-validation::BatchStepPredictor parallel_predictor(int jobs, const step::WorkBudget& budget) {
-  return [jobs, budget](const std::vector<Scenario>& scenarios) {
-    std::vector<validation::PredictionOutcome> out(scenarios.size());
-    std::vector<step::StepCalibrations> calibrations(scenarios.size());
-    std::vector<std::size_t> ready;
-    for (std::size_t k = 0; k < scenarios.size(); ++k) {
+std::vector<validation::PredictionOutcome> predict_parallel(const std::vector<Scenario>& scenarios,
+                                                            int jobs,
+                                                            const step::WorkBudget& budget,
+                                                            ProgressReporter& progress) {
+  std::vector<validation::PredictionOutcome> out(scenarios.size());
+  std::vector<step::StepCalibrations> calibrations(scenarios.size());
+  std::vector<std::size_t> ready;
+  for (std::size_t k = 0; k < scenarios.size(); ++k) {
+    try {
+      calibrations[k] = load_step_calibrations(scenarios[k]);
+      ready.push_back(k);
+    } catch (const std::exception& e) {
+      out[k].failure = e.what();
+      progress.advance();
+    }
+  }
+  const auto outcomes = sim::run_isolated_each(
+      ready.size(), jobs,
+      [&](std::size_t i) {
+        const std::size_t k = ready[i];
+        return prediction_numbers(
+            prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced(budget))));
+      },
+      [&](std::size_t) { progress.advance(); });
+  for (std::size_t i = 0; i < ready.size(); ++i) {
+    if (!outcomes[i].error) {
+      out[ready[i]].prediction = prediction_from(outcomes[i].values);
+    } else {
+      out[ready[i]].failure = outcomes[i].message;
+    }
+  }
+  return out;
+}
+
+// The suite's simulations, one at a time (jobs 1) or in parallel, counted on stderr as each
+// ends.
+validation::BatchStepPredictor counted_predictor(int jobs, const step::WorkBudget& budget,
+                                                 ProgressStyle style) {
+  return [jobs, budget, style](const std::vector<Scenario>& scenarios) {
+    ProgressReporter progress(std::cerr, style, "validate published-runs", "simulations",
+                              scenarios.size());
+    const validation::StepPredictor predict = step_predictor(budget);
+    const auto one = [&](const Scenario& scenario) {
       try {
-        calibrations[k] = load_step_calibrations(scenarios[k]);
-        ready.push_back(k);
-      } catch (const std::exception& e) {
-        out[k].failure = e.what();
+        const validation::StepPrediction p = predict(scenario);
+        progress.advance();
+        return p;
+      } catch (...) {
+        progress.advance();
+        throw;
       }
-    }
-    const auto outcomes = sim::run_isolated_each(ready.size(), jobs, [&](std::size_t i) {
-      const std::size_t k = ready[i];
-      return prediction_numbers(
-          prediction_of(step::simulate_step(scenarios[k], calibrations[k], untraced(budget))));
-    });
-    for (std::size_t i = 0; i < ready.size(); ++i) {
-      if (!outcomes[i].error) {
-        out[ready[i]].prediction = prediction_from(outcomes[i].values);
-      } else {
-        out[ready[i]].failure = outcomes[i].message;
-      }
-    }
+    };
+    auto out = jobs == 1 ? validation::predict_each(scenarios, one)
+                         : predict_parallel(scenarios, jobs, budget, progress);
+    progress.finish();
     return out;
   };
 }
@@ -172,7 +204,7 @@ std::vector<double> predict_collective(const validation::CollectiveQuery& q) {
 
 std::string usage_validate() {
   return "usage: clustersim validate [--suite NAME...] [--case ID...] [--json FILE]\n"
-         "                           [--threshold PCT] [--report DIR]\n\n"
+         "                           [--threshold PCT] [--report DIR] [--jobs N] [--quiet]\n\n"
          "Suites: published-runs (validation/suites/published-runs: published training runs as\n"
          "scenarios, compared in the source's own FLOP convention) and microbench\n"
          "(validation/suites/microbench: nccl-tests tables simulated size by size).\n"
@@ -214,8 +246,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
       const int jobs = static_cast<int>(args.int_or("jobs", 1));
       if (jobs < 1) throw UsageError("--jobs must be at least 1");
       const step::WorkBudget budget = work_budget(args);
-      r = jobs == 1 ? validation::run_published_suite(suite, step_predictor(budget))
-                    : validation::run_published_suite(suite, parallel_predictor(jobs, budget));
+      r = validation::run_published_suite(
+          suite, counted_predictor(jobs, budget, stderr_progress_style(args.flag("quiet"))));
     } else {
       const auto suite =
           validation::load_microbench_suite(data_path("validation/suites/microbench/suite.json"));

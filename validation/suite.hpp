@@ -181,6 +181,10 @@ using BatchStepPredictor =
 SuiteResult run_published_suite(const PublishedSuite& suite, const BatchStepPredictor& predict_all);
 // The same, one scenario at a time.
 SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict);
+// A BatchStepPredictor's work done one scenario at a time with `predict`, in order; a scenario
+// whose prediction throws keeps the message as its failure.
+std::vector<PredictionOutcome> predict_each(const std::vector<Scenario>& scenarios,
+                                            const StepPredictor& predict);
 
 // The suite's MAPEs (all, specified, by rule, in-sample) over the cases that ran.
 void summarise_suite(SuiteResult& r);

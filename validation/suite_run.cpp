@@ -138,19 +138,24 @@ SuiteResult run_published_suite(const PublishedSuite& suite,
   return r;
 }
 
+std::vector<PredictionOutcome> predict_each(const std::vector<Scenario>& scenarios,
+                                            const StepPredictor& predict) {
+  std::vector<PredictionOutcome> out;
+  for (const auto& sc : scenarios) {
+    PredictionOutcome o;
+    try {
+      o.prediction = predict(sc);
+    } catch (const std::exception& e) {
+      o.failure = e.what();
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 SuiteResult run_published_suite(const PublishedSuite& suite, const StepPredictor& predict) {
   return run_published_suite(suite, [&](const std::vector<Scenario>& scenarios) {
-    std::vector<PredictionOutcome> out;
-    for (const auto& sc : scenarios) {
-      PredictionOutcome o;
-      try {
-        o.prediction = predict(sc);
-      } catch (const std::exception& e) {
-        o.failure = e.what();
-      }
-      out.push_back(std::move(o));
-    }
-    return out;
+    return predict_each(scenarios, predict);
   });
 }
 

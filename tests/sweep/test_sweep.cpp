@@ -124,11 +124,12 @@ TEST_CASE("a sweep enumerates every combination of its axes in a fixed order") {
 }
 
 TEST_CASE("a run evaluator gets the sweep's memory budget, a check evaluator none") {
+  // A run child is also quiet: the sweep shows the progress.
   using clustersim::sweep::evaluator_argv;
-  const std::vector<std::string> run = {"cs",     "run",          "p.json",    "--json",
-                                        "o.json", "--max-memory", "1073741824"};
+  const std::vector<std::string> run = {"cs",     "run",          "p.json",     "--json",
+                                        "o.json", "--max-memory", "1073741824", "--quiet"};
   CHECK(evaluator_argv("cs", "run", "p.json", "o.json", "1073741824") == run);
-  const std::vector<std::string> plain = {"cs", "run", "p.json", "--json", "o.json"};
+  const std::vector<std::string> plain = {"cs", "run", "p.json", "--json", "o.json", "--quiet"};
   CHECK(evaluator_argv("cs", "run", "p.json", "o.json") == plain);
   const std::vector<std::string> check = {"cs", "check", "p.json", "--json", "o.json"};
   CHECK(evaluator_argv("cs", "check", "p.json", "o.json", "1073741824") == check);

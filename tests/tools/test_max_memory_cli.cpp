@@ -22,6 +22,8 @@ const fs::path& dir() {
 std::string small_with(const std::string& name, long long micro_batches) {
   nlohmann::json s = nlohmann::json::parse(cli::kSmall);
   s["training"]["global_batch"] = micro_batches;
+  // The run's length: campaign refuses a scenario without it before anything else.
+  s["training"]["tokens_total"] = 1e12;
   cli::write_text(dir() / name, s.dump());
   return name;
 }
