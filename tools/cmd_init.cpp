@@ -2,10 +2,12 @@
 // with every key that has a default written out at that default, so that a user sees what can be
 // changed. The defaults are not restated here: a minimal scenario is loaded, and what the loader
 // made of it is written back, in the order of the loader's key tables (input/input_keys.hpp).
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
+#include "core/errors.hpp"
 #include "core/json_reader.hpp"
 #include "core/units.hpp"
 #include "input/input_keys.hpp"
@@ -37,24 +39,9 @@ const std::vector<OptionSpec>& init_options() {
   return specs;
 }
 
-// The widest tensor parallelism inside a node that the model's heads, KV heads and MLP width,
-// the node and the GPU count allow (the rules of input/scenario_rules.cpp).
-int starting_tp(const ModelSpec& m, const ClusterSpec& c, int gpus) {
-  for (int tp = c.gpus_per_node; tp > 1; --tp) {
-    const bool kv = m.num_kv_heads % tp == 0 || tp % m.num_kv_heads == 0;
-    if (c.gpus_per_node % tp == 0 && m.num_heads % tp == 0 && kv && m.ffn_hidden % tp == 0 &&
-        gpus % tp == 0) {
-      return tp;
-    }
-  }
-  return 1;
-}
-
-// The smallest scenario the loader accepts for these presets.
-Json minimal_scenario(const std::string& model, const std::string& cluster, int gpus) {
-  const ModelSpec m = load_model_preset(model);
-  const ClusterSpec c = load_cluster_preset(cluster);
-  const int tp = starting_tp(m, c, gpus);
+// A scenario of these presets with tensor parallelism `tp` and data parallelism for the rest.
+Json minimal_with_tp(const std::string& model, int max_seq_len, const std::string& cluster,
+                     int gpus, int tp) {
   const std::int64_t dp = gpus / tp;
   return {{"name", "start"},
           {"description",
@@ -68,7 +55,26 @@ Json minimal_scenario(const std::string& model, const std::string& cluster, int 
           {"training",
            {{"global_batch", (kStartGlobalBatch + dp - 1) / dp * dp},
             {"micro_batch", 1},
-            {"seq_len", std::min(kStartSeqLen, m.max_seq_len)}}}};
+            {"seq_len", std::min(kStartSeqLen, max_seq_len)}}}};
+}
+
+// The smallest scenario the loader accepts for these presets, with the widest tensor
+// parallelism inside a node that the loader's rules (input/scenario_rules.cpp) allow; tp 1 when
+// none wider is accepted, whose errors are then the user's.
+Json minimal_scenario(const std::string& model, const std::string& cluster, int gpus) {
+  const int max_seq_len = load_model_preset(model).max_seq_len;
+  const int per_node = load_cluster_preset(cluster).gpus_per_node;
+  for (int tp = std::min(per_node, gpus); tp > 1; --tp) {
+    if (gpus % tp != 0) continue;
+    const Json doc = minimal_with_tp(model, max_seq_len, cluster, gpus, tp);
+    try {
+      input::parse_scenario(JsonDocument::parse(doc.dump(), "<clustersim init>"));
+      return doc;
+    } catch (const ConfigError&) {
+      // A width the model or the layout rules refuse: try the next narrower one.
+    }
+  }
+  return minimal_with_tp(model, max_seq_len, cluster, gpus, 1);
 }
 
 // `values` in the order of `keys`, leaving out what it does not set.
