@@ -424,16 +424,20 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   std::vector<SweepPoint> all = enumerate_points(spec);
   outcome.points_total = all.size();
-  // Every point's key (all shards) and what its derived metrics depend on.
+  // Every point's key (all shards, by enumeration index) and what its derived metrics depend on.
+  std::vector<std::string> all_keys;
+  all_keys.reserve(all.size());
   std::unordered_map<std::string, RunSize> sweep_keys;
-  for (const auto& p : all)
-    sweep_keys[point_key(p.scenario, options.evaluator)] = run_size(p.scenario);
+  for (const auto& p : all) {
+    all_keys.push_back(point_key(p.scenario, options.evaluator));
+    sweep_keys[all_keys.back()] = run_size(p.scenario);
+  }
   const std::vector<SweepPoint> points =
       shard_points(std::move(all), options.shard, options.shards);
   outcome.points_in_shard = points.size();
   std::vector<std::string> keys;
   keys.reserve(points.size());
-  for (const auto& p : points) keys.push_back(point_key(p.scenario, options.evaluator));
+  for (const auto& p : points) keys.push_back(all_keys.at(p.index));
 
   const ResultsFile existing =
       resume(dir, options, optional_columns(sweep_parameters(spec, spec.base)));
