@@ -5,8 +5,8 @@
 // not model, why. See docs/nccl.md#environment-variables.
 #pragma once
 
+#include <span>
 #include <string>
-#include <vector>
 
 namespace clustersim {
 
@@ -26,7 +26,7 @@ struct NcclVariable {
 };
 
 // The guide's variables, in its order.
-const std::vector<NcclVariable>& documented_nccl_variables();
+std::span<const NcclVariable> documented_nccl_variables();
 // The entry named `name` (exact, upper case as NCCL reads it), or nullptr.
 const NcclVariable* find_nccl_variable(const std::string& name);
 

@@ -5,7 +5,7 @@
 //
 // Sources: Shoeybi et al. 2019 (Megatron-LM, section 3) for the layer's kernels and TP
 // collectives; Korthikanti et al. 2022 (section 4.2.2 and Fig. 5) for sequence parallelism's
-// all-gather / reduce-scatter pairs; the constants in pass_builder.cpp cite their own.
+// all-gather / reduce-scatter pairs; the kernels' constants in kernel_traffic.hpp cite their own.
 #pragma once
 
 #include <map>

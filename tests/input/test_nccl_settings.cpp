@@ -34,7 +34,7 @@ const std::map<std::string, std::string> kModelledValues = {
 }  // namespace
 
 TEST_CASE("the table holds every variable of NCCL's environment-variable guide, once") {
-  const auto& table = documented_nccl_variables();
+  const auto table = documented_nccl_variables();
   // env.rst at v2.30.7-1 has 113 variable sections, counted by their headings: the System
   // configuration section opens with NCCL_SOCKET_IFNAME, Debugging ends with
   // NCCL_SYM_GIN_KERNELS_ENABLE.

@@ -1,0 +1,104 @@
+// The memory traffic of a step's elementwise kernels (bytes and passes over a tensor, with
+// their sources) and the GEMM conjugates of a backward pass, shared by the files that build
+// PassBuilder's passes (pass_builder.cpp, pass_builder_moe.cpp). Internal to workload/.
+#pragma once
+
+#include "models/compute_cost.hpp"
+#include "workload/pass_builder.hpp"
+
+namespace clustersim::workload::kernel_traffic {
+
+// Activations between kernels are 16-bit (BF16/FP16); FP8 recipes cast to FP8 only inside the
+// linear layers (Transformer Engine, fp8_autocast), so elementwise kernels move 2-byte values.
+constexpr double kActivationBytes = 2.0;
+// FP32 for the vocab-parallel cross entropy (Megatron-LM tensor_parallel/cross_entropy.py
+// upcasts logits with .float()).
+constexpr double kLogitBytes = 4.0;
+// A causal mask lets FlashAttention skip half of the score matrix (Dao 2023, FlashAttention-2,
+// section 4.1: causal FLOPs are counted as half of the non-causal ones).
+constexpr double kCausalFraction = 0.5;
+// FlashAttention backward runs 5 matrix multiplies against the forward's 2 (Dao 2023,
+// FlashAttention-2, section 4.1: "the backward pass ... 2.5x the forward FLOPs"); it includes the
+// recomputation of the score matrix, so Megatron's selective recomputation of the attention core
+// adds no extra kernel time on top of it.
+constexpr double kAttentionBackwardOverForward = 2.5;
+// Unfused attention (Megatron-LM 2021-22, AttentionKernel::unfused): Q K^T and P V are batched
+// GEMMs over the full score matrix (a causal mask does not skip work), around the fused
+// scale-mask-softmax kernel (megatron/fused_kernels scaled_upper_triang_masked_softmax) and
+// attention dropout, each reading and writing the 16-bit score tensor. Bytes per score element:
+constexpr double kSoftmaxForwardBytes = 2 + 2;                // read scores, write probabilities
+constexpr double kSoftmaxBackwardBytes = 2 + 2 + 2;           // read probabilities and dP, write dS
+constexpr double kAttentionDropoutForwardBytes = 2 + 2 + 1;   // read, write, write 1-byte mask
+constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and mask, write grad
+// FP8 linear layers (Transformer Engine, fp8_autocast): each GEMM operand that arrives in BF16 is
+// quantized by a fused cast-transpose kernel that reads it once and writes the FP8 row-wise copy
+// and its transpose (the Hopper FP8 GEMM needs both layouts: forward input for the wgrad GEMM,
+// output gradient for dgrad and wgrad): TransformerEngine pytorch/cpp_extensions/transpose.py
+// fp8_cast_transpose_fused (forward input) and fp8_cast_transpose_bgrad_fused (grad_output).
+// Bytes per element. Simplification: a LayerNormLinear writes its FP8 input from the norm
+// kernel instead, which moves about the same bytes, so every linear input is counted alike.
+constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
+// Fused elementwise kernels read each input and write each output once. Passes over the
+// activation tensor, by kernel (inputs + outputs):
+constexpr double kNormForwardPasses = 2;     // read x, write y
+constexpr double kNormBackwardPasses = 3;    // read x and dy, write dx
+constexpr double kResidualPasses = 3;        // read two operands, write the sum
+constexpr double kRopePasses = 2;            // read q/k, write them rotated (same for backward)
+constexpr double kSwigluForwardPasses = 3;   // read gate and up, write their product
+constexpr double kSwigluBackwardPasses = 5;  // read gate, up, dy; write dgate, dup
+constexpr double kGeluForwardPasses = 2;     // read x, write y
+constexpr double kGeluBackwardPasses = 3;    // read x and dy, write dx
+// Squared ReLU as NeMo writes it, torch.pow(torch.nn.functional.relu(x), 2) (nemo/collections/
+// nlp/modules/common/megatron/utils.py and llm/fn/activation.py, NeMo 24.07): no fused kernel.
+// Forward: relu (read x, write r) and the square (read r, write y). Backward by PyTorch's
+// autograd formulas (tools/autograd/derivatives.yaml): pow_backward is
+// grad * (2 * r.pow(1)), three kernels (copy r, scale it, multiply by dy: 2 + 2 + 3 passes);
+// relu's is threshold_backward (read dr and r, write dx: 3 passes).
+constexpr double kSquaredReluForwardPasses = 2 + 2;
+constexpr double kSquaredReluBackwardPasses = 2 + 2 + 3 + 3;
+constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
+constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
+// Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and
+// writes the 16-bit logit gradient.
+constexpr double kCrossEntropyForwardBytesPerLogit = 2 * kLogitBytes;
+constexpr double kCrossEntropyBackwardBytesPerLogit = kLogitBytes + kActivationBytes;
+// Vocab-parallel cross entropy all-reduces three per-token FP32 values across TP: the logit
+// maximum, the target logit and the sum of exponentials (Megatron-LM cross_entropy.py).
+constexpr int kCrossEntropyAllReduces = 3;
+
+// Mixture of experts (Megatron-Core moe/router.py and moe_utils.py): the router's scores are
+// FP32 (read the logits, write the probabilities before top-k); token permutation and
+// unpermutation each read and write every routed copy of a token's hidden state once.
+constexpr double kRouterScoreBytes = 4.0;
+constexpr double kRouterPasses = 2;
+constexpr double kPermutePasses = 2;
+// FP8 dispatch (DeepSeek-V3 §3.3.2): one byte per element plus one FP32 scale per 1 x 128 tile
+// of the activation (its fine-grained quantization, §3.3.1).
+constexpr double kFp8DispatchBytes = 1.0 + 4.0 / 128.0;
+
+// Passes over the MLP's intermediate tensor (f wide) that its activation makes.
+inline double activation_passes(FfnKind ffn, PassKind pass) {
+  const bool fwd = pass == PassKind::forward;
+  switch (ffn) {
+    case FfnKind::gelu: return fwd ? kGeluForwardPasses : kGeluBackwardPasses;
+    case FfnKind::swiglu: return fwd ? kSwigluForwardPasses : kSwigluBackwardPasses;
+    case FfnKind::squared_relu: return fwd ? kSquaredReluForwardPasses : kSquaredReluBackwardPasses;
+  }
+  return 0;
+}
+
+// Forward and backward GEMMs: dgrad (m x k = dY[m x n] W^T) and wgrad (k x n = X^T dY).
+inline models::GemmShape dgrad(const models::GemmShape& g) {
+  return {g.m, g.k, g.n};
+}
+inline models::GemmShape wgrad(const models::GemmShape& g) {
+  return {g.k, g.n, g.m};
+}
+
+// Ends the kernel run `c` (if any) as a segment of `out`.
+inline void flush(Segments& out, models::OpCost& c) {
+  if (c.time_s > 0) out.push_back(Segment{false, c, -1});
+  c = models::OpCost{};
+}
+
+}  // namespace clustersim::workload::kernel_traffic

@@ -1,0 +1,157 @@
+// PassBuilder's mixture-of-experts block: router, token permutation, dispatch and combine over
+// the EP group, the local experts as grouped GEMMs, and the shared experts
+// (workload/pass_builder.hpp, moe_layer_forward).
+#include "workload/kernel_traffic.hpp"
+#include "workload/pass_builder.hpp"
+
+namespace clustersim::workload {
+
+using namespace kernel_traffic;
+using models::GemmShape;
+using models::OpCost;
+
+// Tokens one local expert computes on the busiest GPU. Every GPU of an EP group sends its Ts
+// tokens x top-k copies over the group; balanced, each GPU receives Ts k copies for its El
+// experts. With expert TP (= tp) the TP group all-gathers them first (x et). The busiest
+// expert takes rho times the mean (moe.routing_imbalance, capped by the capacity factor).
+double PassBuilder::expert_tokens() const {
+  const Dims& d = d_;
+  return d.Ts * d.k * d.et * d.rho / d.El;
+}
+
+GemmShape PassBuilder::expert_in() const {
+  return {expert_tokens(), ffn_in_matrices() * d_.fe / d_.et, d_.h};
+}
+GemmShape PassBuilder::expert_out() const {
+  return {expert_tokens(), d_.h, d_.fe / d_.et};
+}
+
+// Router, permutation, dispatch, experts, combine, unpermutation, then the shared experts.
+// The local experts run as one grouped GEMM per matrix (Megatron-Core GroupedMLP, CUTLASS
+// grouped GEMM): El products of the per-expert shape in one launch, each at the efficiency a
+// GEMM of that shape reaches, so few tokens per expert give the small-m efficiency the
+// calibration measured.
+void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  c += mem(kNormForwardPasses * d.Ts * d.h);
+  c += c_.gemm(router(), head_dtype());
+  c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
+  c += mem(kPermutePasses * dispatch_elements());
+  flush(out, c);
+  token_exchange(out, true, "MoE dispatch");
+  expert_tp_exchange(out, true);
+  const double te = expert_tokens() * d.El;
+  c += fp8_cast(te * d.h);
+  c += c_.batched_gemm(expert_in(), d.precision, d.El);
+  c += mem(activation_passes(d.ffn, PassKind::forward) * te * d.fe / d.et);
+  c += fp8_cast(te * d.fe / d.et);
+  c += c_.batched_gemm(expert_out(), d.precision, d.El);
+  flush(out, c);
+  expert_tp_exchange(out, false);
+  token_exchange(out, false, "MoE combine");
+  c += mem(kPermutePasses * dispatch_elements());
+  shared_experts_forward(out, c);
+}
+
+void PassBuilder::moe_block_backward(Segments& out, OpCost& c, BackwardPart part) {
+  const Dims& d = d_;
+  const bool whole = part == BackwardPart::whole;
+  shared_experts_backward(out, c, part);
+  c += mem(kPermutePasses * dispatch_elements());
+  flush(out, c);
+  token_exchange(out, true, "MoE combine backward");
+  expert_tp_exchange(out, true);
+  const double te = expert_tokens() * d.El;
+  c += fp8_cast(te * d.h);
+  c += c_.batched_gemm(dgrad(expert_out()), d.precision, d.El);
+  if (whole) c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  c += mem(activation_passes(d.ffn, PassKind::backward) * te * d.fe / d.et);
+  c += fp8_cast(te * d.fe / d.et);
+  c += c_.batched_gemm(dgrad(expert_in()), d.precision, d.El);
+  if (whole) c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  flush(out, c);
+  expert_tp_exchange(out, false);
+  token_exchange(out, false, "MoE dispatch backward");
+  c += mem(kPermutePasses * dispatch_elements());
+  c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
+  c += c_.gemm(dgrad(router()), head_dtype());
+  if (whole) c += c_.gemm(wgrad(router()), head_dtype());
+  c += mem(kNormBackwardPasses * d.Ts * d.h);
+}
+
+// The weight gradients an MoE block's backward leaves to W: the shared experts', the local
+// experts' grouped GEMMs and the router's.
+OpCost PassBuilder::moe_weight_grad() const {
+  const Dims& d = d_;
+  OpCost c;
+  if (d.fs > 0) {
+    for (const GemmShape& g : {shared_out(), shared_in()}) c += c_.gemm(wgrad(g), d.precision);
+  }
+  c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  c += c_.gemm(wgrad(router()), head_dtype());
+  return c;
+}
+
+// With expert TP (= tp), the TP group all-gathers the dispatched tokens before the experts
+// (`gather`) and reduce-scatters their outputs after.
+void PassBuilder::expert_tp_exchange(Segments& out, bool gather) {
+  if (d_.et <= 1) return;
+  out.push_back(coll(gather ? CollKind::all_gather : CollKind::reduce_scatter, Group::tp,
+                     dispatch_elements() * d_.et,
+                     gather ? "MoE expert-TP all-gather" : "MoE expert-TP reduce-scatter"));
+}
+
+// Tokens (or their gradients) on their way to the experts (`to_experts`: dispatch, and the
+// backward of combine) or back (combine, and the backward of dispatch), over the EP group:
+// one all-to-all of Ts k h, or DeepEP's InfiniBand hop of Ts x token_nodes x h among the GPUs
+// of the same in-node index, in FP8 towards the experts under an FP8 recipe (DeepSeek-V3
+// §3.3.2: dispatch and the gradients before the down-projection in FP8, combine in BF16).
+void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::string& what) {
+  const Dims& d = d_;
+  if (d.ep <= 1) return;
+  if (!d.two_hop) {
+    out.push_back(coll(CollKind::all_to_all, Group::ep, dispatch_elements(), what + " all-to-all"));
+    return;
+  }
+  const bool fp8 = to_experts && d.precision == Dtype::fp8;
+  const double bytes = d.Ts * d.token_nodes * d.h * (fp8 ? kFp8DispatchBytes : kActivationBytes);
+  out.push_back(Segment{true,
+                        {},
+                        collective(CollKind::all_to_all, Group::ep_rail, bytes,
+                                   fp8 ? Dtype::fp8 : Dtype::bf16, what + " (InfiniBand hop)")});
+}
+
+// The shared experts: a dense FFN of their summed width, split over TP like the dense MLP.
+GemmShape PassBuilder::shared_in() const {
+  return {d_.T, ffn_in_matrices() * d_.fs / d_.t, d_.h};
+}
+GemmShape PassBuilder::shared_out() const {
+  return {d_.T, d_.h, d_.fs / d_.t};
+}
+
+void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
+  const Dims& d = d_;
+  if (d.fs <= 0) return;
+  const GemmShape in = shared_in();
+  const GemmShape outp = shared_out();
+  sequence_all_gather(out, c, forward_gemm(in));
+  c += linear_forward(in);
+  c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
+  c += linear_forward(outp);
+  tp_reduce(out, c, "shared-expert", forward_gemm(outp));
+}
+
+void PassBuilder::shared_experts_backward(Segments& out, OpCost& c, BackwardPart part) {
+  const Dims& d = d_;
+  if (d.fs <= 0) return;
+  const GemmShape in = shared_in();
+  const GemmShape outp = shared_out();
+  sequence_all_gather(out, c, dgrad_gemm(outp));
+  c += gemm_backward(outp, part);
+  c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
+  c += gemm_backward(in, part);
+  tp_reduce(out, c, "shared-expert", dgrad_gemm(in));
+}
+
+}  // namespace clustersim::workload
