@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/xml_escape.hpp"
+
 namespace clustersim::svg {
 
 namespace {
@@ -72,7 +74,7 @@ void header(std::ostringstream& os, const Axes& a) {
      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
      << "<text x=\"" << num(a.width / 2) << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-     << escape(a.title) << "</text>\n";
+     << xml_escape(a.title) << "</text>\n";
 }
 
 void axes(std::ostringstream& os, const Axes& a, const Frame& f, bool numeric_x) {
@@ -105,34 +107,20 @@ void axes(std::ostringstream& os, const Axes& a, const Frame& f, bool numeric_x)
     }
   }
   os << "<text x=\"" << num((left + right) / 2) << "\" y=\"" << num(a.height - 12)
-     << "\" text-anchor=\"middle\">" << escape(a.x_label) << "</text>\n"
+     << "\" text-anchor=\"middle\">" << xml_escape(a.x_label) << "</text>\n"
      << "<text transform=\"translate(16," << num((top + bottom) / 2)
-     << ") rotate(-90)\" text-anchor=\"middle\">" << escape(a.y_label) << "</text>\n";
+     << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(a.y_label) << "</text>\n";
 }
 
 void legend_entry(std::ostringstream& os, const Axes& a, int row, const char* colour,
                   const std::string& name) {
   const double x = a.width - kMarginRight + 12, y = kMarginTop + 10 + row * 18;
   os << "<rect x=\"" << num(x) << "\" y=\"" << num(y - 9) << "\" width=\"12\" height=\"10\" fill=\""
-     << colour << "\"/>\n<text x=\"" << num(x + 18) << "\" y=\"" << num(y) << "\">" << escape(name)
-     << "</text>\n";
+     << colour << "\"/>\n<text x=\"" << num(x + 18) << "\" y=\"" << num(y) << "\">"
+     << xml_escape(name) << "</text>\n";
 }
 
 }  // namespace
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string line_chart(const Axes& a, const std::vector<Series>& series,
                        const std::vector<Marker>& markers, bool identity_line) {
@@ -195,7 +183,7 @@ std::string line_chart(const Axes& a, const std::vector<Series>& series,
            << "\" r=\"3.5\" fill=\"" << colour << "\"/>\n";
         if (!p.label.empty()) {
           os << "<text x=\"" << num(f.px(p.x) + 5) << "\" y=\"" << num(f.py(p.y) - 5)
-             << "\" font-size=\"10\">" << escape(p.label) << "</text>\n";
+             << "\" font-size=\"10\">" << xml_escape(p.label) << "</text>\n";
         }
       }
     }
@@ -230,14 +218,14 @@ std::string stacked_bars(const Axes& a, const std::vector<std::string>& segment_
       const double v = std::max(bars[i].values[k], 0.0);
       os << "<rect x=\"" << num(x) << "\" y=\"" << num(f.py(base + v)) << "\" width=\""
          << num(bar_width) << "\" height=\"" << num(f.py(base) - f.py(base + v)) << "\" fill=\""
-         << kPalette[k % kPaletteSize] << "\"><title>" << escape(bars[i].label) << ": "
-         << escape(k < segment_names.size() ? segment_names[k] : "") << " " << tick_label(v)
+         << kPalette[k % kPaletteSize] << "\"><title>" << xml_escape(bars[i].label) << ": "
+         << xml_escape(k < segment_names.size() ? segment_names[k] : "") << " " << tick_label(v)
          << "</title></rect>\n";
       base += v;
     }
     os << "<text transform=\"translate(" << num(x + bar_width / 2) << ","
        << num(a.height - kMarginBottom + 12) << ") rotate(30)\" font-size=\"10\">"
-       << escape(bars[i].label) << "</text>\n";
+       << xml_escape(bars[i].label) << "</text>\n";
   }
   for (std::size_t k = 0; k < segment_names.size(); ++k) {
     legend_entry(os, a, static_cast<int>(k), kPalette[k % kPaletteSize], segment_names[k]);

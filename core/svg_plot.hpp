@@ -52,7 +52,4 @@ struct BarGroup {
 std::string stacked_bars(const Axes& axes, const std::vector<std::string>& segment_names,
                          const std::vector<BarGroup>& bars);
 
-// Escapes &, <, >, " for SVG text.
-std::string escape(const std::string& text);
-
 }  // namespace clustersim::svg

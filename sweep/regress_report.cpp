@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/xml_escape.hpp"
 #include "sweep/regress.hpp"
 
 namespace clustersim::sweep {
@@ -13,27 +14,6 @@ std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters; keep tab and newlines.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-          out += ' ';
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
 }
 
 // The body of a failed JUnit case: both values, or the reason when nothing was compared.
