@@ -10,6 +10,8 @@
 #include "nccl/nccl_model.hpp"
 #include "sim/isolated.hpp"
 #include "sim/simulation.hpp"
+#include "tests/nccl/collective_requests.hpp"
+#include "tests/test_clusters.hpp"
 #include "topologies/cluster_graph.hpp"
 
 namespace clustersim::sim::testing {
@@ -18,36 +20,11 @@ constexpr double KiB = 1024.0;
 constexpr double MiB = 1024.0 * 1024.0;
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
 
-// A cluster of `nodes` x `gpn` H100-like GPUs. Link speeds are chosen per test so the
-// bottleneck is known by construction.
-inline ClusterSpec small_cluster(int nodes, int gpn, int nics, double nic_GBps, double pcie_GBps,
-                                 bool rail, bool gdr, double nvlink_GBps = 200) {
-  ClusterSpec c;
-  c.name = "test";
-  c.gpu.name = "H100";
-  c.gpu.peak_flops[Dtype::bf16] = 989e12;
-  c.gpu.hbm_bytes = 80e9;
-  c.gpu.hbm_Bps = 3.35e12;
-  c.gpu.nvlink_Bps = nvlink_GBps * 1e9;
-  c.gpu.pcie_Bps = pcie_GBps * 1e9;
-  c.nodes = nodes;
-  c.gpus_per_node = gpn;
-  c.nics_per_node = nics;
-  c.nic_Bps = nic_GBps * 1e9;
-  c.rail_optimized = rail;
-  c.nvlink_Bps = nvlink_GBps * 1e9;
-  c.nvlink_latency_s = 3e-6;
-  c.gpudirect_rdma = gdr;
-  c.fabric.nodes_per_leaf = nodes;
-  c.fabric.oversubscription = 1;
-  return c;
-}
-
-inline std::vector<int> iota_gpus(int first, int count, int stride = 1) {
-  std::vector<int> g;
-  for (int i = 0; i < count; ++i) g.push_back(first + i * stride);
-  return g;
-}
+// Small clusters and requests written out in code (tests/test_clusters.hpp,
+// tests/nccl/collective_requests.hpp).
+using test::allreduce;
+using test::gpu_range;
+using test::test_cluster;
 
 // NCCL's latency for a Ring/Simple all-reduce on this hardware, by NCCL's own table
 // (nccl/nccl_model.hpp, tested against tuning.cc separately), with the ring plateau factor of

@@ -31,7 +31,7 @@ double memory_mappings() {
 // In a child: {mappings added by spawning `actors` sleeping actors, settings read back as
 // stack KiB, guard (0/1), factory is the requested one (0/1)}.
 std::vector<double> spawn_and_count(const EngineOptions& engine, int actors) {
-  const auto spec = small_cluster(1, 2, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   return run_isolated_numbers([&] {
     SimulationOptions o;
@@ -50,7 +50,7 @@ std::vector<double> spawn_and_count(const EngineOptions& engine, int actors) {
 // In a child: 1 when an actor runs on the process's main thread (a context switched in the
 // same OS thread), 0 when it runs on a thread of its own.
 double actor_on_main_thread(const std::string& factory) {
-  const auto spec = small_cluster(1, 2, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   return run_isolated_numbers([&] {
     SimulationOptions o;
@@ -97,7 +97,7 @@ TEST_CASE("The context factory chosen when the engine is created is the one acto
 }
 
 TEST_CASE("An unknown context factory is refused before SimGrid sees it", "[sim][engine]") {
-  const auto spec = small_cluster(1, 2, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const auto v = run_isolated_numbers([&] {
     SimulationOptions o;

@@ -26,21 +26,13 @@ double ring_bw_term(double bytes, int n, double bw_Bps) {
   return 2.0 * (n - 1) / n * bytes / bw_Bps;
 }
 
-CollectiveRequest allreduce(std::vector<int> gpus, double bytes) {
-  CollectiveRequest r;
-  r.op = CollectiveOp::all_reduce;
-  r.gpus = std::move(gpus);
-  r.bytes = bytes;
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("An uncontended ring all-reduce takes the alpha-beta closed form within 1%",
           "[sim][ring]") {
   // One GPU per node, GPU -> PCIe (20 GB/s) -> host -> PCIe -> NIC (50 GB/s): PCIe is the
   // bottleneck by construction, below NCCL's own ring bandwidth for a 50 GB/s NIC.
-  const auto spec = small_cluster(8, 1, 1, 50, 20, false, false);
+  const auto spec = test_cluster({.nodes = 8, .gpus_per_node = 1, .pcie_GBps = 20});
   const auto graph = topologies::ClusterGraph::build(spec, 8);
   const double B = 20e9;
   const int n = GENERATE(2, 4, 8);
@@ -49,7 +41,7 @@ TEST_CASE("An uncontended ring all-reduce takes the alpha-beta closed form withi
     SimulationOptions o;
     o.nccl = ring_simple();
     std::vector<CollectiveRequest> rs;
-    for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, n), s));
+    for (double s : sizes) rs.push_back(allreduce(gpu_range(0, n), s));
     std::vector<double> t;
     for (const auto& r : simulate_collectives(graph, rs, o)) t.push_back(r.time_s());
     return t;
@@ -65,7 +57,7 @@ TEST_CASE("An uncontended ring all-reduce takes the alpha-beta closed form withi
 
 TEST_CASE("Bus bandwidth approaches the bottleneck link at large sizes and never exceeds it",
           "[sim][ring]") {
-  const auto spec = small_cluster(8, 1, 1, 50, 20, false, false);
+  const auto spec = test_cluster({.nodes = 8, .gpus_per_node = 1, .pcie_GBps = 20});
   const auto graph = topologies::ClusterGraph::build(spec, 8);
   const double B = 20e9;
   std::vector<double> sizes;
@@ -74,7 +66,7 @@ TEST_CASE("Bus bandwidth approaches the bottleneck link at large sizes and never
     SimulationOptions o;
     o.nccl = ring_simple();
     std::vector<CollectiveRequest> rs;
-    for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, 8), s));
+    for (double s : sizes) rs.push_back(allreduce(gpu_range(0, 8), s));
     std::vector<double> b;
     for (const auto& r : simulate_collectives(graph, rs, o)) b.push_back(r.bus_bw_Bps());
     return b;
@@ -91,7 +83,7 @@ TEST_CASE(
   const double S = 1 * GiB;
   const int nodes = 4;
   SECTION("one NIC per node shared by both rings: each gets half of 50 GB/s") {
-    const auto spec = small_cluster(nodes, 2, 1, 50, 64, false, false);
+    const auto spec = test_cluster({.nodes = nodes, .gpus_per_node = 2});
     const auto graph = topologies::ClusterGraph::build(spec, 8);
     const auto t = run_isolated_numbers([&] {
       SimulationOptions o;
@@ -99,9 +91,9 @@ TEST_CASE(
       Simulation sim(graph, o);
       std::vector<double> out(3);
       sim.spawn(0, "driver", [&] {
-        out[0] = sim.collective(allreduce(iota_gpus(0, nodes, 2), S)).time_s();  // alone
-        auto a = sim.start_collective(allreduce(iota_gpus(0, nodes, 2), S));
-        auto b = sim.start_collective(allreduce(iota_gpus(1, nodes, 2), S));
+        out[0] = sim.collective(allreduce(gpu_range(0, nodes, 2), S)).time_s();  // alone
+        auto a = sim.start_collective(allreduce(gpu_range(0, nodes, 2), S));
+        auto b = sim.start_collective(allreduce(gpu_range(1, nodes, 2), S));
         out[1] = sim.wait(a).time_s();
         out[2] = sim.wait(b).time_s();
       });
@@ -116,7 +108,11 @@ TEST_CASE(
     CHECK(t[1] > 1.9 * (t[0] - L) + L * 0.99);  // alone at least twice as fast (bandwidth part)
   }
   SECTION("rail-optimized: one NIC per GPU, the two rings use different rails") {
-    const auto spec = small_cluster(nodes, 2, 2, 50, 64, true, true);
+    const auto spec = test_cluster({.nodes = nodes,
+                                    .gpus_per_node = 2,
+                                    .nics_per_node = 2,
+                                    .rail_optimized = true,
+                                    .gpudirect_rdma = true});
     const auto graph = topologies::ClusterGraph::build(spec, 8);
     const auto t = run_isolated_numbers([&] {
       SimulationOptions o;
@@ -124,9 +120,9 @@ TEST_CASE(
       Simulation sim(graph, o);
       std::vector<double> out(3);
       sim.spawn(0, "driver", [&] {
-        out[0] = sim.collective(allreduce(iota_gpus(0, nodes, 2), S)).time_s();
-        auto a = sim.start_collective(allreduce(iota_gpus(0, nodes, 2), S));
-        auto b = sim.start_collective(allreduce(iota_gpus(1, nodes, 2), S));
+        out[0] = sim.collective(allreduce(gpu_range(0, nodes, 2), S)).time_s();
+        auto a = sim.start_collective(allreduce(gpu_range(0, nodes, 2), S));
+        auto b = sim.start_collective(allreduce(gpu_range(1, nodes, 2), S));
         out[1] = sim.wait(a).time_s();
         out[2] = sim.wait(b).time_s();
       });
@@ -155,17 +151,17 @@ TEST_CASE(
     rs.push_back(r);
   };
   for (double s : {256 * KiB, 16 * MiB, 256 * MiB}) {
-    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s);  // NCCL's choice
-    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::ring);
-    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::tree);
-    add(CollectiveOp::all_reduce, iota_gpus(0, 8), s, Algorithm::nvls);
-    add(CollectiveOp::all_reduce, iota_gpus(0, 32), s, Algorithm::hierarchical);
-    add(CollectiveOp::all_reduce, iota_gpus(0, 4, 8), s);  // one GPU per node
-    add(CollectiveOp::all_gather, iota_gpus(0, 16), s);
-    add(CollectiveOp::reduce_scatter, iota_gpus(0, 16), s);
-    add(CollectiveOp::broadcast, iota_gpus(0, 16), s);
-    add(CollectiveOp::reduce, iota_gpus(0, 16), s);
-    add(CollectiveOp::all_to_all, iota_gpus(0, 16), s);
+    add(CollectiveOp::all_reduce, gpu_range(0, 32), s);  // NCCL's choice
+    add(CollectiveOp::all_reduce, gpu_range(0, 32), s, Algorithm::ring);
+    add(CollectiveOp::all_reduce, gpu_range(0, 32), s, Algorithm::tree);
+    add(CollectiveOp::all_reduce, gpu_range(0, 8), s, Algorithm::nvls);
+    add(CollectiveOp::all_reduce, gpu_range(0, 32), s, Algorithm::hierarchical);
+    add(CollectiveOp::all_reduce, gpu_range(0, 4, 8), s);  // one GPU per node
+    add(CollectiveOp::all_gather, gpu_range(0, 16), s);
+    add(CollectiveOp::reduce_scatter, gpu_range(0, 16), s);
+    add(CollectiveOp::broadcast, gpu_range(0, 16), s);
+    add(CollectiveOp::reduce, gpu_range(0, 16), s);
+    add(CollectiveOp::all_to_all, gpu_range(0, 16), s);
   }
   auto run = [&](Granularity g) {
     return run_isolated_numbers([&] {
@@ -197,10 +193,10 @@ TEST_CASE("Under contention the granularities differ and the API reports by how 
           "[sim][contention]") {
   // Two rings sharing NICs, of different sizes: in bulk the small ring's flows end early and
   // leave the NIC to the big one; in step granularity both progress step by step.
-  const auto spec = small_cluster(4, 2, 1, 50, 64, false, false);
+  const auto spec = test_cluster({.nodes = 4, .gpus_per_node = 2});
   const auto graph = topologies::ClusterGraph::build(spec, 8);
-  std::vector<CollectiveRequest> rs = {allreduce(iota_gpus(0, 4, 2), 256 * MiB),
-                                       allreduce(iota_gpus(1, 4, 2), 64 * MiB)};
+  std::vector<CollectiveRequest> rs = {allreduce(gpu_range(0, 4, 2), 256 * MiB),
+                                       allreduce(gpu_range(1, 4, 2), 64 * MiB)};
   SimulationOptions o;
   o.nccl = ring_simple();
   const GranularityGap gap = compare_granularities(graph, rs, o);
@@ -223,7 +219,7 @@ TEST_CASE("NCCL_ALGO=Ring forces the ring where NCCL's model would pick another 
       Simulation sim(graph, o);
       std::vector<double> a;
       for (double s : sizes) {
-        a.push_back(static_cast<double>(sim.plan(allreduce(iota_gpus(0, 1024), s)).algorithm));
+        a.push_back(static_cast<double>(sim.plan(allreduce(gpu_range(0, 1024), s)).algorithm));
       }
       return a;
     });
@@ -250,7 +246,7 @@ TEST_CASE(
   const auto t = run_isolated_numbers([&] {
     std::vector<CollectiveRequest> rs;
     for (const auto& [s, us] : published) {
-      CollectiveRequest r = allreduce(iota_gpus(0, 8), s);
+      CollectiveRequest r = allreduce(gpu_range(0, 8), s);
       r.dtype = Dtype::fp32;
       rs.push_back(r);
     }
@@ -273,7 +269,7 @@ TEST_CASE(
     "A collective across a down link hangs until the link comes back, and a degraded link "
     "slows it by its factor",
     "[sim][faults]") {
-  const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 4, .gpus_per_node = 1, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const double S = 1 * GiB;
   const auto t = run_isolated_numbers([&] {
@@ -282,17 +278,17 @@ TEST_CASE(
     Simulation sim(graph, o);
     std::vector<double> out(5, -1);
     sim.spawn(0, "driver", [&] {
-      out[0] = sim.collective(allreduce(iota_gpus(0, 4), S)).time_s();
+      out[0] = sim.collective(allreduce(gpu_range(0, 4), S)).time_s();
       // Down from now for 1 s: the collective must not complete within 0.5 s.
       const double t0 = sim.now();
       sim.set_link_down("node2/nic0-leaf", t0, t0 + 1.0);
-      auto h = sim.start_collective(allreduce(iota_gpus(0, 4), S));
+      auto h = sim.start_collective(allreduce(gpu_range(0, 4), S));
       out[1] = sim.wait_for(h, 0.5) ? 1 : 0;
       out[2] = sim.wait(h).end_s - t0;  // completes after the link is back at t0 + 1
       // Half bandwidth on one NIC: the ring runs at its slowest edge.
       const double t1 = sim.now();
       sim.set_link_bandwidth_factor("node1/nic0-leaf", 0.5, t1);
-      out[3] = sim.collective(allreduce(iota_gpus(0, 4), S)).time_s();
+      out[3] = sim.collective(allreduce(gpu_range(0, 4), S)).time_s();
       out[4] = sim.platform().link_bandwidth_factor(*graph.find_link("node1/nic0-leaf"));
     });
     sim.run();
@@ -308,14 +304,14 @@ TEST_CASE(
 
 TEST_CASE("Link statistics count each ring edge's bytes on the NICs and nothing on NVLink",
           "[sim][stats]") {
-  const auto spec = small_cluster(4, 1, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 4, .gpus_per_node = 1, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const double S = 256 * MiB;
   const auto v = run_isolated_numbers([&] {
     SimulationOptions o;
     o.nccl = ring_simple();
     Simulation sim(graph, o);
-    sim.spawn(0, "driver", [&] { sim.collective(allreduce(iota_gpus(0, 4), S)); });
+    sim.spawn(0, "driver", [&] { sim.collective(allreduce(gpu_range(0, 4), S)); });
     sim.run();
     const LinkUsageReport rep = sim.link_usage();
     std::vector<double> out;
@@ -341,7 +337,7 @@ TEST_CASE(
     Simulation sim(graph, SimulationOptions{});
     std::vector<double> out;
     sim.spawn(0, "driver", [&] {
-      for (const auto& g : {iota_gpus(0, 8), iota_gpus(0, 64), iota_gpus(3, 8, 8)}) {
+      for (const auto& g : {gpu_range(0, 8), gpu_range(0, 64), gpu_range(3, 8, 8)}) {
         CollectiveRequest r = allreduce(g, 96 * MiB);
         out.push_back(sim.uncontended_time_s(r));
         out.push_back(sim.collective(r).time_s());
@@ -359,12 +355,12 @@ TEST_CASE(
 }
 
 TEST_CASE("join_collective starts the collective when the last member joins", "[sim]") {
-  const auto spec = small_cluster(1, 4, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 4, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   const auto v = run_isolated_numbers([&] {
     Simulation sim(graph, SimulationOptions{});
     std::vector<double> out(8, -1);
-    const CollectiveRequest r = allreduce(iota_gpus(0, 4), 16 * MiB);
+    const CollectiveRequest r = allreduce(gpu_range(0, 4), 16 * MiB);
     for (int m = 0; m < 4; ++m) {
       sim.spawn(m, "rank" + std::to_string(m), [&, m] {
         sim.sleep_for(0.001 * m);  // rank 3 arrives last, at 3 ms
@@ -387,7 +383,11 @@ TEST_CASE(
     "NCCL_NET_GDR_LEVEL below the GPU-NIC distance stages network traffic through host "
     "memory",
     "[sim][nccl]") {
-  const auto spec = small_cluster(2, 2, 2, 50, 64, true, true);
+  const auto spec = test_cluster({.nodes = 2,
+                                  .gpus_per_node = 2,
+                                  .nics_per_node = 2,
+                                  .rail_optimized = true,
+                                  .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 4);
   auto run = [&](bool loc) {
     return run_isolated_numbers([&] {
@@ -422,7 +422,7 @@ TEST_CASE(
 }
 
 TEST_CASE("A process runs one SimGrid engine: a second Simulation is refused", "[sim]") {
-  const auto spec = small_cluster(1, 2, 1, 50, 64, false, true);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const auto v = run_isolated_numbers([&] {
     { Simulation first(graph, SimulationOptions{}); }
@@ -439,7 +439,7 @@ TEST_CASE("A process runs one SimGrid engine: a second Simulation is refused", "
 TEST_CASE("The network model's bandwidth factor scales what one flow gets of its bottleneck",
           "[sim][network]") {
   // SimGrid CM02 with network/bandwidth-factor 0.5: a flow alone on a 20 GB/s path gets 10 GB/s.
-  const auto spec = small_cluster(2, 1, 1, 50, 20, false, false);
+  const auto spec = test_cluster({.nodes = 2, .gpus_per_node = 1, .pcie_GBps = 20});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const double S = 1 * GiB;
   const auto t = run_isolated_numbers([&] {
@@ -475,7 +475,8 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
   const auto path = std::filesystem::temp_directory_path() / "clustersim-test-net-calib.json";
   validation::write_calibration(path.string(), cal);
 
-  auto spec = small_cluster(1, 8, 1, 50, 64, true, true);
+  auto spec = test_cluster(
+      {.nodes = 1, .gpus_per_node = 8, .rail_optimized = true, .gpudirect_rdma = true});
   const auto graph = topologies::ClusterGraph::build(spec, 8);
   spec.calibration = path.string();
   // The file the cluster names, read as the tool reads it, is handed to the engine.
@@ -485,8 +486,8 @@ TEST_CASE("A cluster's network calibration sets the time of the collectives it m
   auto run = [&](const std::vector<NetworkCalibration>& calibration) {
     return run_isolated_numbers([&] {
       std::vector<CollectiveRequest> rs;
-      for (double s : sizes) rs.push_back(allreduce(iota_gpus(0, 8), s));
-      CollectiveRequest ag = allreduce(iota_gpus(0, 8), 64 * MiB);
+      for (double s : sizes) rs.push_back(allreduce(gpu_range(0, 8), s));
+      CollectiveRequest ag = allreduce(gpu_range(0, 8), 64 * MiB);
       ag.op = CollectiveOp::all_gather;
       rs.push_back(ag);
       SimulationOptions o;
@@ -534,7 +535,7 @@ std::string isolated_error(const std::function<void(Simulation&)>& setup,
 TEST_CASE("A simulation that deadlocks is an error, not a result", "[sim]") {
   // Rank 0 waits for an all-reduce that rank 1 never joins: SimGrid finds nothing left to do
   // and would return as if the run had ended at t = 0.
-  const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .pcie_GBps = 20});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const std::string message = isolated_error(
       [&](Simulation& sim) {
@@ -548,7 +549,7 @@ TEST_CASE("A simulation that deadlocks is an error, not a result", "[sim]") {
 }
 
 TEST_CASE("A compute time that is not finite is an error, not an abort inside SimGrid", "[sim]") {
-  const auto spec = small_cluster(1, 2, 1, 50, 20, false, false);
+  const auto spec = test_cluster({.nodes = 1, .gpus_per_node = 2, .pcie_GBps = 20});
   const auto graph = topologies::ClusterGraph::build(spec, 2);
   const std::string message = isolated_error(
       [&](Simulation& sim) {
@@ -568,11 +569,11 @@ TEST_CASE(
   const double S = 1 * GiB;
   const double B = 50e9;
   const int n = 8;
-  const auto alone =
-      topologies::ClusterGraph::build(small_cluster(n, 1, 1, 50, 64, false, true), n);
+  const auto alone = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
   CollectiveRequest a2a;
   a2a.op = CollectiveOp::all_to_all;
-  a2a.gpus = iota_gpus(0, n);
+  a2a.gpus = gpu_range(0, n);
   a2a.bytes = S;
   const auto t = run_isolated_numbers([&] {
     std::vector<double> out;
@@ -587,16 +588,16 @@ TEST_CASE(
   // Two GPUs per node sharing the node's one NIC: two all-to-alls at once, one among the
   // first GPUs of the 8 nodes and one among the second, share every NIC: together they move
   // what one NIC carries, so each takes twice the dedicated-NIC time above.
-  const auto shared =
-      topologies::ClusterGraph::build(small_cluster(n, 2, 1, 50, 64, false, true), 2 * n);
+  const auto shared = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 2, .gpudirect_rdma = true}), 2 * n);
   const auto v = run_isolated_numbers([&] {
     Simulation sim(shared, SimulationOptions{});
     std::vector<double> out;
     sim.spawn(0, "driver", [&] {
       CollectiveRequest first = a2a;
-      first.gpus = iota_gpus(0, n, 2);
+      first.gpus = gpu_range(0, n, 2);
       CollectiveRequest second = a2a;
-      second.gpus = iota_gpus(1, n, 2);
+      second.gpus = gpu_range(1, n, 2);
       auto h1 = sim.start_collective(first);
       auto h2 = sim.start_collective(second);
       out.push_back(sim.wait(h1).time_s());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "input/scenario_loader.hpp"
+#include "tests/test_clusters.hpp"
 #include "topologies/cluster_graph.hpp"
 
 using namespace clustersim;
@@ -30,21 +31,16 @@ ClusterSpec seed_rail() {
 
 // A small spec built in code: 8 nodes x 4 GPUs, 4 NICs, 2 nodes per leaf.
 ClusterSpec small_rail() {
-  ClusterSpec s;
-  s.name = "small";
-  s.gpu.name = "test-gpu";
-  s.gpu.pcie_Bps = 32e9;
-  s.nodes = 8;
-  s.gpus_per_node = 4;
-  s.nics_per_node = 4;
-  s.nic_Bps = 25e9;
-  s.rail_optimized = true;
-  s.nvlink_Bps = 100e9;
-  s.nvlink_latency_s = 2e-6;
-  s.gpudirect_rdma = true;
-  s.fabric.nodes_per_leaf = 2;
-  s.fabric.oversubscription = 1;
-  return s;
+  return test::test_cluster({.nodes = 8,
+                             .gpus_per_node = 4,
+                             .nics_per_node = 4,
+                             .nic_GBps = 25,
+                             .pcie_GBps = 32,
+                             .nvlink_GBps = 100,
+                             .nvlink_latency_us = 2,
+                             .rail_optimized = true,
+                             .gpudirect_rdma = true,
+                             .nodes_per_leaf = 2});
 }
 
 std::set<LinkClass> classes_on(const ClusterGraph& g, const std::vector<Hop>& route) {
