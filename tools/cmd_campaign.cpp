@@ -23,7 +23,6 @@
 #include "tools/commands.hpp"
 #include "tools/load.hpp"
 #include "tools/output.hpp"
-#include "tools/step_inputs.hpp"
 #include "tools/work_budget.hpp"
 #include "topologies/cluster_graph.hpp"
 
@@ -92,7 +91,7 @@ int cmd_campaign(const std::vector<std::string>& argv) {
   const Args args(argv, campaign_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional().front();
-  const InputBundle input = load_command_input(path);
+  const CommandInput input = load_command_input(path);
   const Scenario& scenario = input.scenario;
   const CampaignSettings& settings = input.campaign;
   const long long trials = args.int_or("trials", settings.trials);
@@ -113,7 +112,7 @@ int cmd_campaign(const std::vector<std::string>& argv) {
   campaign::check_campaign_job(scenario);
   const ProgressStyle style = stderr_progress_style(args.flag("quiet"));
   const double parameters = models::count_parameters(scenario.model).total();
-  const CheckpointConfig checkpoint = input.checkpointing.resolved_for(parameters);
+  const CheckpointConfig& checkpoint = input.checkpointing;
   const auto graph = topologies::ClusterGraph::build(scenario.cluster, scenario.gpus);
 
   campaign::StepModel step;
@@ -121,9 +120,8 @@ int cmd_campaign(const std::vector<std::string>& argv) {
     step = campaign::fixed_step_model(scenario, *settings.step_time_s, *settings.mfu,
                                       settings.exposed_comm_share);
   } else {
-    step = reported_step_model(campaign::simulated_step_model(
-                                   scenario, load_step_calibrations(scenario), work_budget(args)),
-                               style);
+    step = reported_step_model(
+        campaign::simulated_step_model(scenario, input.calibrations, work_budget(args)), style);
   }
   const campaign::StepEstimate baseline = step(StepFaults{});
   check_fault_times(input.faults, campaign::fault_free_duration_s(scenario, baseline.step_time_s));

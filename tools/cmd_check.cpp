@@ -18,7 +18,6 @@
 #include "tools/commands.hpp"
 #include "tools/load.hpp"
 #include "tools/output.hpp"
-#include "tools/step_inputs.hpp"
 #include "tools/work_budget.hpp"
 #include "workload/workload.hpp"
 
@@ -203,24 +202,6 @@ Derived derive(const Scenario& s) {
   d.bubble_of_step = models::bubble_fraction_of_step(p.pp, p.vpp, d.micro_batches, p.schedule);
   d.memory = models::estimate_memory(s);
   return d;
-}
-
-// The input as run would read it: the scenario and its sections (tools/load.hpp), the
-// checkpoint resolved for this model, and the calibration files the presets name, which are
-// read when a step is simulated. Bad input anywhere is a ConfigError (exit 2) naming the file
-// and JSON pointer, as run and campaign would report it.
-struct CheckedInput {
-  InputBundle input;
-  step::StepCalibrations calibrations;
-};
-
-CheckedInput load_checked(const std::string& path) {
-  CheckedInput checked{load_command_input(path), {}};
-  InputBundle& input = checked.input;
-  input.checkpointing =
-      input.checkpointing.resolved_for(models::count_parameters(input.scenario.model).total());
-  checked.calibrations = read_step_calibrations(input.scenario);
-  return checked;
 }
 
 std::string batch_text(const Scenario& s, std::int64_t micro_batches) {
@@ -577,8 +558,10 @@ int cmd_check(const std::vector<std::string>& argv) {
   const Args args(argv, check_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional()[0];
-  const CheckedInput checked = load_checked(path);
-  const Scenario& s = checked.input.scenario;
+  // The input as run and campaign read it (tools/load.hpp): bad input anywhere, calibration
+  // files included, is a ConfigError (exit 2) naming the file and JSON pointer.
+  const CommandInput checked = load_command_input(path);
+  const Scenario& s = checked.scenario;
   const Derived d = derive(s);
   const step::WorkEstimate work = step::estimate_step_work(s, checked.calibrations);
   print_inputs(std::cout, s, d, checked.calibrations.compute);

@@ -20,7 +20,6 @@
 #include "tools/commands.hpp"
 #include "tools/load.hpp"
 #include "tools/output.hpp"
-#include "tools/step_inputs.hpp"
 #include "tools/work_budget.hpp"
 
 namespace clustersim::cli {
@@ -256,7 +255,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   const Args args(argv, run_options(), 1);
   const std::string path =
       args.positional().empty() ? default_scenario_path() : args.positional().front();
-  const InputBundle input = load_command_input(path);
+  const CommandInput input = load_command_input(path);
   const Scenario& s = input.scenario;
 
   step::StepOptions options;
@@ -300,7 +299,7 @@ int cmd_run(const std::vector<std::string>& argv) {
                  "memory.\n\n";
   }
 
-  const step::StepCalibrations calibrations = load_step_calibrations(s);
+  const step::StepCalibrations& calibrations = input.calibrations;
   ProgressTask progress(std::cerr, stderr_progress_style(args.flag("quiet")), "run");
   options.on_prepared = [&progress](const step::PreparedStep& p) {
     progress.describe(simulation_text(p));

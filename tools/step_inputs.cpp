@@ -26,15 +26,11 @@ models::ComputeCalibration compute_calibration(const Scenario& scenario) {
 
 }  // namespace
 
-step::StepCalibrations read_step_calibrations(const Scenario& scenario) {
+step::StepCalibrations load_step_calibrations(const Scenario& scenario) {
   step::StepCalibrations c;
   c.compute = compute_calibration(scenario);
   c.network = validation::load_network_calibration(scenario.cluster);
   return c;
-}
-
-step::StepCalibrations load_step_calibrations(const Scenario& scenario) {
-  return read_step_calibrations(scenario);
 }
 
 }  // namespace clustersim::cli

@@ -9,11 +9,10 @@
 
 namespace clustersim::cli {
 
-// For a simulation: the calibration files of the scenario's GPU and cluster. Throws ConfigError
-// naming the calibration file on a malformed one.
+// The calibration files of the scenario's GPU and cluster. Throws ConfigError naming the
+// calibration file and the JSON pointer on a malformed one, or the scenario's
+// /training/attention when the GPU's calibration has no figures for the kernel it names.
+// Commands that read a scenario file get them from load_command_input (tools/load.hpp).
 step::StepCalibrations load_step_calibrations(const Scenario& scenario);
-
-// The same files without the gate, for commands that only describe the scenario (check).
-step::StepCalibrations read_step_calibrations(const Scenario& scenario);
 
 }  // namespace clustersim::cli

@@ -174,3 +174,76 @@ TEST_CASE("the scenario these cases break is valid for check, run and campaign",
     CHECK(fs::exists(out));
   }
 }
+
+namespace {
+
+nlohmann::json source_json(const std::string& relative) {
+  return nlohmann::json::parse(slurp(std::string(CLUSTERSIM_SOURCE_DIR) + "/" + relative));
+}
+
+// The scenario of the cases above on a layout that does not fit in memory (llama3-8b without
+// sharding: 16 bytes per parameter, about 128 GB per GPU against 80 GB), its cluster and GPU
+// written inline from the shipped presets, with `cluster_patch` merged into the cluster.
+fs::path unfit_scenario_with_cluster(const std::string& name, const nlohmann::json& cluster_patch) {
+  nlohmann::json cluster = source_json("topologies/clusters/h800-128x8-rail.json");
+  cluster["gpu"] = source_json("topologies/gpus/h800-sxm.json");
+  merge(cluster, cluster_patch);
+  nlohmann::json patch;
+  patch["parallelism"] = {{"dp", 16}, {"tp", 1}, {"zero_stage", 0}};
+  patch["cluster"] = cluster;
+  return scenario_with(name, patch.dump());
+}
+
+}  // namespace
+
+TEST_CASE("check, run and campaign refuse a malformed calibration file at its JSON pointer") {
+  // The calibrations are read with the scenario, before run's memory verdict (this layout does
+  // not fit) and although campaign, given its step time, simulates no step.
+  nlohmann::json compute = source_json("validation/data/compute_efficiency.json");
+  compute["memory"]["hbm_efficiency"]["achieved_TBps"] = "fast";
+  const fs::path compute_file = scratch() / "broken-compute.json";
+  std::ofstream(compute_file) << compute.dump(2);
+  nlohmann::json network = source_json("validation/data/calibration-h100-published.json");
+  REQUIRE_FALSE(network["network"].empty());
+  network["network"][0]["regimes"][0]["latency_us"] = -1;
+  const fs::path network_file = scratch() / "broken-network.json";
+  std::ofstream(network_file) << network.dump(2);
+
+  struct Broken {
+    const char* name;
+    nlohmann::json cluster_patch;
+    std::string expected;  // file and pointer
+    const char* words;
+  };
+  const Broken cases[] = {
+      {"broken-compute-calibration",
+       {{"gpu", {{"compute_calibration", compute_file.string()}}}},
+       compute_file.string() + ":/memory/hbm_efficiency/achieved_TBps:",
+       "expected a number"},
+      {"broken-network-calibration",
+       {{"calibration", network_file.string()}},
+       network_file.string() + ":/network/0/regimes/0/latency_us:",
+       "must not be negative"},
+  };
+  for (const Broken& c : cases) {
+    INFO(c.name);
+    const fs::path input =
+        unfit_scenario_with_cluster(std::string(c.name) + ".json", c.cluster_patch);
+    const fs::path out = scratch() / (std::string(c.name) + ".out.json");
+    for (const char* command : {"check", "run", "campaign"}) {
+      INFO(command);
+      const Run r = run(command, input, out);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains(c.expected) && Catch::Contains(c.words));
+    }
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("without a broken calibration, run gives the unfit layout its memory verdict") {
+  // The scenario the case above breaks: valid, so run stops at the memory verdict (exit 1).
+  const fs::path input = unfit_scenario_with_cluster("unfit.json", nlohmann::json::object());
+  const fs::path out = scratch() / "unfit.out.json";
+  CHECK(run("check", input, out).exit_code == 0);
+  CHECK(run("run", input, out).exit_code == 1);
+}
