@@ -8,6 +8,7 @@
 #include "input/read_helpers.hpp"
 #include "input/run_sections.hpp"
 #include "input/scenario_loader.hpp"
+#include "input/table_check.hpp"
 
 namespace clustersim {
 
@@ -74,13 +75,7 @@ void check_links(const InputBundle& b, const LoadOptions& options) {
   }
 }
 
-}  // namespace
-
-InputBundle load_input(const std::string& path, const LoadOptions& options) {
-  return load_input(JsonDocument::load(path), options);
-}
-
-InputBundle load_input(const JsonDocument& document, const LoadOptions& options) {
+InputBundle load_bundle(const JsonDocument& document, const LoadOptions& options) {
   InputBundle b;
   b.scenario = input::parse_scenario(document);
   const JsonNode root = document.root();
@@ -91,6 +86,20 @@ InputBundle load_input(const JsonDocument& document, const LoadOptions& options)
   check_campaign_work(root, b);
   check_links(b, options);
   return b;
+}
+
+}  // namespace
+
+InputBundle load_input(const std::string& path, const LoadOptions& options) {
+  return load_input(JsonDocument::load(path), options);
+}
+
+InputBundle load_input(const JsonDocument& document, const LoadOptions& options) {
+  try {
+    return load_bundle(document, options);
+  } catch (const ConfigError& first) {
+    input::rethrow_with_table_errors(first, document);
+  }
 }
 
 Scenario load_scenario(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "core/config_errors.hpp"
 #include "core/errors.hpp"
 #include "sweep/sweep_spec.hpp"
 #include "tools/cli.hpp"
@@ -62,7 +63,7 @@ int run_command(const Command& command, const std::vector<std::string>& args) {
   try {
     return command.run(args);
   } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << describe_config_error(e);
     return kExitBadInput;
   } catch (const UsageError& e) {
     std::cerr << "error: " << e.what() << "\n\n" << command.usage();

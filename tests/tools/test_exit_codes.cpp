@@ -177,3 +177,18 @@ TEST_CASE("sizes are whole bytes, rounded down", "[tools]") {
   CHECK_THROWS_AS(cli::parse_size("0.5"), cli::UsageError);
   CHECK_THROWS_AS(cli::parse_size("2T"), cli::UsageError);
 }
+
+TEST_CASE("check reports every mistake of a file in one run, each at its path", "[tools][cli]") {
+  const fs::path file = write_text(scratch() / "three-mistakes.json", R"({
+    "model": "llama3-8b", "cluster": "h800-128x8-rail", "gpus": 8,
+    "parallelism": {"tp": 8, "pipeline_model_parallel_size": 1},
+    "training": {"global_batch": 0, "micro_batch": 1, "seq_len": 2048, "precision": "bf61"}})");
+  const CliRun r = run_cli("check " + shell_quote(file.string()), scratch());
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  const std::string at = "error: " + file.string() + ":";
+  CHECK(has(r.err, at + "/parallelism/pipeline_model_parallel_size: "));
+  CHECK(has(r.err, "write \"pp\" in \"parallelism\""));
+  CHECK(has(r.err, at + "/training/global_batch: 0 is out of range"));
+  CHECK(has(r.err, at + "/training/precision: \"bf61\" is not one of: bf16, fp16, fp8"));
+}
