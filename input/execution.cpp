@@ -12,9 +12,6 @@ namespace clustersim::input {
 
 namespace {
 
-// Megatron-LM's default DDP bucket: 40M parameters (distributed.py, bucket_size = 40000000);
-// in BF16 gradients that is 80 MB.
-constexpr double kDefaultGradBucketBytes = 40e6 * 2.0;
 // 1-bit Adam's paper warms up for 15-25% of BERT-Large pre-training (Tang et al. 2021, §5).
 constexpr double kDefaultOnebitWarmupFraction = 0.15;
 
@@ -133,8 +130,9 @@ Training parse_training(const JsonNode& n) {
   t.optimizer_state_dtype = choice_or(n, keys, "optimizer_state_dtype", kDtypeNames, Dtype::fp32);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
-  t.grad_bucket_bytes =
-      number_or(n, keys, "grad_bucket_MiB", kDefaultGradBucketBytes / kMiB) * kMiB;
+  // Without the key: Megatron-Core's default, set once the layout is known
+  // (default_grad_bucket_bytes).
+  t.grad_bucket_bytes = number_or(n, keys, "grad_bucket_MiB", 0) * kMiB;
   t.reduce_per_micro_batch = choice_or(n, keys, "grad_reduce", "per_step") == "per_micro_batch";
   return t;
 }
@@ -150,6 +148,15 @@ CommSpec parse_comm(const JsonNode& n) {
   }
   if (const auto nccl = n.find("nccl")) c.nccl = parse_nccl_settings(*nccl);
   return c;
+}
+
+double default_grad_bucket_bytes(const Scenario& s) {
+  const double ranks = static_cast<double>(s.parallelism.dp) * s.parallelism.cp;
+  const double params =
+      s.parallelism.zero_stage >= 3
+          ? kMegatronBucketMinParams
+          : std::max(kMegatronBucketMinParams, kMegatronBucketParamsPerDpRank * ranks);
+  return params * bytes_per_element(s.comm.grad_dtype);
 }
 
 }  // namespace clustersim::input

@@ -38,6 +38,8 @@ Scenario parse_scenario(const JsonDocument& document) {
   infer_data_parallel(s, parallelism);
   s.training = parse_training(root.at("training"));
   if (const auto comm = root.find("comm")) s.comm = parse_comm(*comm);
+  if (s.training.grad_bucket_bytes == 0)
+    s.training.grad_bucket_bytes = default_grad_bucket_bytes(s);
   s.warnings = s.comm.nccl.warnings;
   s.warnings.insert(s.warnings.end(), uncited.begin(), uncited.end());
   validate_scenario(s);

@@ -53,8 +53,7 @@ class Walk {
                const ObjectSpec& spec) {
     // The key alone, in an object at the node's path: the loader's own message for it.
     const nlohmann::json alone = {{key, value.raw()}};
-    const JsonNode single(alone, std::make_shared<const std::string>(node.file()),
-                          node.pointer());
+    const JsonNode single(alone, std::make_shared<const std::string>(node.file()), node.pointer());
     attempt([&] {
       if (answers_framework_names(spec)) refuse_framework_names(single);
       single.only_keys(spec.names());

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/json_reader.hpp"
 #include "input/scenario_loader.hpp"
 
 using namespace clustersim;
@@ -13,4 +14,21 @@ TEST_CASE("the default scenario loads with the seed's optimized layout") {
   CHECK(s.parallelism.pp == 2);
   CHECK(s.model.num_layers == 80);
   CHECK(s.cluster.total_gpus() == 1024);
+}
+
+TEST_CASE("the default gradient bucket is Megatron-Core's: max(40M, 1M x dp x cp) parameters") {
+  // `gpus` GPUs of the seed's cluster at tp 8, the given cp, dp inferred; grad dtype `dtype`.
+  const auto bucket = [](int gpus, int cp, const std::string& dtype, const std::string& extra) {
+    const std::string text =
+        R"({"model": "llama3-8b", "cluster": "h800-128x8-rail", "gpus": )" + std::to_string(gpus) +
+        R"(, "parallelism": {"tp": 8, "cp": )" + std::to_string(cp) +
+        R"(}, "training": {"global_batch": 1024, "micro_batch": 1, "seq_len": 4096)" + extra +
+        R"(}, "comm": {"grad_dtype": ")" + dtype + R"("}})";
+    return load_scenario(JsonDocument::parse(text, "bucket.json")).training.grad_bucket_bytes;
+  };
+  CHECK(bucket(64, 1, "bf16", "") == Approx(40e6 * 2));   // dp 8: the 40M floor
+  CHECK(bucket(64, 1, "fp32", "") == Approx(40e6 * 4));   // parameters, not bytes
+  CHECK(bucket(512, 1, "bf16", "") == Approx(64e6 * 2));  // dp 64: 1M per rank
+  CHECK(bucket(512, 4, "bf16", "") == Approx(64e6 * 2));  // dp 16 x cp 4
+  CHECK(bucket(512, 1, "bf16", R"(, "grad_bucket_MiB": 25)") == Approx(25.0 * 1024 * 1024));
 }

@@ -1,9 +1,8 @@
 // All the mistakes of a file in one run: the loader's first error, then what the key tables see
 // in the rest of the document, each with the message the loader gives for it alone.
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/config_errors.hpp"
@@ -74,7 +73,8 @@ std::vector<std::string> files_under(const std::string& dir, const std::string& 
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     const std::string p = e.path().string();
-    if (p.size() >= suffix.size() && p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (p.size() >= suffix.size() &&
+        p.compare(p.size() - suffix.size(), suffix.size(), suffix) == 0)
       out.push_back(p);
   }
   return out;
@@ -90,7 +90,8 @@ TEST_CASE("every mistake of a file is reported, each with the message it gets al
       {"/training/precision", "/training/precision", "bf17"},
       {"/training/recompte", "/training/recompte", "full"},
       {"/training/seq_len", "/training/seq_len", nullptr},
-      {"/comm/compression/warmup_fraction", "/comm/compression",
+      {"/comm/compression/warmup_fraction",
+       "/comm/compression",
        {{"kind", "onebit_adam"}, {"warmup_fraction", 2}}},
       {"/cost/usd_per_gpu_hour", "/cost", {{"usd_per_gpu_hour", -1}, {"source", "a quote"}}},
   };
@@ -139,7 +140,7 @@ TEST_CASE("one mistake is reported as before: a single ConfigError") {
 
 TEST_CASE("a rule across keys waits until the keys themselves are right") {
   json doc = base();
-  doc["parallelism"]["tp"] = 3;         // does not divide the heads: the loader's rule
+  doc["parallelism"]["tp"] = 3;        // does not divide the heads: the loader's rule
   doc["training"]["dropout"] = "yes";  // a type error the loader meets first
   const Reported r = load_error(doc);
   CHECK(r.first().pointer() == "/training/dropout");
