@@ -34,7 +34,8 @@ std::string trial_svg(const CampaignModel& model, const TrialTrace& trace,
     if (e.kind == "replacement") kind = "replacement";
     if (e.kind == "slowdown_start" || e.kind == "straggler_start") kind = "slowdown";
     if (kind.empty()) continue;
-    markers.push_back({e.t / kSecondsPerDay, kind});
+    // Checkpoints come every few minutes: a lane of ticks under the plot, not lines across it.
+    markers.push_back({e.t / kSecondsPerDay, kind, kind == "checkpoint"});
   }
   svg::Axes axes;
   axes.title = title;

@@ -21,10 +21,13 @@ struct Series {
   bool markers = false;  // draw a dot at each point
 };
 
-// A vertical line across the plot at x, e.g. a failure or a checkpoint.
+// An event at x: a vertical line across the plot (a failure, a restart), or with `lane` a short
+// tick in a thin strip under the plot (frequent, regular events such as checkpoints, which as
+// lines would cover the data).
 struct Marker {
   double x = 0;
   std::string kind;  // markers of one kind share a colour and a legend entry
+  bool lane = false;
 };
 
 struct Axes {
@@ -34,9 +37,15 @@ struct Axes {
   bool x_log2 = false;          // logarithmic x axis, base 2 (GPU counts)
   std::optional<double> y_min;  // fixed y range (otherwise from the data, including 0)
   std::optional<double> y_max;
+  // The plot's size; the picture grows beyond it where the legend's names or the bars' labels
+  // need room, so that no text leaves the canvas.
   double width = 800;
   double height = 480;
 };
+
+// The width of `text` in pixels at `font_px` in the sans-serif font the charts use, a generous
+// estimate (0.62 em per character: DejaVu Sans averages about 0.55 em over letters and digits).
+double text_width(const std::string& text, double font_px);
 
 // Line/scatter chart. A diagonal y = x reference line is drawn when `identity_line` is set
 // (predicted-against-reported plots).

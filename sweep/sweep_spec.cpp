@@ -322,8 +322,14 @@ void assign_labels(std::vector<SweepPoint>& points) {
     q.erase("what_if");  // a note, not a label
     params.push_back(std::move(q));
   }
-  // Which parameters vary across the sweep; dp, tp and pp always show (they name a layout).
+  // Which parameters vary across the sweep; dp, tp and pp always show (they name a layout), and
+  // vpp, cp and ep wherever a point uses them (a label without them reads as a plainer layout).
   std::set<std::string> varying = {"dp", "tp", "pp"};
+  for (const char* key : {"vpp", "cp", "ep"}) {
+    for (const auto& q : params) {
+      if (q.contains(key) && q.at(key) != json(1)) varying.insert(key);
+    }
+  }
   for (const auto& [key, value] : params.front().items()) {
     for (const auto& q : params) {
       if (q.at(key) != value) {

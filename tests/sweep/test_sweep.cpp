@@ -108,6 +108,14 @@ TEST_CASE("a sweep enumerates every combination of its axes in a fixed order") {
     CHECK(p["zero_stage"] == expected[i].second);
   }
   CHECK(points[3].label == "DP64 TP8 PP2 mb2 ZeRO-2");
+  SECTION("context parallelism shows in the labels even when every point has the same") {
+    // torchtitan's Llama 3.1 8B run at cp 2 (a validation case) as the base.
+    const auto with_cp = enumerate_points(spec_from(R"({"base":
+        "validation/suites/published-runs/torchtitan_t2_llama31_8b_8gpu_cp2_seq65536.scenario.json",
+        "axes": {"zero_stage": [2, 3]}})"));
+    REQUIRE(with_cp.size() == 2);
+    for (const auto& p : with_cp) CHECK_THAT(p.label, Catch::Contains("CP2"));
+  }
   CHECK(points[3].series == "TP8 PP2 mb2 ZeRO-2");
   SECTION("the same file gives the same points and keys every time") {
     const auto again = enumerate_points(spec);
