@@ -202,7 +202,7 @@ ScenarioRun locate_scenario(const std::string& scenario, const std::string& base
 }
 
 std::vector<ScenarioRun> run_baseline(const Baseline& baseline, const std::string& executable,
-                                      int jobs, double timeout_s,
+                                      int jobs, double timeout_s, const std::string& max_memory,
                                       const std::function<void()>& on_done) {
   std::vector<ScenarioRun> runs;
   std::vector<std::string> paths;
@@ -215,7 +215,7 @@ std::vector<ScenarioRun> run_baseline(const Baseline& baseline, const std::strin
     }
   }
   const auto evaluations =
-      evaluate_files(paths, executable, baseline.evaluator, jobs, timeout_s, on_done);
+      evaluate_files(paths, executable, baseline.evaluator, jobs, timeout_s, max_memory, on_done);
   std::size_t next = 0;
   for (auto& run : runs) {
     if (run.error.empty()) {
@@ -307,7 +307,7 @@ json updated_baseline(const JsonDocument& original, const Baseline& baseline,
 
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
                                        const std::string& executable, const std::string& evaluator,
-                                       int jobs, double timeout_s,
+                                       int jobs, double timeout_s, const std::string& max_memory,
                                        const std::function<void()>& on_done) {
   std::vector<Evaluation> out(paths.size());
   if (paths.empty()) return out;
@@ -320,7 +320,7 @@ std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
   auto next = [&]() -> std::optional<std::pair<std::size_t, ProcessJob>> {
     if (cursor >= paths.size()) return std::nullopt;
     ProcessJob job;
-    job.argv = evaluator_argv(executable, evaluator, paths[cursor], json_of(cursor));
+    job.argv = evaluator_argv(executable, evaluator, paths[cursor], json_of(cursor), max_memory);
     return std::make_pair(cursor++, std::move(job));
   };
   PoolOptions pool;

@@ -82,8 +82,9 @@ std::string scenario_hash(const JsonDocument& scenario);
 // Locates every entry's scenario and evaluates the ones found in child processes, `jobs` at
 // a time; one ScenarioRun per entry, in order. `on_done` (optional) is called once per entry as
 // it is settled: a missing scenario at once, the others as their child ends.
+// `max_memory`: each `run` evaluation's --max-memory (bytes as text), "" for its default.
 std::vector<ScenarioRun> run_baseline(const Baseline& baseline, const std::string& executable,
-                                      int jobs, double timeout_s,
+                                      int jobs, double timeout_s, const std::string& max_memory,
                                       const std::function<void()>& on_done = {});
 
 struct Comparison {
@@ -147,7 +148,7 @@ nlohmann::json updated_baseline(const JsonDocument& original, const Baseline& ba
 // `on_done` (optional) is called as each child ends.
 std::vector<Evaluation> evaluate_files(const std::vector<std::string>& paths,
                                        const std::string& executable, const std::string& evaluator,
-                                       int jobs, double timeout_s,
+                                       int jobs, double timeout_s, const std::string& max_memory,
                                        const std::function<void()>& on_done = {});
 
 }  // namespace clustersim::sweep

@@ -13,6 +13,7 @@
 #include "tools/commands.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/output.hpp"
+#include "tools/work_budget.hpp"
 
 namespace clustersim::cli {
 
@@ -27,6 +28,7 @@ const std::vector<OptionSpec>& regress_options() {
       {"update", "", false, false, "store the current values in the baseline (atomically)"},
       {"jobs", "j", true, false, "evaluations at a time (default: the CPUs available)"},
       {"timeout", "", true, false, "seconds one scenario may take (default: 600)"},
+      max_memory_option(),
       {"quiet", "q", false, false, "no progress on stderr"},
   };
   return specs;
@@ -77,7 +79,7 @@ int update_baseline(const std::string& file, const JsonDocument& document,
 
 std::string usage_regress() {
   return "usage: clustersim regress --baseline FILE [--tolerance PCT] [--junit FILE] "
-         "[--update] [--quiet]\n\n"
+         "[--update] [--max-memory SIZE] [--quiet]\n\n"
          "Runs every scenario the baseline lists (each in its own process), compares the\n"
          "metrics it names (MFU and step time) with the stored values and prints a diff.\n"
          "A relative scenario path is looked up next to the baseline file, then in the data\n"
@@ -115,9 +117,9 @@ int cmd_regress(const std::vector<std::string>& args) {
   const auto start = std::chrono::steady_clock::now();
   ProgressReporter progress(std::cerr, stderr_progress_style(a.flag("quiet")), "regress",
                             "scenarios", baseline.entries.size());
-  const auto current =
-      sweep::run_baseline(baseline, sweep::self_executable(), static_cast<int>(jobs), timeout,
-                          [&progress] { progress.advance(); });
+  const auto current = sweep::run_baseline(
+      baseline, sweep::self_executable(), static_cast<int>(jobs), timeout,
+      child_max_memory(a, static_cast<int>(jobs)), [&progress] { progress.advance(); });
   progress.finish();
   const std::string simulator = simulator_version();
   sweep::RegressReport report =

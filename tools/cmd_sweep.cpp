@@ -57,15 +57,6 @@ const std::vector<OptionSpec>& sweep_options() {
   return specs;
 }
 
-// Each child's --max-memory in bytes: the given budget, else the default shared by the
-// children that run at once.
-std::string child_max_memory(const Args& a, int jobs) {
-  const step::WorkBudget budget = work_budget(a);
-  if (!(budget.bytes > 0)) return "";
-  const double each = a.value("max-memory") ? budget.bytes : budget.bytes / jobs;
-  return std::to_string(static_cast<std::uint64_t>(std::max(1.0, each)));
-}
-
 // The memory verdict (models/memory.hpp), before a child is spent on a point that cannot fit.
 sweep::FeasibilityCheck feasibility_check() {
   return [](const Scenario& scenario) -> std::optional<sweep::Evaluation> {

@@ -245,7 +245,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
       }
       const int jobs = static_cast<int>(args.int_or("jobs", 1));
       if (jobs < 1) throw UsageError("--jobs must be at least 1");
-      const step::WorkBudget budget = work_budget(args);
+      const step::WorkBudget budget = work_budget(args, jobs);
       r = validation::run_published_suite(
           suite, counted_predictor(jobs, budget, stderr_progress_style(args.flag("quiet"))));
     } else {

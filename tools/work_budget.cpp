@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -31,7 +32,7 @@ double physical_memory_bytes() {
   return static_cast<double>(pages) * static_cast<double>(page_size);
 }
 
-step::WorkBudget work_budget(const Args& args) {
+step::WorkBudget work_budget(const Args& args, int jobs) {
   step::WorkBudget b;
   if (const auto text = args.value("max-memory")) {
     try {
@@ -43,10 +44,18 @@ step::WorkBudget work_budget(const Args& args) {
     return b;
   }
   const double ram = physical_memory_bytes();
-  b.bytes = kDefaultMemoryFraction * ram;
+  const int share = std::max(jobs, 1);
+  b.bytes = kDefaultMemoryFraction * ram / share;
   b.origin = "the default, " + default_share() + " of this machine's " + human_bytes(ram) +
+             (share > 1 ? " shared by " + std::to_string(share) + " simulations at a time" : "") +
              "; --max-memory SIZE raises it";
   return b;
+}
+
+std::string child_max_memory(const Args& args, int jobs) {
+  const step::WorkBudget budget = work_budget(args, jobs);
+  if (!(budget.bytes > 0)) return "";
+  return std::to_string(static_cast<std::uint64_t>(std::max(1.0, budget.bytes)));
 }
 
 }  // namespace clustersim::cli

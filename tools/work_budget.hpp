@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "step/simulate_step.hpp"
 #include "tools/cli.hpp"
@@ -22,8 +23,11 @@ OptionSpec max_memory_option();
 double physical_memory_bytes();
 
 // The budget --max-memory gives (a size as parse_size reads it: 512M, 4G, 1.5T), else the
-// default fraction of physical memory (no limit when it cannot be read); UsageError naming
-// --max-memory for a bad size.
-step::WorkBudget work_budget(const Args& args);
+// default fraction of physical memory (no limit when it cannot be read) shared by the `jobs`
+// simulations a command runs at once; UsageError naming --max-memory for a bad size.
+step::WorkBudget work_budget(const Args& args, int jobs = 1);
+
+// work_budget(args, jobs) as the value of a child process's --max-memory (bytes), "" for none.
+std::string child_max_memory(const Args& args, int jobs);
 
 }  // namespace clustersim::cli

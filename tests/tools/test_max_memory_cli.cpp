@@ -91,3 +91,19 @@ TEST_CASE("a max-memory that is not a size exits 2 naming the option", "[tools][
   CHECK(has(r.err, "--max-memory"));
   CHECK_FALSE(has(r.out, "step time"));
 }
+
+TEST_CASE("regress hands each run its --max-memory", "[tools][cli]") {
+  const std::string scenario = small_with("regressed.json", 4);
+  const nlohmann::json baseline = {
+      {"evaluator", "run"},
+      {"tolerance_pct", 1.0},
+      {"metrics", {"step_time_s"}},
+      {"scenarios", {{{"scenario", scenario}, {"values", {{"step_time_s", 1.0}}}}}}};
+  cli::write_text(dir() / "baseline.json", baseline.dump());
+  // A 1 KiB budget: the small step's estimate (tens of megabytes) is above it.
+  const cli::CliRun r =
+      cli::run_cli("regress --baseline baseline.json --max-memory 1K --quiet", dir());
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out + r.err, "regressed.json:/gpus: simulating this step is estimated to need"));
+  CHECK(has(r.out + r.err, "(--max-memory 1024; a larger --max-memory raises it)"));
+}
