@@ -59,10 +59,9 @@ class DirectoryLock {
 // detail. No stream: quiet.
 class Progress {
  public:
-  Progress(std::ostream* os, bool bar, std::size_t total, std::size_t done)
-      : reporter_(os ? *os : std::cerr,
-                  !os ? ProgressStyle::quiet : (bar ? ProgressStyle::terminal : ProgressStyle::log),
-                  "sweep", "points", total, done) {
+  Progress(std::ostream* os, ProgressStyle style, std::size_t total, std::size_t done)
+      : reporter_(os ? *os : std::cerr, os ? style : ProgressStyle::quiet, "sweep", "points", total,
+                  done) {
     reporter_.set_detail(counts_text());
   }
 
@@ -451,7 +450,7 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
                          "again\n";
   }
 
-  Progress progress(options.progress, options.progress_bar, points.size(), outcome.already_done);
+  Progress progress(options.progress, options.progress_style, points.size(), outcome.already_done);
   PointRunner runner(spec, options, feasible, points, keys, done, progress);
   outcome.interrupted = !runner.run() || (options.stop != nullptr && *options.stop != 0);
   outcome.evaluated = runner.evaluated();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.hpp"
 #include "sweep/evaluator.hpp"
 #include "sweep/results.hpp"
 #include "sweep/sweep_spec.hpp"
@@ -35,9 +36,11 @@ struct SweepOptions {
   // Identity of the evaluating build (executable_fingerprint()); records of other builds are
   // redone. Empty: every recorded point counts as done.
   std::string build;
-  double point_timeout_s = 0;        // per evaluation; 0 = none
-  bool progress_bar = false;         // redraw a progress bar on `progress`
-  std::ostream* progress = nullptr;  // progress bar or, without a bar, a line every few seconds
+  double point_timeout_s = 0;  // per evaluation; 0 = none
+  // Where progress goes and how (core/progress.hpp: a bar on a terminal, a line every few
+  // seconds on a pipe or file, nothing when quiet or without a stream).
+  std::ostream* progress = nullptr;
+  ProgressStyle progress_style = ProgressStyle::quiet;
   const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler to stop
   unsigned test_delay_ms = 0;  // test hook: each child waits this long before evaluating
 };

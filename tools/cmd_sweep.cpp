@@ -1,5 +1,4 @@
 // clustersim sweep: capacity-planning sweeps over layouts, cluster sizes and settings.
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -8,6 +7,7 @@
 #include <iostream>
 
 #include "core/atomic_file.hpp"
+#include "core/progress.hpp"
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
@@ -220,8 +220,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
   options.max_memory = child_max_memory(a, static_cast<int>(jobs));
   options.point_timeout_s = timeout;
   const bool quiet = a.flag("quiet");
-  options.progress = quiet ? nullptr : &std::cerr;
-  options.progress_bar = !quiet && ::isatty(STDERR_FILENO);
+  options.progress = &std::cerr;
+  options.progress_style = stderr_progress_style(quiet);
   if (const char* delay = std::getenv(kTestDelayEnv)) {
     options.test_delay_ms = static_cast<unsigned>(std::strtoul(delay, nullptr, 10));
   }
