@@ -37,15 +37,16 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
   blk.name = name;
   if (op.kind == workload::OpKind::compute) {
     const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
-    blk.parts.push_back({false, false, opt, op.time_s});
+    blk.parts.push_back({false, false, opt, op.time_s, -1, op.flops});
   } else {
     const double comm = coll_time_[static_cast<std::size_t>(op.index)];
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
-      blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_});
+      blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, op.index, 0});
     } else {
       blk.parts.push_back(
           {true, false, false,
-           op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm});
+           op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm, op.index,
+           0});
     }
   }
   return true;
@@ -59,16 +60,18 @@ bool Replay::flush(ClassStage& me) {
   const double start = sim_.now();
   double t = start;
   bool has_tp = false;
+  std::vector<TraceSlice> inside;  // the block's kernels and collectives, for the trace
   for (const auto& part : blk.parts) {
+    const double from = t;
     if (part.tp) {
       t += part.seconds;
       (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
       has_tp = true;
     } else {
-      const double end = stretch(t, part.seconds, slow);
-      (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += end - t;
-      t = end;
+      t = stretch(t, part.seconds, slow);
+      (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
     }
+    if (opt_.record_trace) trace_part(me, part, from, t, inside);
   }
   // A lost node stops its TP group at its next collective.
   if (has_tp && !ci.lost.empty()) {
@@ -89,11 +92,56 @@ bool Replay::flush(ClassStage& me) {
   }
   sim_.sleep_until(t);
   if (opt_.record_trace && t > start) {
-    trace_.push_back({me.cls, me.stage, 0, start, t, blk.name,
-                      blk.parts.size() == 1 && blk.parts[0].optimizer ? "optimizer" : "compute"});
+    // The block, then what it is made of: the viewer nests them (same track, inside its span).
+    double flops = 0;
+    for (const auto& part : blk.parts) flops += part.flops;
+    trace_.push_back({me.cls,
+                      me.stage,
+                      0,
+                      start,
+                      t,
+                      blk.name,
+                      blk.parts.size() == 1 && blk.parts[0].optimizer ? "optimizer" : "compute",
+                      {{"FLOPs", flops}}});
+    if (inside.size() > 1) trace_.insert(trace_.end(), inside.begin(), inside.end());
   }
   blk.parts.clear();
   return true;
+}
+
+void Replay::trace_part(const ClassStage& me, const Block::Part& part, double from, double to,
+                        std::vector<TraceSlice>& inside) const {
+  if (to <= from) return;
+  if (!part.tp) {
+    // Consecutive kernels are one slice: the trace shows where communication interrupts them.
+    if (!inside.empty() && inside.back().category != "tp" && inside.back().category != "ep" &&
+        inside.back().category != "cp" && inside.back().end_s == from) {
+      inside.back().end_s = to;
+      inside.back().args["FLOPs"] = inside.back().args["FLOPs"].get<double>() + part.flops;
+      return;
+    }
+    inside.push_back({me.cls,
+                      me.stage,
+                      0,
+                      from,
+                      to,
+                      part.optimizer ? "optimizer" : "kernels",
+                      part.optimizer ? "optimizer" : "compute",
+                      {{"FLOPs", part.flops}}});
+    return;
+  }
+  const workload::Collective& c = w_.collectives[static_cast<std::size_t>(part.collective)];
+  const std::string group = workload::to_string(c.group);
+  inside.push_back({me.cls,
+                    me.stage,
+                    0,
+                    from,
+                    to,
+                    group + " " + workload::to_string(c.kind),
+                    workload::is_expert_group(c.group) ? "ep"
+                    : group == "cp"                    ? "cp"
+                                                       : "tp",
+                    {{"bytes", c.bytes}, {"group", group}, {"collective", c.label}}});
 }
 
 void Replay::note_wait(ClassStage& me, double from, double to, double TimeBreakdown::*field,

@@ -107,6 +107,8 @@ struct Block {
     bool ep = false;
     bool optimizer = false;
     double seconds = 0;
+    int collective = -1;  // tp: the collective (Workload::collectives), for the trace
+    double flops = 0;     // compute: the kernels' FLOPs, for the trace
   };
   std::vector<Part> parts;
   std::string name;
@@ -196,6 +198,9 @@ class Replay {
   bool handle(ClassStage& me, const Op& op);
   bool on_compute(ClassStage& me, const Op& op);  // op_compute.cpp
   bool flush(ClassStage& me);
+  // A part of a block as a slice nested in the block's (kernels merged, each collective apart).
+  void trace_part(const ClassStage& me, const Block::Part& part, double from, double to,
+                  std::vector<TraceSlice>& inside) const;
   void note_wait(ClassStage& me, double from, double to, double TimeBreakdown::*field,
                  const std::string& name, const char* cat);
   bool on_collective(ClassStage& me, const Op& op);  // op_collective.cpp

@@ -240,13 +240,16 @@ std::string chrome_trace_json(const StepReport& report, const Scenario& scenario
             // Class-stage slices, and stage-wide stream slices (replica_class -1).
             if (s.stage != rc.stage) continue;
             if (s.replica_class != rc.replica_class && s.replica_class != -1) continue;
-            emit({{"ph", "X"},
-                  {"name", s.name},
-                  {"cat", s.category},
-                  {"pid", node},
-                  {"tid", 2 * rank + s.track},
-                  {"ts", s.start_s * kMicrosecondsPerSecond},
-                  {"dur", std::max(0.0, s.end_s - s.start_s) * kMicrosecondsPerSecond}});
+            nlohmann::json e = {
+                {"ph", "X"},
+                {"name", s.name},
+                {"cat", s.category},
+                {"pid", node},
+                {"tid", 2 * rank + s.track},
+                {"ts", s.start_s * kMicrosecondsPerSecond},
+                {"dur", std::max(0.0, s.end_s - s.start_s) * kMicrosecondsPerSecond}};
+            if (s.args.is_object()) e["args"] = s.args;
+            emit(e);
           }
         }
       }

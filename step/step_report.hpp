@@ -74,6 +74,8 @@ struct TraceSlice {
   double end_s = 0;
   std::string name;
   std::string category;  // compute, tp, pp, dp, bubble, optimizer, dp-stream, pp-transfer
+  // Shown with the slice in the trace viewer (FLOPs, bytes, group, ...); null for none.
+  nlohmann::json args;
 };
 
 struct StepReport {
@@ -119,9 +121,12 @@ StepReport step_report_from_json(const nlohmann::json& json);
 
 // Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one process per node, two threads
 // per rank (compute stream, communication stream), slices as complete ("X") events in
-// microseconds. Every rank of a class-stage gets its class's slices. When the scenario has more
-// than `max_ranks` ranks, only the ranks of each class's first data-parallel replica are written
-// (all its tensor-parallel and pipeline ranks); the trace metadata says so.
+// microseconds. On the compute stream each pass of a micro-batch (F0, B0, ...) holds, nested
+// inside it, its kernels and the TP/CP/EP collectives between them; slices carry their FLOPs,
+// or their bytes (nccl-tests size), group and collective, as args. Every rank of a class-stage gets
+// its class's slices. When the scenario has more than `max_ranks` ranks, only the ranks of each
+// class's first data-parallel replica are written (all its tensor-parallel and pipeline ranks); the
+// trace metadata says so.
 std::string chrome_trace_json(const StepReport& report, const Scenario& scenario, int max_ranks);
 
 }  // namespace clustersim::step
