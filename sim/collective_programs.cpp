@@ -44,6 +44,7 @@ void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
     }));
   }
   st->result.flows += static_cast<long long>(d.bulk_flows.size());
+  totals.flows += static_cast<long long>(d.bulk_flows.size());
   for (const auto& f : d.bulk_flows) st->result.wire_bytes += f.payload / eff;
   for (auto& w : workers) w->join();
 }
@@ -304,6 +305,7 @@ void Simulation::Impl::run_step(const std::shared_ptr<CollectiveState>& st) {
     flows += static_cast<long long>(ph.direct.size());
   }
   st->result.flows += flows;
+  totals.flows += flows;
 }
 
 }  // namespace clustersim::sim

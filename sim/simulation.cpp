@@ -107,7 +107,9 @@ std::shared_ptr<CollectiveState> Simulation::Impl::make_state(const CollectiveRe
   st->dec = planner->decompose(r, options.granularity);
   st->result.plan = st->dec->plan;
   st->result.label = r.label;
-  all.push_back(st);
+  ++totals.collectives;
+  st->live = live;
+  ++*live;
   return st;
 }
 
@@ -406,11 +408,12 @@ LinkUsageReport Simulation::link_usage() const {
   return impl_->platform->link_usage(now());
 }
 
-std::vector<CollectiveResult> Simulation::results() const {
-  std::vector<CollectiveResult> out;
-  out.reserve(impl_->all.size());
-  for (const auto& st : impl_->all) out.push_back(st->result);
-  return out;
+Simulation::Totals Simulation::totals() const {
+  return impl_->totals;
+}
+
+long long Simulation::live_collectives() const {
+  return *impl_->live;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -157,8 +157,16 @@ class Simulation {
   // ---- Statistics --------------------------------------------------------------------------
   // Bytes per link and per link class, utilisation over [0, now()].
   LinkUsageReport link_usage() const;
-  // Every collective and transfer started so far, in start order.
-  std::vector<nccl::CollectiveResult> results() const;
+  // Collectives and transfers started so far and the flows they simulated. Counted, not kept:
+  // the state of a collective lives only while a handle to it or its flows do.
+  struct Totals {
+    long long collectives = 0;
+    long long flows = 0;
+  };
+  Totals totals() const;
+  // Collectives and transfers whose state is still held: by a handle, by its running flows, or
+  // by its pending completion. What a long simulation keeps grows with this, not with totals().
+  long long live_collectives() const;
 
   struct Impl;
 

@@ -13,9 +13,8 @@ namespace clustersim::step {
 void Replay::join_expert_exchange(const ClassStage& me, const Op& op,
                                   std::vector<sim::CollectiveHandle>& hs) {
   const auto& c = w_.collectives[static_cast<std::size_t>(op.index)];
-  const auto& ops = w_.stages[static_cast<std::size_t>(me.stage)].ops;
   const std::string instance =
-      "ep/" + std::to_string(me.stage) + "/" + std::to_string(&op - ops.data()) + "/";
+      "ep/" + std::to_string(me.stage) + "/" + std::to_string(me.op_index) + "/";
   const auto& mine = classes_[static_cast<std::size_t>(me.cls)].replicas;
   std::set<int> joined;  // ranks this class-stage has joined with
   for (int d : mine) {

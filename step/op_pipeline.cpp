@@ -33,11 +33,18 @@ bool Replay::on_recv(ClassStage& me, const Op& op) {
             "wait " + pass_name(op, w_.chain.chunks()), "bubble");
   note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, w_.chain.chunks()),
             "pp");
+  // Both sides are done with it (the sender posted before the transfer started): the replay
+  // keeps only the messages in flight.
+  messages_.erase(message_key(me.cls, op));
   return true;
 }
 
+std::tuple<int, int, int, int> Replay::message_key(int cls, const Op& op) {
+  return {cls, static_cast<int>(op.pass), op.micro_batch, op.virtual_stage};
+}
+
 Message& Replay::message(int cls, const Op& op) {
-  auto& slot = messages_[{cls, static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+  auto& slot = messages_[message_key(cls, op)];
   if (!slot) slot = std::make_unique<Message>();
   return *slot;
 }

@@ -39,6 +39,11 @@ void critical_path(StepReport& r, const PreparedStep& p, Replay& run) {
     throw InternalError("scenario " + s.name + " (" + s.file + "): the simulated step took " +
                         std::to_string(step) + " s; a step has work and takes a finite time");
   }
+  if (r.completed && run.messages_in_flight() > 0) {
+    throw InternalError("scenario " + p.scenario->name + ": the step ended with " +
+                        std::to_string(run.messages_in_flight()) +
+                        " pipeline messages sent and never received");
+  }
   r.step_time_s = step;
   for (auto& c : css) {
     if (c.finished) c.b.idle_s = std::max(0.0, step - c.end_s);
@@ -127,9 +132,9 @@ void links(StepReport& r, const StepOptions& opt, const Replay& run, const sim::
         c.capacity_Bps > 0 && r.step_time_s > 0 ? lc.bytes / (c.capacity_Bps * r.step_time_s) : 0;
     r.links.push_back(std::move(lc));
   }
-  const auto results = sim.results();
-  r.collectives = static_cast<long long>(results.size());
-  for (const auto& res : results) r.flows += res.flows;
+  const sim::Simulation::Totals totals = sim.totals();
+  r.collectives = totals.collectives;
+  r.flows = totals.flows;
 }
 
 // The slowest GPU and the worst link of the faults, in words.

@@ -128,9 +128,11 @@ void Replay::cost_collectives() {
 // One class-stage's program, op by op; the block of pending compute runs at the end.
 void Replay::run_class_stage(int cls, int st) {
   ClassStage& me = cs(cls, st);
+  me.op_index = 0;
   for (const Op& op : w_.stages[static_cast<std::size_t>(st)].ops) {
     if (aborted_) return;
     if (!handle(me, op)) return;
+    ++me.op_index;
   }
   if (!flush(me)) return;
   me.end_s = sim_.now();

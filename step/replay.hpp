@@ -123,6 +123,7 @@ struct ClassStage {
   bool finished = false;
   std::vector<Instance*> outstanding;  // reductions launched, not yet awaited
   Block block;                         // compute not yet run
+  std::size_t op_index = 0;            // of the op being handled, in the stage's program
 };
 
 class Replay {
@@ -142,6 +143,8 @@ class Replay {
   const std::vector<int>& symmetric_rails() const { return rails_; }
   // Pipeline transfers simulated on the first of symmetric_rails() only (shortcut 5).
   bool pipeline_on_one_rail() const { return pp_one_rail_; }
+  // Pipeline messages posted and not yet received: none once every actor has finished.
+  std::size_t messages_in_flight() const { return messages_.size(); }
   double unsimulated_bytes(topologies::LinkClass c) const {
     return unsimulated_bytes_[static_cast<std::size_t>(c)];
   }
@@ -206,6 +209,7 @@ class Replay {
   bool on_collective(ClassStage& me, const Op& op);  // op_collective.cpp
   bool on_send(ClassStage& me, const Op& op);        // op_pipeline.cpp
   bool on_recv(ClassStage& me, const Op& op);
+  static std::tuple<int, int, int, int> message_key(int cls, const Op& op);
   Message& message(int cls, const Op& op);
   void start_transfer(Message& msg, int cls, const Op& recv_like, int receiver_stage);
   const std::array<double, topologies::kNumLinkClasses>& skipped_pp_hops(int cls, int src, int dst);
@@ -237,6 +241,7 @@ class Replay {
            std::unique_ptr<std::array<double, topologies::kNumLinkClasses>>>
       skipped_hops_;
   std::vector<ClassStage> cs_;
+  // Pipeline messages posted by one side and not yet received.
   std::map<std::tuple<int, int, int, int>, std::unique_ptr<Message>> messages_;
   bool aborted_ = false;
   std::optional<HangReport> hang_;

@@ -145,10 +145,12 @@ StageProgram StageBuilder::build() {
   add_buckets();
   add_gathers();
   step_start();
+  prog_.ops.close_pass(-1);
   for (std::size_t i = 0; i < order_.size(); ++i) {
     const PassSlot& slot = order_[i];
     if (slot.paired && i + 1 < order_.size()) {
-      pair(slot, order_[++i]);
+      pair(slot, order_[i + 1]);
+      prog_.ops.close_pass(slot.micro_batch, order_[++i].micro_batch);
       continue;
     }
     switch (slot.kind) {
@@ -156,8 +158,10 @@ StageProgram StageBuilder::build() {
       case PassKind::backward: backward(slot); break;
       case PassKind::weight_grad: weight_grad(slot); break;
     }
+    prog_.ops.close_pass(slot.micro_batch);
   }
   tail();
+  prog_.ops.close_pass(-1);
   return std::move(prog_);
 }
 

@@ -29,6 +29,7 @@
 
 #include "core/scenario.hpp"
 #include "models/compute_cost.hpp"
+#include "workload/op_sequence.hpp"
 #include "workload/schedule.hpp"
 
 namespace clustersim::workload {
@@ -49,47 +50,6 @@ const char* to_string(Group g);
 inline bool is_expert_group(Group g) {
   return g == Group::ep || g == Group::ep_rail;
 }
-
-// What a compute op is for: the breakdown and the trace use it.
-enum class ComputeKind : unsigned char {
-  forward,      // layer forward
-  backward,     // layer backward
-  recompute,    // forward repeated for activation recomputation
-  embedding,    // input embedding (forward or backward)
-  lm_head,      // final norm, logits and loss (forward or backward)
-  optimizer,    // optimizer update
-  compression,  // 1-bit Adam compression with error feedback
-  gather_copy,  // DeepSpeed 2021 gather's own work: zero-fill, all_gather call, per-rank copy-out
-};
-const char* to_string(ComputeKind k);
-
-enum class OpKind : unsigned char {
-  compute,       // busy GPU: time_s on a healthy GPU
-  collective,    // blocking TP/CP collective: `index` into Workload::collectives
-  send,          // hand a pipeline message to the next/previous virtual stage (asynchronous)
-  recv,          // wait for a pipeline message
-  grad_ready,    // gradient bucket `index` of this stage is complete: start its reduction
-  grad_wait,     // wait until every reduction this stage started is complete
-  gather_issue,  // start ZeRO parameter all-gather `index` of this stage (prefetch)
-  gather_wait,   // wait for parameter all-gather `index`
-};
-const char* to_string(OpKind k);
-
-struct Op {
-  OpKind kind = OpKind::compute;
-  ComputeKind compute = ComputeKind::forward;
-  PassKind pass = PassKind::forward;  // the pass an op belongs to
-  double time_s = 0;                  // compute: duration on a healthy GPU
-  double flops = 0;                   // compute: FLOPs the kernels execute
-  double bytes = 0;                   // send/recv: bytes each TP rank sends
-  int index = -1;  // collective: Workload::collectives; grad_*: bucket; gather_*: gather
-  int micro_batch = -1;
-  int chunk = -1;          // model chunk on this pipeline rank
-  int virtual_stage = -1;  // of this op (send/recv: the receiving virtual stage)
-  int layer = -1;          // global layer index, -1 outside layers
-  // collective: healthy-GPU time of the GEMM it is pipelined with (tp_comm_overlap), 0 = none
-  double overlap_s = 0;
-};
 
 // A TP/CP collective of one size, costed once by the simulator and referenced by index.
 struct Collective {
@@ -135,7 +95,7 @@ struct StageProgram {
   int stage = 0;
   int layers = 0;     // Transformer layers on this rank (all chunks)
   double params = 0;  // parameters on one GPU of this rank (before ZeRO sharding)
-  std::vector<Op> ops;
+  OpSequence ops;     // in program order, stored once per distinct pass (op_sequence.hpp)
   std::vector<GradBucket> buckets;
   std::vector<ParamGather> gathers;
   double compute_s = 0;       // sum of compute op times on a healthy GPU

@@ -41,6 +41,14 @@ struct CollectiveState {
   std::vector<sg4::SemaphorePtr> waiters;
   std::vector<char> joined;  // join_collective bookkeeping
   int joined_count = 0;
+  std::shared_ptr<long long> live;  // the engine's count of states alive (Simulation::Impl)
+
+  CollectiveState() = default;
+  CollectiveState(const CollectiveState&) = delete;
+  CollectiveState& operator=(const CollectiveState&) = delete;
+  ~CollectiveState() {
+    if (live) --*live;
+  }
 };
 
 // The largest slot and pattern numbers a mailbox key can hold (16 bits each).
@@ -67,7 +75,9 @@ struct Simulation::Impl {
   std::unique_ptr<nccl::Planner> planner;
   mutable std::map<std::string, double> uncontended_cache;
   std::map<std::string, std::shared_ptr<CollectiveState>> joins;
-  std::vector<std::shared_ptr<CollectiveState>> all;
+  Totals totals;  // collectives started, flows simulated
+  // States alive; shared with each state, which may outlive the engine in a handle.
+  std::shared_ptr<long long> live = std::make_shared<long long>(0);
   std::vector<int> free_slots;
   int next_slot = 0;
   std::unordered_map<std::uint64_t, sg4::Mailbox*> mailboxes;

@@ -44,7 +44,7 @@ TEST_CASE("A compute op adds its kernel time and FLOPs to the stage's totals") {
   REQUIRE(prog.ops.size() == 2);
   CHECK(prog.compute_s == Approx(3e-3));
   CHECK(prog.executed_flops == Approx(4e12));
-  const Op& op = prog.ops[0];
+  const Op& op = prog.ops.at(0);
   CHECK(op.kind == OpKind::compute);
   CHECK(op.compute == ComputeKind::backward);
   CHECK(op.pass == PassKind::backward);
@@ -52,7 +52,7 @@ TEST_CASE("A compute op adds its kernel time and FLOPs to the stage's totals") {
   CHECK(op.flops == 4e12);
   CHECK((op.micro_batch == 3 && op.chunk == 1 && op.virtual_stage == 5 && op.layer == 12));
   // Tied to no micro-batch, chunk, stage or layer: all -1.
-  const Op& opt = prog.ops[1];
+  const Op& opt = prog.ops.at(1);
   CHECK((opt.micro_batch == -1 && opt.chunk == -1 && opt.virtual_stage == -1 && opt.layer == -1));
 }
 
@@ -63,11 +63,11 @@ TEST_CASE("A forward send goes to the next virtual stage and a backward send to 
   ops.send(1024, OpSite{PassKind::forward, 0, 1, 3});
   ops.send(1024, OpSite{PassKind::backward, 0, 1, 3});
   REQUIRE(prog.ops.size() == 3);
-  CHECK(prog.ops[0].kind == OpKind::recv);
-  CHECK(prog.ops[0].virtual_stage == 3);  // a receive names its own virtual stage
-  CHECK(prog.ops[1].kind == OpKind::send);
-  CHECK(prog.ops[1].virtual_stage == 4);
-  CHECK(prog.ops[2].virtual_stage == 2);
+  CHECK(prog.ops.at(0).kind == OpKind::recv);
+  CHECK(prog.ops.at(0).virtual_stage == 3);  // a receive names its own virtual stage
+  CHECK(prog.ops.at(1).kind == OpKind::send);
+  CHECK(prog.ops.at(1).virtual_stage == 4);
+  CHECK(prog.ops.at(2).virtual_stage == 2);
   for (const auto& op : prog.ops) CHECK(op.bytes == 1024);
   // Messages are not compute.
   CHECK(prog.compute_s == 0);
@@ -84,12 +84,12 @@ TEST_CASE("A pass becomes compute ops for its kernels and collective ops for its
   pass[2].cost = kernels(2e-3, 3e9);
   ops.pass(pass, ComputeKind::recompute, OpSite{PassKind::backward, 2, 0, 0, 4});
   REQUIRE(prog.ops.size() == 3);
-  CHECK(prog.ops[0].kind == OpKind::compute);
-  CHECK(prog.ops[0].compute == ComputeKind::recompute);
-  CHECK(prog.ops[1].kind == OpKind::collective);
-  CHECK(prog.ops[1].index == 7);
-  CHECK(prog.ops[1].overlap_s == 5e-4);
-  CHECK(prog.ops[2].kind == OpKind::compute);
+  CHECK(prog.ops.at(0).kind == OpKind::compute);
+  CHECK(prog.ops.at(0).compute == ComputeKind::recompute);
+  CHECK(prog.ops.at(1).kind == OpKind::collective);
+  CHECK(prog.ops.at(1).index == 7);
+  CHECK(prog.ops.at(1).overlap_s == 5e-4);
+  CHECK(prog.ops.at(2).kind == OpKind::compute);
   for (const auto& op : prog.ops) CHECK(op.layer == 4);
   CHECK(prog.compute_s == Approx(3e-3));
   CHECK(prog.executed_flops == Approx(4e9));
@@ -103,10 +103,10 @@ TEST_CASE("Bucket and gather ops carry their index, and a reduction wait carries
   ops.gather_wait(2, OpSite{});
   ops.grad_wait(OpSite{PassKind::backward});
   REQUIRE(prog.ops.size() == 4);
-  CHECK((prog.ops[0].kind == OpKind::grad_ready && prog.ops[0].index == 4));
-  CHECK((prog.ops[1].kind == OpKind::gather_issue && prog.ops[1].index == 2));
-  CHECK((prog.ops[2].kind == OpKind::gather_wait && prog.ops[2].index == 2));
-  CHECK((prog.ops[3].kind == OpKind::grad_wait && prog.ops[3].index == -1));
+  CHECK((prog.ops.at(0).kind == OpKind::grad_ready && prog.ops.at(0).index == 4));
+  CHECK((prog.ops.at(1).kind == OpKind::gather_issue && prog.ops.at(1).index == 2));
+  CHECK((prog.ops.at(2).kind == OpKind::gather_wait && prog.ops.at(2).index == 2));
+  CHECK((prog.ops.at(3).kind == OpKind::grad_wait && prog.ops.at(3).index == -1));
 }
 
 TEST_CASE("With sequence parallelism a pipeline message is b (S / cp) h / t 16-bit values") {

@@ -370,13 +370,14 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
   // The cost of each kernel launch in force: the fitted kernel gap where the calibration has one.
   const double launch = model.kernel_gap_s();
   int in_order = 0;
-  for (std::size_t i = 0; i + 5 < st.ops.size(); ++i) {
-    const Op& fill = st.ops[i];
-    const Op& sync = st.ops[i + 1];
-    const Op& call = st.ops[i + 2];
-    const Op& issue = st.ops[i + 3];
-    const Op& wait = st.ops[i + 4];
-    const Op& copy = st.ops[i + 5];
+  const std::vector<Op> ops = st.ops.to_vector();
+  for (std::size_t i = 0; i + 5 < ops.size(); ++i) {
+    const Op& fill = ops[i];
+    const Op& sync = ops[i + 1];
+    const Op& call = ops[i + 2];
+    const Op& issue = ops[i + 3];
+    const Op& wait = ops[i + 4];
+    const Op& copy = ops[i + 5];
     if (sync.kind != OpKind::grad_wait || issue.kind != OpKind::gather_issue) continue;
     const double bytes = st.gathers.at(static_cast<std::size_t>(issue.index)).call.bytes;
     REQUIRE(fill.kind == OpKind::compute);
@@ -525,5 +526,34 @@ TEST_CASE("Full recomputation of the first N layers of each chunk recomputes onl
   SECTION("more layers than a chunk holds recompute them all") {
     j["training"]["recompute_layers"] = 5;
     CHECK(models::recomputed_layers(load(j)) == 8);
+  }
+}
+
+TEST_CASE("A stage program stores the same ops at 16 and at 1024 micro-batches") {
+  // 1F1B without ZeRO, one gradient reduction per step: each stage runs m forwards, all alike,
+  // m backwards, all alike but the last (which launches the reductions), then the tail (the
+  // wait for the reductions and the optimizer). So 4 distinct passes and 2m + 1 passes in all,
+  // whatever m is.
+  auto at = [](int m) {
+    nlohmann::json j = small_scenario(16, 2, 4, 2);
+    j["training"]["global_batch"] = 2 * m;
+    const Scenario s = load(j);
+    return build_workload(s, test::compute_model(s));
+  };
+  const Workload few = at(16);
+  const Workload more = at(32);
+  const Workload many = at(1024);
+  for (std::size_t st = 0; st < 2; ++st) {
+    const OpSequence& a = few.stages[st].ops;
+    const OpSequence& b = many.stages[st].ops;
+    CHECK(a.shapes() == 4);
+    CHECK(b.shapes() == 4);
+    CHECK(a.passes() == 2 * 16 + 1);
+    CHECK(b.passes() == 2 * 1024 + 1);
+    CHECK(b.stored_ops() == a.stored_ops());
+    // Each further micro-batch adds one forward and one backward, the same ops each time.
+    const OpSequence& c = more.stages[st].ops;
+    CHECK(c.stored_ops() == a.stored_ops());
+    CHECK((b.size() - a.size()) * (32 - 16) == (c.size() - a.size()) * (1024 - 16));
   }
 }

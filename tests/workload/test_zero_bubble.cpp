@@ -206,8 +206,9 @@ TEST_CASE("ZB-H1 sends the gradient after B and readies the buckets after W") {
     const StageProgram& prog = zb.stages[st];
     std::map<int, std::size_t> sent, first_w;  // micro-batch -> op index
     int w_passes = 0;
-    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
-      const Op& op = prog.ops[i];
+    const std::vector<Op> ops = prog.ops.to_vector();
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
       if (op.kind == OpKind::send && op.pass == PassKind::backward) sent[op.micro_batch] = i;
       if (op.kind == OpKind::compute && op.pass == PassKind::weight_grad) {
         first_w.emplace(op.micro_batch, i);
