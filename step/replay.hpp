@@ -58,7 +58,8 @@ struct Instance {
   int id = 0;
   int micro_batch = -1;
   int pass = 0;
-  int ready = 0;  // classes that launched it
+  int ready = 0;     // classes that launched it
+  int released = 0;  // gradient reductions: classes that waited for it (op_gradients.cpp)
   bool queued = false;
   std::vector<workload::CommCall> calls;
   workload::Group group = workload::Group::dp;
@@ -121,9 +122,10 @@ struct ClassStage {
   TimeBreakdown b;
   double end_s = 0;
   bool finished = false;
-  std::vector<Instance*> outstanding;  // reductions launched, not yet awaited
-  Block block;                         // compute not yet run
-  std::size_t op_index = 0;            // of the op being handled, in the stage's program
+  // Reductions launched, not yet awaited, with their streams.
+  std::vector<std::pair<Stream*, Instance*>> outstanding;
+  Block block;               // compute not yet run
+  std::size_t op_index = 0;  // of the op being handled, in the stage's program
 };
 
 class Replay {
@@ -215,6 +217,8 @@ class Replay {
   const std::array<double, topologies::kNumLinkClasses>& skipped_pp_hops(int cls, int src, int dst);
   bool on_grad_ready(ClassStage& me, const Op& op);  // op_gradients.cpp
   bool on_grad_wait(ClassStage& me, const Op& op);
+  void release(Stream& stream, Instance& inst);
+  void forget_finished(ClassStage& me);
   bool on_gather_issue(ClassStage& me, const Op& op);  // op_gathers.cpp
   bool on_gather_wait(ClassStage& me, const Op& op);
 

@@ -66,9 +66,9 @@ TEST_CASE("A pair's two micro-batches are both put back, and other numbers kept 
   append(seq, {op(OpKind::compute, 5), op(OpKind::compute, 10)}, 5, 10);
   append(seq, {op(OpKind::grad_ready, 3), op(OpKind::grad_wait, -1)}, -1);
   CHECK(seq.shapes() == 2);
-  same_ops(seq.to_vector(), {op(OpKind::compute, 4), op(OpKind::compute, 9),
-                             op(OpKind::compute, 5), op(OpKind::compute, 10),
-                             op(OpKind::grad_ready, 3), op(OpKind::grad_wait, -1)});
+  same_ops(seq.to_vector(),
+           {op(OpKind::compute, 4), op(OpKind::compute, 9), op(OpKind::compute, 5),
+            op(OpKind::compute, 10), op(OpKind::grad_ready, 3), op(OpKind::grad_wait, -1)});
 }
 
 TEST_CASE("Passes that differ in any field, even the sign of a zero, are stored apart") {
