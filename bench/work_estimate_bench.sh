@@ -2,7 +2,8 @@
 # The step work estimate (step/work_estimate.hpp) against the peak memory `clustersim run`
 # measures, on scenarios of different shapes: many micro-batches (Llama 3 8B on 8 GPUs; the
 # seed's DP 64 x TP 8 x PP 2), ZeRO-3 pure data parallelism (the seed's DP layouts), many GPUs
-# (Llama 3 405B, DP x TP 8 x PP 16). About two minutes; the ZeRO-3 cases take most of it. The table of step/README.md#work-limits comes from it.
+# (Llama 3 405B, DP x TP 8 x PP 16). About three minutes; the ZeRO-3 cases and the 100,000
+# micro-batches take most of it. The table of step/README.md#work-limits comes from it.
 # Usage: bench/work_estimate_bench.sh [BUILD_DIR] [--large]   (default: build; --large adds the
 # 65,536-GPU step, about a minute and 2.3 GB). Needs GNU time (/usr/bin/time -v) and python3.
 set -euo pipefail
@@ -34,14 +35,17 @@ for m in (4, 256, 1024, 4096):
     small["training"]["global_batch"] = m
     write(f"llama3-8b-8gpu-mb{m}", small)
 seed = load("scenarios/seed-optimized-1024.json")
-for m in (16, 64, 256, 1024):
+for m in (16, 64, 256, 1024, 10000, 100000):
     seed["training"]["global_batch"] = 64 * m
     write(f"seed-optimized-1024-mb{m}", seed)
+per_mb = load("scenarios/seed-optimized-1024-reduce-per-microbatch.json")
+per_mb["training"]["global_batch"] = 64 * 1000
+write("seed-optimized-1024-reduce-per-microbatch-mb1000", per_mb)
 for d in (64, 256, 512, 1024):
     write(f"seed-dp-{d}", load(f"scenarios/seed-dp-{d}.json"))
 dp = load("scenarios/seed-dp-64.json")
-dp["training"]["global_batch"] = 64 * 256
-write("seed-dp-64-mb256", dp)
+dp["training"]["global_batch"] = 64 * 64
+write("seed-dp-64-mb64", dp)
 dp = load("scenarios/seed-dp-1024.json")
 dp["training"]["global_batch"] = 1024 * 4
 write("seed-dp-1024-mb4", dp)

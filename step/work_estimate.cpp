@@ -1,5 +1,6 @@
 // The step's work counted from its programs, extrapolated along the micro-batches when they are
-// many, and its peak memory from the measured bytes per op, per GPU and per actor.
+// many, and its peak memory from the bytes per stored op, per pass, per gather, per GPU and per
+// actor.
 #include "step/work_estimate.hpp"
 
 #include <algorithm>
@@ -18,18 +19,32 @@ namespace {
 // Ops of one replica class's programs.
 struct OpCounts {
   double ops = 0;
+  double stored_ops = 0;
+  double passes = 0;
   double transfers = 0;
   double launches = 0;
+  double gathers = 0;
+
+  // a + (b - a) f, count by count.
+  static OpCounts along(const OpCounts& a, const OpCounts& b, double f) {
+    auto at = [f](double x, double y) { return x + (y - x) * f; };
+    return {at(a.ops, b.ops),           at(a.stored_ops, b.stored_ops),
+            at(a.passes, b.passes),     at(a.transfers, b.transfers),
+            at(a.launches, b.launches), at(a.gathers, b.gathers)};
+  }
 };
 
 OpCounts count_ops(const workload::Workload& w) {
+  using workload::OpKind;
   OpCounts c;
   for (const auto& prog : w.stages) {
     c.ops += static_cast<double>(prog.ops.size());
+    c.stored_ops += static_cast<double>(prog.ops.stored_ops());
+    c.passes += static_cast<double>(prog.ops.passes());
     for (const auto& op : prog.ops) {
-      c.transfers += op.kind == workload::OpKind::send ? 1 : 0;
-      c.launches +=
-          op.kind == workload::OpKind::grad_ready || op.kind == workload::OpKind::gather_issue;
+      c.transfers += op.kind == OpKind::send ? 1 : 0;
+      c.launches += op.kind == OpKind::grad_ready || op.kind == OpKind::gather_issue;
+      c.gathers += op.kind == OpKind::gather_issue ? 1 : 0;
     }
   }
   return c;
@@ -55,9 +70,7 @@ OpCounts count_step_ops(const Scenario& s, const StepCalibrations& calibrations,
   if (m <= m2) return count_ops_at(s, compute, compressed, m);
   const OpCounts a = count_ops_at(s, compute, compressed, m1);
   const OpCounts b = count_ops_at(s, compute, compressed, m2);
-  const double f = static_cast<double>(m - m1) / static_cast<double>(m2 - m1);
-  return {a.ops + (b.ops - a.ops) * f, a.transfers + (b.transfers - a.transfers) * f,
-          a.launches + (b.launches - a.launches) * f};
+  return OpCounts::along(a, b, static_cast<double>(m - m1) / static_cast<double>(m2 - m1));
 }
 
 // Replica classes the replay will make (step/replica_classes.cpp): every replica in exact mode,
@@ -90,15 +103,12 @@ std::string sci(double x) {
 
 void name_main_term(const Scenario& s, WorkEstimate& e) {
   const std::string per_step = " from " + std::to_string(s.micro_batches()) + " micro-batches";
-  if (e.ops_bytes >= std::max(e.gpu_bytes, e.launch_bytes)) {
-    e.main_term = sci(e.ops) + " ops" + per_step + " x " + std::to_string(e.stages) +
+  if (e.program_bytes >= std::max(e.gpu_bytes, e.gather_bytes)) {
+    e.main_term = sci(e.passes) + " passes" + per_step + " x " + std::to_string(e.stages) +
                   (e.stages == 1 ? " stage" : " stages");
-    if (e.replica_classes > 1)
-      e.main_term += " x " + std::to_string(e.replica_classes) + " replicas";
     e.main_pointer = "/training/global_batch";
-  } else if (e.launch_bytes >= e.gpu_bytes) {
-    e.main_term = sci(e.launches) + " gradient reductions and ZeRO gathers over " +
-                  std::to_string(s.parallelism.dp * s.parallelism.cp) + " GPUs each" + per_step;
+  } else if (e.gather_bytes >= e.gpu_bytes) {
+    e.main_term = sci(e.gathers) + " ZeRO parameter gathers" + per_step;
     e.main_pointer = "/training/global_batch";
   } else {
     e.main_term = std::to_string(e.gpus) + " GPUs";
@@ -117,15 +127,17 @@ WorkEstimate estimate_step_work(const Scenario& s, const StepCalibrations& calib
   e.replica_classes = replica_classes(s, options);
   e.gpus = s.gpus;
   e.ops = c.ops * e.replica_classes;
+  e.stored_ops = c.stored_ops;  // the programs are shared by the replica classes
+  e.passes = c.passes;
   e.transfers = c.transfers * e.replica_classes;
   e.launches = c.launches;
+  e.gathers = c.gathers;
   e.actors = e.stages * e.replica_classes;
-  e.ops_bytes = e.ops * kBytesPerOp;
+  e.program_bytes = e.stored_ops * kBytesPerStoredOp + e.passes * kBytesPerPass;
   e.gpu_bytes = e.gpus * kBytesPerGpu;
-  const double group = static_cast<double>(s.parallelism.dp) * s.parallelism.cp;
-  e.launch_bytes = e.launches * (kBytesPerLaunch + group * kBytesPerLaunchMember);
+  e.gather_bytes = e.gathers * kBytesPerGather;
   e.actor_bytes = e.actors * sim::EngineOptions{}.actor_stack_KiB * kKiB;
-  e.bytes = kStepBaseBytes + e.ops_bytes + e.launch_bytes + e.gpu_bytes + e.actor_bytes;
+  e.bytes = kStepBaseBytes + e.program_bytes + e.gather_bytes + e.gpu_bytes + e.actor_bytes;
   name_main_term(s, e);
   return e;
 }

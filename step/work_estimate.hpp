@@ -5,8 +5,12 @@
 // The programs' ops are counted, not guessed: the workload is built (workload/workload.hpp) at
 // the scenario's own micro-batch count when it is small, else at two small counts, and the
 // counts are extrapolated along the micro-batches (every count is affine in them: each
-// micro-batch adds the same passes to a stage, the schedule only reorders them). The bytes per
-// op, per GPU and per actor are measured constants (step/README.md#work-limits).
+// micro-batch adds the same passes to a stage, the schedule only reorders them). What the
+// replay keeps is not what it walks: a program stores each distinct pass once
+// (workload/op_sequence.hpp), and pipeline messages, gradient reductions and collectives are
+// dropped once done, so the memory grows with the passes and the ZeRO gathers, not with the
+// ops. The bytes per stored op, per pass, per gather, per GPU and per actor are measured or
+// counted constants (step/README.md#work-limits).
 #pragma once
 
 #include <string>
@@ -23,24 +27,25 @@ namespace clustersim::step {
 // calibrations read. Measured 43.1 MB on an 8-GPU Llama 3 8B step of 4 micro-batches (2,384
 // ops); rounded up.
 inline constexpr double kStepBaseBytes = 48e6;
-// Per program op replayed, bytes: an op is 64 bytes (sizeof(workload::Op)) in a std::vector
-// whose capacity libstdc++ doubles, plus what the replay keeps per op. The largest slope
-// measured, 175 B per op (8-GPU Llama 3 8B step, 1024 -> 4096 micro-batches), rounded up; 109 B
-// on the seed's DP 64 x TP 8 x PP 2 layout.
-inline constexpr double kBytesPerOp = 180;
+// Per op stored (the ops of each distinct pass shape of each stage program, OpSequence), bytes:
+// 64 (sizeof(workload::Op)) in a std::vector whose capacity libstdc++ doubles. Counted, not
+// fitted: a program stores a few thousand ops at most.
+inline constexpr double kBytesPerStoredOp = 128;
+// Per pass of a stage program, bytes: 12 (OpSequence's record of its shape and micro-batches) in
+// a vector whose capacity doubles, plus 16 (workload::PassSlot) for the schedule's order while
+// its stage is built. Measured 12 B per pass (the seed's DP 64 x TP 8 x PP 2 layout, 10,000 ->
+// 100,000 micro-batches); the bound is 40.
+inline constexpr double kBytesPerPass = 40;
 // Per simulated GPU, bytes: cluster graph, routes, placement, SimGrid hosts and links, and the
 // flows of the data-parallel collectives in flight. The largest slope measured, 61 kB per GPU
 // (the seed's pure data parallelism with ZeRO-3, 64 -> 1024 GPUs), rounded up; layouts with
 // tensor or pipeline parallelism measured 15-35 kB per GPU, so the term overestimates them.
 inline constexpr double kBytesPerGpu = 64e3;
-// Per gradient reduction or ZeRO parameter gather launched, bytes: the instance on its stream
-// and the collective state kept until the step ends, plus per GPU of its data-parallel group
-// (the GPU lists of its requests). Fitted on the seed's ZeRO-3 pure data parallelism: 16 -> 256
-// micro-batches at DP 64 (39,360 more launches, 137,280 more ops: 1,065 B per launch besides
-// the ops) and 1 -> 4 at DP 1024 (492 more launches: 4,190 B each), so 857 B + 3.3 B per GPU of
-// the group; rounded up.
-inline constexpr double kBytesPerLaunch = 1100;
-inline constexpr double kBytesPerLaunchMember = 4;
+// Per ZeRO parameter gather launched, bytes: its instance on the gather stream, kept until the
+// step ends (a gather may be issued again for the same pass; gradient reductions, which are
+// not, are dropped once every class-stage passed them). Measured 314 B on the seed's ZeRO-3
+// pure data parallelism, DP 64, 16 -> 64 micro-batches (7,872 more gathers); rounded up.
+inline constexpr double kBytesPerGather = 400;
 
 // What simulating one step of a scenario creates.
 struct WorkEstimate {
@@ -48,16 +53,19 @@ struct WorkEstimate {
   int stages = 0;            // pipeline ranks, each with its program
   int replica_classes = 1;   // data-parallel replicas simulated apart (faults, exact mode)
   int gpus = 0;
-  double ops = 0;        // program ops the replay walks: sum over stages, times replica classes
-  double transfers = 0;  // pipeline messages (sends), times replica classes
-  double launches = 0;   // data-parallel reductions and ZeRO gathers launched
-  int actors = 0;        // SimGrid actors of the class-stages
-  double bytes = 0;      // estimated peak resident memory of the simulating process
-  double ops_bytes = 0;  // the terms of `bytes`
-  double launch_bytes = 0;
+  double ops = 0;            // program ops the replay walks: sum over stages, times replica classes
+  double stored_ops = 0;     // program ops kept in memory (distinct pass shapes), sum over stages
+  double passes = 0;         // passes of the programs, sum over stages
+  double transfers = 0;      // pipeline messages (sends), times replica classes
+  double launches = 0;       // data-parallel reductions and ZeRO gathers launched
+  double gathers = 0;        // of which ZeRO gathers
+  int actors = 0;            // SimGrid actors of the class-stages
+  double bytes = 0;          // estimated peak resident memory of the simulating process
+  double program_bytes = 0;  // the terms of `bytes`: stored ops and passes
+  double gather_bytes = 0;
   double gpu_bytes = 0;
   double actor_bytes = 0;
-  // The largest variable term in words, e.g. "1.2e+08 ops from 100000 micro-batches x 2
+  // The largest variable term in words, e.g. "4e+10 passes from 10000000000 micro-batches x 2
   // stages", and the JSON pointer of the scenario key that drives it.
   std::string main_term;
   std::string main_pointer;
@@ -75,7 +83,8 @@ WorkEstimate estimate_step_work(const Scenario& scenario, const StepCalibrations
 void enforce_work_budget(const Scenario& scenario, const WorkEstimate& estimate,
                          const WorkBudget& budget);
 
-// "12.3 GiB: 1.2e+08 ops from 100000 micro-batches x 2 stages" for messages and `check`.
+// "12.3 GiB (main term: 4e+10 passes from 10000000000 micro-batches x 2 stages)" for messages
+// and `check`.
 std::string describe(const WorkEstimate& estimate);
 
 }  // namespace clustersim::step

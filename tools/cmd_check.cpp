@@ -428,9 +428,10 @@ void print_memory(std::ostream& os, const Scenario& s, const models::MemoryEstim
 // What simulating one step creates (step/work_estimate.hpp) and the budget `run` holds it to.
 void print_simulation_work(std::ostream& os, const step::WorkEstimate& e) {
   std::ostringstream work;
-  work << std::setprecision(2) << e.ops << " ops in " << e.stages << " stage programs, "
-       << e.transfers << " pipeline transfers, " << e.launches << " reductions and gathers, "
-       << e.actors << (e.actors == 1 ? " actor, " : " actors, ") << e.gpus << " GPUs";
+  work << std::setprecision(2) << e.ops << " ops in " << e.stages << " stage programs ("
+       << e.stored_ops << " stored, " << e.passes << " passes), " << e.transfers
+       << " pipeline transfers, " << e.launches << " reductions and gathers, " << e.actors
+       << (e.actors == 1 ? " actor, " : " actors, ") << e.gpus << " GPUs";
   os << "\nSimulating one step (`run`)\n";
   row(os, "work", work.str());
   row(os, "peak memory",
@@ -440,8 +441,11 @@ void print_simulation_work(std::ostream& os, const step::WorkEstimate& e) {
 
 nlohmann::json work_json(const step::WorkEstimate& e) {
   return {{"ops", e.ops},
+          {"stored_ops", e.stored_ops},
+          {"passes", e.passes},
           {"pipeline_transfers", e.transfers},
           {"launches", e.launches},
+          {"gathers", e.gathers},
           {"actors", e.actors},
           {"gpus", e.gpus},
           {"peak_memory_bytes", e.bytes},

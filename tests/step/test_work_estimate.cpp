@@ -48,15 +48,20 @@ TEST_CASE("the op count of a two-stage step matches a hand count, extrapolated o
   CHECK(e.ops == Approx(2 * (12.0 * m + 2) + buckets).epsilon(1e-12));
   CHECK(e.transfers == Approx(2.0 * m).epsilon(1e-12));
   CHECK(e.launches == Approx(buckets).epsilon(1e-12));
+  CHECK(e.gathers == 0);
   CHECK(e.stages == 2);
   CHECK(e.actors == 2);
   CHECK(e.gpus == 2);
-  // 2 GPUs x 64 kB against 106 ops x 180 B at 4 micro-batches; the ops at 1000.
+  // Stored once per stage: a forward and a backward (6 ops each), the last backward (6 +
+  // its buckets) and the tail (2); passes: m forwards, m backwards and the tail per stage.
+  CHECK(e.stored_ops == Approx(2 * 20.0 + buckets).epsilon(1e-12));
+  CHECK(e.passes == Approx(2 * (2.0 * m + 1)).epsilon(1e-12));
+  // 2 GPUs x 64 kB against (40 + buckets) x 128 B and 18 passes x 40 B at 4 micro-batches;
+  // the 4,002 passes (160 kB) at 1000.
   CHECK(e.main_pointer == (m == 4 ? "/gpus" : "/training/global_batch"));
-  // The bytes are the sum of the measured terms (data-parallel groups of 1 GPU).
-  const double launch = step::kBytesPerLaunch + step::kBytesPerLaunchMember;
-  CHECK(e.bytes == Approx(step::kStepBaseBytes + e.ops * step::kBytesPerOp + buckets * launch +
-                          2 * step::kBytesPerGpu + e.actor_bytes));
+  // The bytes are the sum of the terms.
+  CHECK(e.bytes == Approx(step::kStepBaseBytes + e.stored_ops * step::kBytesPerStoredOp +
+                          e.passes * step::kBytesPerPass + 2 * step::kBytesPerGpu + e.actor_bytes));
 }
 
 TEST_CASE("the extrapolated op count equals the programs built in full, for every schedule",
@@ -70,6 +75,34 @@ TEST_CASE("the extrapolated op count equals the programs built in full, for ever
   CAPTURE(schedule);
   CHECK(step::estimate_step_work(s, test::step_calibrations()).ops ==
         Approx(ops_built(s)).epsilon(1e-12));
+}
+
+TEST_CASE("more micro-batches add passes to the memory estimate, not the ops they run",
+          "[step][work]") {
+  const step::WorkEstimate few =
+      step::estimate_step_work(test::load(two_stages(1000)), test::step_calibrations());
+  const step::WorkEstimate many =
+      step::estimate_step_work(test::load(two_stages(100000)), test::step_calibrations());
+  // 99,000 more micro-batches: 12 more ops each per stage, walked; 2 more passes per stage,
+  // stored.
+  CHECK(many.ops - few.ops == Approx(2 * 12 * 99000.0));
+  CHECK(many.stored_ops == few.stored_ops);
+  CHECK(many.bytes - few.bytes == Approx(2 * 2 * 99000.0 * step::kBytesPerPass));
+}
+
+TEST_CASE("ZeRO-3 gathers, kept for the whole step, are counted per micro-batch", "[step][work]") {
+  // ZeRO-3 on one stage of 8 layers: each layer's parameters (and the embedding's and the
+  // head's) are gathered before their forward and their backward, every micro-batch.
+  nlohmann::json j = test::small_scenario(2, 2, 1, 1);
+  j["parallelism"]["zero_stage"] = 3;
+  const int m = GENERATE(2, 12);
+  j["training"]["global_batch"] = 2 * m;
+  const Scenario s = test::load(j);
+  const workload::Workload w = workload::build_workload(s, test::compute_model(s));
+  const double gathers_per_pass = static_cast<double>(w.stages[0].gathers.size());
+  const step::WorkEstimate e = step::estimate_step_work(s, test::step_calibrations());
+  CHECK(e.gathers == Approx(2 * m * gathers_per_pass).epsilon(1e-12));
+  CHECK(e.gather_bytes == Approx(e.gathers * step::kBytesPerGather));
 }
 
 TEST_CASE("exact mode counts every data-parallel replica's programs", "[step][work]") {
@@ -90,18 +123,19 @@ TEST_CASE("a step estimated above the budget is refused at the key of its main t
           "[step][work]") {
   const Scenario s = test::load(two_stages(100000));
   const step::WorkEstimate e = step::estimate_step_work(s, test::step_calibrations());
-  // 100000 micro-batches x 2 stages x 12 ops = 2.4e6 ops, about 430 MB at 180 B per op.
-  CHECK(e.ops > 2.4e6);
+  // 100000 micro-batches x 2 stages x 2 passes, plus the tails: 400,002 passes, 16 MB at 40 B
+  // each, above a budget of 50 MB with the 48 MB base.
+  CHECK(e.passes == 400002);
   CHECK_NOTHROW(step::enforce_work_budget(s, e, {}));  // no budget
   CHECK_NOTHROW(step::enforce_work_budget(s, e, {e.bytes, "exactly"}));
   try {
-    step::enforce_work_budget(s, e, {100e6, "--max-memory 100M"});
+    step::enforce_work_budget(s, e, {50e6, "--max-memory 50M"});
     FAIL("no exception");
   } catch (const ConfigError& err) {
     CHECK(err.file() == "test.json");
     CHECK(err.pointer() == "/training/global_batch");
-    CHECK_THAT(err.message(), Catch::Contains("2.4e+06 ops from 100000 micro-batches x 2 stages"));
-    CHECK_THAT(err.message(), Catch::Contains("above the memory budget of 95 MiB"));
-    CHECK_THAT(err.message(), Catch::Contains("--max-memory 100M"));
+    CHECK_THAT(err.message(), Catch::Contains("4e+05 passes from 100000 micro-batches x 2 stages"));
+    CHECK_THAT(err.message(), Catch::Contains("above the memory budget of 48 MiB"));
+    CHECK_THAT(err.message(), Catch::Contains("--max-memory 50M"));
   }
 }

@@ -22,8 +22,9 @@ const fs::path& dir() {
 std::string small_with(const std::string& name, long long micro_batches) {
   nlohmann::json s = nlohmann::json::parse(cli::kSmall);
   s["training"]["global_batch"] = micro_batches;
-  // The run's length: campaign refuses a scenario without it before anything else.
-  s["training"]["tokens_total"] = 1e12;
+  // The run's length: campaign refuses a scenario without it before anything else, and every
+  // command one shorter than a step (10^10 micro-batches of 2048 tokens: 2e13).
+  s["training"]["tokens_total"] = 1e15;
   cli::write_text(dir() / name, s.dump());
   return name;
 }
@@ -34,14 +35,15 @@ bool has(const std::string& text, const std::string& part) {
 
 }  // namespace
 
-TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating", "[tools][cli]") {
-  // 10^8 micro-batches of 32 layers: billions of ops, terabytes at 180 B per op, above half of
-  // any machine's memory.
-  const std::string file = small_with("absurd.json", 100'000'000);
+TEST_CASE("run on 10^10 micro-batches exits 2 with the estimate before simulating",
+          "[tools][cli]") {
+  // 10^10 micro-batches: 2 x 10^10 passes, hundreds of gigabytes at 12 B or more each, above
+  // half of any machine's memory.
+  const std::string file = small_with("absurd.json", 10'000'000'000);
   const cli::CliRun r = cli::run_cli("run " + file + " --json out.json", dir());
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "absurd.json:/training/global_batch: simulating this step is estimated"));
-  CHECK(has(r.err, "ops from 100000000 micro-batches x 1 stage)"));
+  CHECK(has(r.err, "passes from 10000000000 micro-batches x 1 stage)"));
   CHECK(has(r.err, "above the memory budget of"));
   CHECK(has(r.err, "of this machine's"));
   CHECK(has(r.err, "--max-memory SIZE raises it"));
@@ -50,15 +52,15 @@ TEST_CASE("run on 10^8 micro-batches exits 2 with the estimate before simulating
 }
 
 TEST_CASE("run and campaign hold a step to --max-memory", "[tools][cli]") {
-  // 10^5 micro-batches: tens of millions of ops, gigabytes; above 1G, below 1T.
-  const std::string file = small_with("large.json", 100'000);
+  // 10^8 micro-batches: 2 x 10^8 passes, gigabytes; above 1G, below 1T.
+  const std::string file = small_with("large.json", 100'000'000);
   for (const char* command : {"run", "campaign"}) {
     CAPTURE(command);
     const cli::CliRun r =
         cli::run_cli(std::string(command) + " " + file + " --max-memory 1G", dir());
     CHECK(r.exit_code == 2);
     CHECK(has(r.err, "large.json:/training/global_batch"));
-    CHECK(has(r.err, "ops from 100000 micro-batches x 1 stage"));
+    CHECK(has(r.err, "passes from 100000000 micro-batches x 1 stage"));
     CHECK(has(r.err, "above the memory budget of 1.0 GiB (--max-memory 1G;"));
   }
   // The small step itself fits a budget of 1G.
@@ -72,14 +74,16 @@ TEST_CASE("check prints the simulation's estimate and writes it to its JSON", "[
   const cli::CliRun r = cli::run_cli("check " + file + " --json check.json", dir());
   REQUIRE(r.exit_code == 0);
   CHECK(has(r.out, "peak memory"));
-  CHECK(has(r.out, "ops from 100000000 micro-batches x 1 stage"));
+  CHECK(has(r.out, "passes from 100000000 micro-batches x 1 stage"));
   const nlohmann::json j = nlohmann::json::parse(cli::read_text(dir() / "check.json"));
   const nlohmann::json& e = j.at("simulation_estimate");
   CHECK(e.at("gpus") == 8);
   CHECK(e.at("actors") == 1);
   // At least the 32 layer forwards and 32 layer backwards of each micro-batch.
   CHECK(e.at("ops").get<double>() > 64 * 1e8);
-  CHECK(e.at("peak_memory_bytes").get<double>() > 180 * 64 * 1e8);
+  // A forward and a backward pass per micro-batch, each recorded in 12 bytes at least.
+  CHECK(e.at("passes").get<double>() >= 2 * 1e8);
+  CHECK(e.at("peak_memory_bytes").get<double>() > 12 * 2 * 1e8);
 }
 
 TEST_CASE("a max-memory that is not a size exits 2 naming the option", "[tools][cli]") {
