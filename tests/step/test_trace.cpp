@@ -15,8 +15,8 @@ namespace {
 
 json trace_of(const json& scenario, const std::string& name) {
   std::ofstream(name + ".json") << scenario.dump(2);
-  const std::string cmd = std::string(CLUSTERSIM_BINARY) + " run " + name + ".json --quiet --trace " +
-                          name + "-trace.json > " + name + ".txt 2>&1";
+  const std::string cmd = std::string(CLUSTERSIM_BINARY) + " run " + name +
+                          ".json --quiet --trace " + name + "-trace.json > " + name + ".txt 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(name + "-trace.json");
   std::stringstream text;
@@ -72,9 +72,8 @@ TEST_CASE("run's trace nests kernels and TP collectives inside their pass, with 
   //   8 x (24 x 1024 x 1024^2 + 2 x 1024^2 x 1024) = 223,338,299,392
   //   2 x 1024 x 1024 x 32000                       =  67,108,864,000
   //   (223,338,299,392 + 67,108,864,000) / 8        =  36,305,895,424
-  const auto f0 = std::find_if(rank0.begin(), rank0.end(), [](const json& p) {
-    return p["name"] == "F0";
-  });
+  const auto f0 =
+      std::find_if(rank0.begin(), rank0.end(), [](const json& p) { return p["name"] == "F0"; });
   REQUIRE(f0 != rank0.end());
   CHECK((*f0)["args"]["FLOPs"].get<double>() == Approx(36305895424.0).epsilon(1e-12));
   // Its kernels' FLOPs add up to it.
