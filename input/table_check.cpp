@@ -94,8 +94,9 @@ class Walk {
   }
 
   void items(const JsonNode& v, const KeySpec& k) {
-    if (!attempt([&] { v.items(); })) return;
-    for (const JsonNode& item : v.items()) value(item, k.items.front());
+    std::vector<JsonNode> list;
+    if (!attempt([&] { list = v.items(); })) return;
+    for (const JsonNode& item : list) value(item, k.items.front());
   }
 
   // Map keys have the loader's own messages (NCCL variables); only the values are walked.

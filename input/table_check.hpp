@@ -26,7 +26,7 @@ inline constexpr std::size_t kMaxReportedErrors = 20;
 
 // `first` (what the loader threw) with the further errors the tables find in `document`, when
 // `first` is in that file: those at another JSON path, up to kMaxReportedErrors in all.
-// Returns a ConfigErrors (core/config_errors.hpp) when there are any, else `first` itself.
+// Throws a ConfigErrors (core/config_errors.hpp) when there are any, else `first` itself.
 [[noreturn]] void rethrow_with_table_errors(const ConfigError& first, const JsonDocument& document);
 
 }  // namespace clustersim::input

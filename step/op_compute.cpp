@@ -113,9 +113,10 @@ void Replay::trace_part(const ClassStage& me, const Block::Part& part, double fr
                         std::vector<TraceSlice>& inside) const {
   if (to <= from) return;
   if (!part.tp) {
-    // Consecutive kernels are one slice: the trace shows where communication interrupts them.
-    if (!inside.empty() && inside.back().category != "tp" && inside.back().category != "ep" &&
-        inside.back().category != "cp" && inside.back().end_s == from) {
+    // Consecutive kernels of one kind are one slice: the trace shows where communication
+    // interrupts them.
+    const char* name = part.optimizer ? "optimizer" : "kernels";
+    if (!inside.empty() && inside.back().name == name && inside.back().end_s == from) {
       inside.back().end_s = to;
       inside.back().args["FLOPs"] = inside.back().args["FLOPs"].get<double>() + part.flops;
       return;
@@ -125,7 +126,7 @@ void Replay::trace_part(const ClassStage& me, const Block::Part& part, double fr
                       0,
                       from,
                       to,
-                      part.optimizer ? "optimizer" : "kernels",
+                      name,
                       part.optimizer ? "optimizer" : "compute",
                       {{"FLOPs", part.flops}}});
     return;
