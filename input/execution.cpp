@@ -32,7 +32,7 @@ void parse_tp_overlap_sms(const JsonNode& n, Training& t) {
   }
   sms->require_object();
   const ObjectSpec& keys = tp_overlap_sms_keys();
-  sms->only_keys(keys.names());
+  only_table_keys(*sms, keys);
   t.tp_overlap_proj_fprop_sms = static_cast<int>(int_or(*sms, keys, "proj_fprop", 0));
   t.tp_overlap_fc2_fprop_sms = static_cast<int>(int_or(*sms, keys, "fc2_fprop", 0));
 }
@@ -56,7 +56,7 @@ CompressionSpec parse_compression(const JsonNode& comp) {
     return c;
   }
   const ObjectSpec& keys = compression_keys();
-  comp.only_keys(keys.names());
+  only_table_keys(comp, keys);
   c.kind = choice_at(comp, keys, "kind", kCompressionNames);
   c.warmup_fraction = number_or(comp, keys, "warmup_fraction", 0.0);
   if (c.kind == Compression::onebit_adam && !comp.has("warmup_fraction")) {
@@ -82,7 +82,7 @@ std::vector<std::string> parse_fp32_layer_groups(const JsonNode& groups) {
 Parallelism parse_parallelism(const JsonNode& n) {
   refuse_framework_names(n);
   const ObjectSpec& keys = parallelism_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   Parallelism p;
   p.dp = static_cast<int>(int_or(n, keys, "dp", 1));
   p.tp = static_cast<int>(int_or(n, keys, "tp", 1));
@@ -111,7 +111,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
 Training parse_training(const JsonNode& n) {
   refuse_framework_names(n);
   const ObjectSpec& keys = training_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   Training t;
   t.global_batch = int_at(n, keys, "global_batch");
   t.micro_batch = int_at(n, keys, "micro_batch");
@@ -139,7 +139,7 @@ Training parse_training(const JsonNode& n) {
 
 CommSpec parse_comm(const JsonNode& n) {
   const ObjectSpec& keys = comm_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   CommSpec c;
   c.grad_dtype = choice_or(n, keys, "grad_dtype", kDtypeNames, Dtype::bf16);
   if (const auto comp = n.find("compression")) c.compression = parse_compression(*comp);

@@ -63,7 +63,7 @@ int index_at(const JsonNode& n, const char* key, int count, const std::string& w
 }
 
 void parse_node_lost(const JsonNode& n, const Scenario& s, ScriptedFault& f) {
-  n.only_keys(event_keys(FaultKind::node_lost).names());
+  only_table_keys(n, event_keys(FaultKind::node_lost));
   f.node = index_at(n, "node", job_nodes(s), "node of this job");
   const auto at = time_of(n, "at");
   if (!at) n.fail("missing the time of the loss: one of \"at_s\", \"at_h\", \"at_days\"");
@@ -132,7 +132,7 @@ ScriptedFault parse_event(const JsonNode& n, const Scenario& s) {
     parse_node_lost(n, s, f);
     return f;
   }
-  n.only_keys(event_keys(f.kind).names());
+  only_table_keys(n, event_keys(f.kind));
   if (f.kind == FaultKind::gpu_slowdown) {
     parse_gpu_slowdown(n, s, f);
   } else {
@@ -164,7 +164,7 @@ bool parse_cause_rate(const JsonNode& c, FailureCause& cause) {
 
 // One entry of failure_rates.causes: overrides the model's cause of that name or adds one.
 void parse_cause(const std::string& name, const JsonNode& c, std::vector<FailureCause>& causes) {
-  c.only_keys(cause_keys().names());
+  only_table_keys(c, cause_keys());
   auto existing = std::find_if(causes.begin(), causes.end(),
                                [&](const FailureCause& x) { return x.name == name; });
   FailureCause cause = existing != causes.end() ? *existing : FailureCause{};
@@ -188,7 +188,7 @@ void parse_cause(const std::string& name, const JsonNode& c, std::vector<Failure
 
 void parse_failure_rates(const JsonNode& n, FaultsConfig& f) {
   const ObjectSpec& keys = failure_rates_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   f.rate_model = choice_or(n, keys, "model", "llama3");
   f.rate_scale = number_or(n, keys, "scale", 1.0);
   f.causes = default_failure_causes(f.rate_model);
@@ -205,7 +205,7 @@ StragglerClass parse_straggler_class(const JsonNode& c) {
   k.link = c.enum_at("target", {"gpu", "link"}) == "link";
   const char* factor_key = k.link ? "bandwidth_factor" : "speed_factor";
   const ObjectSpec& keys = straggler_class_keys(k.link);
-  c.only_keys(keys.names());
+  only_table_keys(c, keys);
   const auto rate = c.at("rate_per_gpu_hour");
   if (rate.as_number() < 0) rate.fail(rate.describe() + " is a negative rate");
   k.rate_per_gpu_hour = read_number(rate, keys.key("rate_per_gpu_hour"));
@@ -221,7 +221,7 @@ StragglerClass parse_straggler_class(const JsonNode& c) {
 
 void parse_stragglers(const JsonNode& n, FaultsConfig& f) {
   const ObjectSpec& keys = stragglers_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   f.straggler_policy.replace = choice_or(n, keys, "policy", "wait") == "replace";
   f.straggler_policy.detect_after_s = number_or(n, keys, "detect_after_s", 600);
   if (const auto t = n.find("threshold")) {
@@ -238,7 +238,7 @@ void parse_stragglers(const JsonNode& n, FaultsConfig& f) {
 
 SampleFilter parse_sample_filter(const JsonNode& sf) {
   const ObjectSpec& keys = sample_filter_keys();
-  sf.only_keys(keys.names());
+  only_table_keys(sf, keys);
   SampleFilter filter;
   filter.enabled = sf.bool_or("enabled", true);
   filter.max_tokens = static_cast<int>(int_at(sf, keys, "max_tokens"));
@@ -249,7 +249,7 @@ SampleFilter parse_sample_filter(const JsonNode& sf) {
 
 void parse_loss_spikes(const JsonNode& n, FaultsConfig& f) {
   const ObjectSpec& keys = loss_spikes_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   auto& l = f.loss_spikes;
   const auto rate = [&](const char* key) {
     const auto v = n.find(key);
@@ -283,7 +283,7 @@ double growth_from_endpoints(const JsonNode& n) {
 
 DriftMitigations parse_mitigations(const JsonNode& m) {
   const ObjectSpec& keys = mitigations_keys();
-  m.only_keys(keys.names());
+  only_table_keys(m, keys);
   DriftMitigations mit;
   mit.empty_cache_every_steps = static_cast<int>(int_or(m, keys, "empty_cache_every_steps", 0));
   mit.empty_cache_cost_s = number_or(m, keys, "empty_cache_cost_s", 0);
@@ -297,7 +297,7 @@ DriftMitigations parse_mitigations(const JsonNode& m) {
 
 void parse_drift(const JsonNode& n, FaultsConfig& f) {
   const ObjectSpec& keys = drift_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   auto& d = f.drift;
   if (const auto g = n.find("growth_per_day")) {
     for (const char* k : {"from_step_time_s", "to_step_time_s", "over_days"}) {
@@ -317,7 +317,7 @@ void parse_drift(const JsonNode& n, FaultsConfig& f) {
 FaultsConfig parse_faults(const JsonNode& n, const Scenario& scenario) {
   n.require_object();
   const ObjectSpec& keys = faults_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   FaultsConfig f;
   if (const auto events = n.find("events")) {
     for (const auto& item : events->items()) f.events.push_back(parse_event(item, scenario));

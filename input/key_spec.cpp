@@ -29,6 +29,14 @@ const KeySpec& ObjectSpec::key(std::string_view key) const {
   throw std::logic_error("the key table \"" + name + "\" has no key \"" + std::string(key) + "\"");
 }
 
+void only_table_keys(const JsonNode& node, const ObjectSpec& object) {
+  node.only_keys(object.names());
+  for (const auto& k : object.keys) {
+    if (k.kind != KeyKind::string || !k.refs.empty()) continue;  // not a preset name or object
+    if (const auto value = node.find(k.name)) value->as_string();
+  }
+}
+
 std::int64_t read_int(const JsonNode& value, const KeySpec& key) {
   return value.as_int_in(static_cast<std::int64_t>(key.min), static_cast<std::int64_t>(key.max));
 }

@@ -80,6 +80,11 @@ const ObjectSpec& built_once() {
   return table;
 }
 
+// `node` has only the keys of `object`, and each of its text keys that is present is a string.
+// Free-text keys (names, descriptions, sources of a cost) that no loader reads are checked here,
+// so a wrong type is an error wherever the table lists the key.
+void only_table_keys(const JsonNode& node, const ObjectSpec& object);
+
 // Readers through a table: the bounds come from the key's entry.
 std::int64_t read_int(const JsonNode& value, const KeySpec& key);
 std::int64_t int_at(const JsonNode& node, const ObjectSpec& object, std::string_view key);

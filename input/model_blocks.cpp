@@ -70,7 +70,7 @@ void read_group_limit(const JsonNode& n, MoeSpec& e) {
 
 void read_moe(const JsonNode& n, ModelSpec& m) {
   const ObjectSpec& keys = moe_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   require_sources(n, keys.number_names());
   MoeSpec e;
   e.num_experts = static_cast<int>(int_at(n, keys, "num_experts"));
@@ -93,7 +93,7 @@ void read_moe(const JsonNode& n, ModelSpec& m) {
 
 void read_mla(const JsonNode& n, MlaSpec& a) {
   const ObjectSpec& keys = mla_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   require_sources(n, keys.number_names());
   a.q_lora_rank = static_cast<int>(int_at(n, keys, "q_lora_rank"));
   a.kv_lora_rank = static_cast<int>(int_at(n, keys, "kv_lora_rank"));

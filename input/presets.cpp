@@ -99,9 +99,24 @@ void check_model_heads(const JsonNode& n, const ModelSpec& m) {
   }
 }
 
+// A model's sources cite the keys it sets and may carry notes besides: "check" (the parameter
+// count against the publication) and "also_in" (another place the same figures appear).
+void check_model_sources(const JsonNode& n, const JsonNode& sources) {
+  static const std::vector<std::string> kNotes = {"check", "also_in"};
+  sources.require_object();
+  for (const auto& [key, value] : sources.members()) {
+    value.as_string();
+    const bool note = std::find(kNotes.begin(), kNotes.end(), key) != kNotes.end();
+    if (!note && !n.has(key)) {
+      value.fail("cites \"" + key + "\", which this model does not set; a model's \"sources\" " +
+                 "name its keys, or the notes \"check\" and \"also_in\"");
+    }
+  }
+}
+
 ModelSpec model_from_object(const JsonNode& n) {
   const input::ObjectSpec& keys = input::model_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   ModelSpec m;
   m.name = n.string_at("name");
   m.source = n.string_or("source", "");
@@ -117,12 +132,7 @@ ModelSpec model_from_object(const JsonNode& n) {
   m.learned_position_embeddings = choice_or(n, keys, "position_embeddings", "rope") == "learned";
   m.linear_biases = n.bool_or("linear_biases", false);
   m.norm = choice_or(n, keys, "norm", "layernorm");
-  // A model's sources may also carry notes (e.g. "check": the parameter count against the
-  // paper), so only their form is checked: an object of texts.
-  if (const auto sources = n.find("sources")) {
-    sources->require_object();
-    for (const auto& [key, value] : sources->members()) value.as_string();
-  }
+  if (const auto sources = n.find("sources")) check_model_sources(n, *sources);
   input::read_model_blocks(n, m);
   check_model_heads(n, m);
   return m;
@@ -141,7 +151,7 @@ std::string gpu_compute_calibration(const JsonNode& n) {
 
 GpuSpec gpu_from_object(const JsonNode& n, const Citations& citations) {
   const input::ObjectSpec& keys = input::gpu_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   // The peaks are cited as one object; every other figure by its key.
   std::vector<std::string> cited = {"peak_tflops"};
   for (const auto& key : keys.number_names()) cited.push_back(key);
@@ -150,7 +160,7 @@ GpuSpec gpu_from_object(const JsonNode& n, const Citations& citations) {
   g.name = n.string_at("name");
   const JsonNode peaks = n.at("peak_tflops");
   const input::ObjectSpec& peak_keys = input::peak_tflops_keys();
-  peaks.only_keys(peak_keys.names());
+  only_table_keys(peaks, peak_keys);
   for (const auto& [key, value] : peaks.members()) {
     g.peak_flops[kDtypeNames.value(key)] = read_number(value, peak_keys.key(key)) * kTflops;
   }
@@ -185,7 +195,7 @@ void refuse_fabric_latencies(const JsonNode& f) {
 FabricSpec fabric_from_object(const JsonNode& f, int leaf_downlinks_per_node) {
   refuse_fabric_latencies(f);
   const input::ObjectSpec& keys = input::fabric_keys();
-  f.only_keys(keys.names());
+  only_table_keys(f, keys);
   if (const auto sources = f.find("sources")) check_sources(f, *sources);
   FabricSpec fabric;
   fabric.kind = choice_at(f, keys, "kind", kFabricNames);
@@ -234,7 +244,7 @@ std::string cluster_calibration(const JsonNode& n) {
 
 ClusterSpec cluster_from_object(const JsonNode& n, const Citations& citations) {
   const input::ObjectSpec& keys = input::cluster_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   cite(n, keys.number_names(), citations);
   ClusterSpec c;
   c.name = n.string_at("name");

@@ -76,7 +76,7 @@ void check_checkpoint_costs_time(const JsonNode& n, const CheckpointConfig& c) {
 
 void parse_restart(const JsonNode& r, CheckpointConfig& c) {
   const ObjectSpec& keys = restart_keys();
-  r.only_keys(keys.names());
+  only_table_keys(r, keys);
   c.reschedule_s = number_or(r, keys, "reschedule_s", c.reschedule_s);
   c.init_s = number_or(r, keys, "init_s", c.init_s);
 }
@@ -113,7 +113,7 @@ void parse_monitor_interval(const JsonNode& n, CampaignSettings& c) {
 }  // namespace
 
 CheckpointConfig parse_checkpointing(const JsonNode& n) {
-  n.only_keys(checkpointing_keys().names());
+  only_table_keys(n, checkpointing_keys());
   CheckpointConfig c;
   c.where = {n.file(), n.pointer()};
   parse_interval(n, c);
@@ -128,7 +128,7 @@ CheckpointConfig parse_checkpointing(const JsonNode& n) {
 }
 
 CostConfig parse_cost(const JsonNode& n) {
-  n.only_keys(cost_keys().names());
+  only_table_keys(n, cost_keys());
   CostConfig c;
   c.usd_per_gpu_hour = number_at(n, cost_keys(), "usd_per_gpu_hour");
   c.source = n.string_at("source");
@@ -137,7 +137,7 @@ CostConfig parse_cost(const JsonNode& n) {
 
 CampaignSettings parse_campaign_settings(const JsonNode& n) {
   const ObjectSpec& keys = campaign_keys();
-  n.only_keys(keys.names());
+  only_table_keys(n, keys);
   CampaignSettings c;
   c.trials = static_cast<int>(int_or(n, keys, "trials", c.trials));
   c.seed = static_cast<std::uint64_t>(int_or(n, keys, "seed", 1));

@@ -24,7 +24,7 @@ void infer_data_parallel(Scenario& s, const JsonNode& parallelism) {
 Scenario parse_scenario(const JsonDocument& document) {
   const JsonNode root = document.root();
   root.require_object();
-  root.only_keys(scenario_keys().names());
+  only_table_keys(root, scenario_keys());
   Scenario s;
   s.file = document.file();
   s.name = root.string_or("name", std::filesystem::path(document.file()).stem().string());

@@ -308,6 +308,11 @@ TEST_CASE("An inline model's or fabric's sources are texts, and a fabric cites o
   expect_error(doc, "/model/sources/vocab_size", "");
   doc["model"]["sources"] = true;
   expect_error(doc, "/model/sources", "");
+  // Found by the CLI mutation driver: a citation of a key the model does not have was accepted.
+  doc["model"]["sources"] = {{"vocab_size", "x"}, {"zz_interval", "x"}};
+  expect_error(doc, "/model/sources/zz_interval", "which this model does not set");
+  doc["model"]["sources"] = {{"vocab_size", "x"}, {"check", "a note"}, {"also_in", "a note"}};
+  CHECK_NOTHROW(load_scenario(JsonDocument::parse(doc.dump(), "ok.json")));
   json fabric = base();
   fabric["cluster"] = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
                                          "/topologies/clusters/h800-128x8-rail.json")
@@ -315,6 +320,32 @@ TEST_CASE("An inline model's or fabric's sources are texts, and a fabric cites o
                           .raw();
   fabric["cluster"]["fabric"]["sources"]["switch_radix"] = "a key the fabric does not set";
   expect_error(fabric, "/cluster/fabric/sources/switch_radix", "does not set");
+}
+
+// Found by the CLI mutation driver: the GPU loader never read "description", so an array or a
+// null there was accepted. Every text key a table lists is now a string wherever it appears.
+TEST_CASE("Free-text keys of inline objects must be strings") {
+  json doc = base();
+  doc["cluster"] = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                      "/topologies/clusters/h800-128x8-rail.json")
+                       .root()
+                       .raw();
+  doc["cluster"]["gpu"] =
+      JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) + "/topologies/gpus/h800-sxm.json")
+          .root()
+          .raw();
+  CHECK_NOTHROW(load_scenario(JsonDocument::parse(doc.dump(), "ok.json")));
+  for (const json& wrong : {json::array({1, 2}), json(nullptr), json(3)}) {
+    json gpu_description = doc;
+    gpu_description["cluster"]["gpu"]["description"] = wrong;
+    expect_error(gpu_description, "/cluster/gpu/description", "expected a string");
+    json cluster_description = doc;
+    cluster_description["cluster"]["description"] = wrong;
+    expect_error(cluster_description, "/cluster/description", "expected a string");
+    json scenario_description = doc;
+    scenario_description["description"] = wrong;
+    expect_error(scenario_description, "/description", "expected a string");
+  }
 }
 
 TEST_CASE("A run's token count is at least one token and at most 10^16") {
