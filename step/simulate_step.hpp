@@ -77,6 +77,9 @@ struct StepOptions {
   bool single_phase = false;
   // Keep per-class compute/communication slices for a trace.
   bool record_trace = true;
+  // When a trace of the step will be written (`run --trace`): its chrome_trace_json max_ranks, so
+  // that the work estimate (step/work_estimate.hpp) counts the trace; 0 = no trace is written.
+  int trace_ranks = 0;
   // FLOP convention of `mfu` and `hfu` (both conventions are reported).
   models::FlopConvention convention = models::FlopConvention::megatron;
   // A guard page below each actor stack (sim::EngineOptions::stack_guard): a stack overflow

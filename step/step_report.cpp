@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "topologies/placement.hpp"
 
@@ -187,27 +186,72 @@ StepReport step_report_from_json(const nlohmann::json& j) {
   return r;
 }
 
+namespace {
+
+// A slice as the part of its trace event that is the same on every rank it is written for:
+// `,"args":...,"cat":...,"dur":...,"name":...,"ts":...}`. Serialised once per slice, not once per
+// rank: a 1024-rank trace writes each class-stage's slices hundreds of times.
+std::string slice_event_tail(const TraceSlice& s) {
+  nlohmann::json e = {{"name", s.name},
+                      {"cat", s.category},
+                      {"ts", s.start_s * kMicrosecondsPerSecond},
+                      {"dur", std::max(0.0, s.end_s - s.start_s) * kMicrosecondsPerSecond}};
+  if (s.args.is_object()) e["args"] = s.args;
+  std::string text = e.dump();
+  text[0] = ',';
+  return text;
+}
+
+}  // namespace
+
+// An upper bound on the text of one event's head (`,\n{"ph":"X","pid":N,"tid":N`) and of a
+// rank's three metadata events, bytes: the reserve for the trace's text.
+constexpr std::size_t kEventHeadBytes = 48;
+constexpr std::size_t kMetadataBytesPerRank = 320;
+
 std::string chrome_trace_json(const StepReport& report, const Scenario& scenario, int max_ranks) {
   const Parallelism& par = scenario.parallelism;
   const topologies::Placement pl = topologies::place_ranks(par, scenario.gpus);
   const int gpn = scenario.cluster.gpus_per_node;
   const bool all = scenario.gpus <= max_ranks;
 
-  // Ranks written for each (class, stage).
-  std::ostringstream out;
-  out.precision(12);
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":"
-      << nlohmann::json(report.scenario).dump() << ",\"ranks_written\":"
-      << nlohmann::json(all ? "all" : "first replica of each replica class").dump()
-      << "},\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"scenario\":";
+  out += nlohmann::json(report.scenario).dump();
+  out += ",\"ranks_written\":";
+  out += nlohmann::json(all ? "all" : "first replica of each replica class").dump();
+  out += "},\"traceEvents\":[\n";
   bool first = true;
   auto emit = [&](const nlohmann::json& e) {
-    if (!first) out << ",\n";
+    if (!first) out += ",\n";
     first = false;
-    out << e.dump();
+    out += e.dump();
   };
+  std::vector<std::string> tails;
+  tails.reserve(report.trace.size());
+  for (const auto& s : report.trace) tails.push_back(slice_event_tail(s));
+  // Each class-stage's slices, and the stage-wide stream slices (replica_class -1), in recorded
+  // order; the text's size, reserved so that it is built without copies.
+  std::vector<std::vector<std::size_t>> slices_of(report.ranks.size());
+  std::size_t size = out.size();
+  for (std::size_t r = 0; r < report.ranks.size(); ++r) {
+    const RankClassReport& rc = report.ranks[r];
+    std::size_t rank_size = kMetadataBytesPerRank;
+    for (std::size_t i = 0; i < report.trace.size(); ++i) {
+      const TraceSlice& s = report.trace[i];
+      if (s.stage != rc.stage) continue;
+      if (s.replica_class != rc.replica_class && s.replica_class != -1) continue;
+      slices_of[r].push_back(i);
+      rank_size += kEventHeadBytes + tails[i].size();
+    }
+    const std::size_t replicas =
+        all ? rc.replicas.size() : std::min<std::size_t>(1, rc.replicas.size());
+    size += replicas * static_cast<std::size_t>(par.cp * par.tp) * rank_size;
+  }
+  out.reserve(size + 16);
   std::vector<bool> named_node(static_cast<std::size_t>(scenario.gpus / gpn + 1), false);
-  for (const auto& rc : report.ranks) {
+  for (std::size_t r = 0; r < report.ranks.size(); ++r) {
+    const RankClassReport& rc = report.ranks[r];
+    const std::vector<std::size_t>& mine = slices_of[r];
     std::vector<int> replicas = rc.replicas;
     if (!all && replicas.size() > 1) replicas.resize(1);
     for (int d : replicas) {
@@ -236,27 +280,20 @@ std::string chrome_trace_json(const StepReport& report, const Scenario& scenario
                 {"pid", node},
                 {"tid", 2 * rank + 1},
                 {"args", {{"name", who + " comm"}}}});
-          for (const auto& s : report.trace) {
-            // Class-stage slices, and stage-wide stream slices (replica_class -1).
-            if (s.stage != rc.stage) continue;
-            if (s.replica_class != rc.replica_class && s.replica_class != -1) continue;
-            nlohmann::json e = {
-                {"ph", "X"},
-                {"name", s.name},
-                {"cat", s.category},
-                {"pid", node},
-                {"tid", 2 * rank + s.track},
-                {"ts", s.start_s * kMicrosecondsPerSecond},
-                {"dur", std::max(0.0, s.end_s - s.start_s) * kMicrosecondsPerSecond}};
-            if (s.args.is_object()) e["args"] = s.args;
-            emit(e);
+          const std::string pid = std::to_string(node);
+          for (std::size_t i : mine) {
+            out += ",\n{\"ph\":\"X\",\"pid\":";
+            out += pid;
+            out += ",\"tid\":";
+            out += std::to_string(2 * rank + report.trace[i].track);
+            out += tails[i];
           }
         }
       }
     }
   }
-  out << "\n]}\n";
-  return out.str();
+  out += "\n]}\n";
+  return out;
 }
 
 }  // namespace clustersim::step

@@ -101,9 +101,27 @@ std::string sci(double x) {
   return buf;
 }
 
+// The events and bytes of a trace that will be written (options.trace_ranks > 0): each
+// class-stage's slices, written for every rank, or for each class's first replica when there are
+// more ranks than trace_ranks.
+void estimate_trace(const Scenario& s, const StepOptions& options, WorkEstimate& e) {
+  if (options.trace_ranks <= 0) return;
+  const double slices = kTraceSlicesPerOp * e.ops;
+  const Parallelism& par = s.parallelism;
+  const bool every_rank = s.gpus <= options.trace_ranks;
+  const double ranks_written =
+      every_rank ? s.gpus : static_cast<double>(e.replica_classes) * par.tp * par.cp * par.pp;
+  const double slices_per_class_stage = slices / (e.stages * e.replica_classes);
+  e.trace_events = ranks_written * slices_per_class_stage;
+  e.trace_bytes = slices * kBytesPerTraceSlice + e.trace_events * kBytesPerTraceEvent;
+}
+
 void name_main_term(const Scenario& s, WorkEstimate& e) {
   const std::string per_step = " from " + std::to_string(s.micro_batches()) + " micro-batches";
-  if (e.program_bytes >= std::max(e.gpu_bytes, e.gather_bytes)) {
+  if (e.trace_bytes >= std::max({e.program_bytes, e.gpu_bytes, e.gather_bytes})) {
+    e.main_term = sci(e.trace_events) + " trace events (--trace; --trace-ranks writes fewer ranks)";
+    e.main_pointer = "/gpus";
+  } else if (e.program_bytes >= std::max(e.gpu_bytes, e.gather_bytes)) {
     e.main_term = sci(e.passes) + " passes" + per_step + " x " + std::to_string(e.stages) +
                   (e.stages == 1 ? " stage" : " stages");
     e.main_pointer = "/training/global_batch";
@@ -137,7 +155,9 @@ WorkEstimate estimate_step_work(const Scenario& s, const StepCalibrations& calib
   e.gpu_bytes = e.gpus * kBytesPerGpu;
   e.gather_bytes = e.gathers * kBytesPerGather;
   e.actor_bytes = e.actors * sim::EngineOptions{}.actor_stack_KiB * kKiB;
-  e.bytes = kStepBaseBytes + e.program_bytes + e.gather_bytes + e.gpu_bytes + e.actor_bytes;
+  estimate_trace(s, options, e);
+  e.bytes = kStepBaseBytes + e.program_bytes + e.gather_bytes + e.gpu_bytes + e.actor_bytes +
+            e.trace_bytes;
   name_main_term(s, e);
   return e;
 }

@@ -2,8 +2,11 @@
 // extrapolation along the micro-batches against the programs built in full, and the refusal of
 // a step above the budget.
 #include <catch2/catch.hpp>
+#include <map>
+#include <utility>
 
 #include "core/errors.hpp"
+#include "step/simulate_step.hpp"
 #include "step/work_estimate.hpp"
 #include "tests/step/fixtures.hpp"
 #include "workload/workload.hpp"
@@ -137,5 +140,38 @@ TEST_CASE("a step estimated above the budget is refused at the key of its main t
     CHECK_THAT(err.message(), Catch::Contains("4e+05 passes from 100000 micro-batches x 2 stages"));
     CHECK_THAT(err.message(), Catch::Contains("above the memory budget of 48 MiB"));
     CHECK_THAT(err.message(), Catch::Contains("--max-memory 50M"));
+  }
+}
+
+TEST_CASE("a trace to be written is counted: every rank, or each class's first replica",
+          "[step][work]") {
+  // 8 GPUs, DP 4 x PP 2: one replica class, two stage programs.
+  const Scenario s = test::load(test::small_scenario(8, 4, 1, 2));
+  const step::WorkEstimate plain = step::estimate_step_work(s, test::step_calibrations());
+  CHECK(plain.trace_events == 0);
+  CHECK(plain.trace_bytes == 0);
+  const double slices_per_stage = step::kTraceSlicesPerOp * plain.ops / 2;
+  step::StepOptions traced;
+  traced.trace_ranks = 8;  // every rank: 8 ranks, each with its stage's slices
+  const step::WorkEstimate all = step::estimate_step_work(s, test::step_calibrations(), traced);
+  CHECK(all.trace_events == Approx(8 * slices_per_stage));
+  CHECK(all.trace_bytes == Approx(plain.ops * step::kTraceSlicesPerOp * step::kBytesPerTraceSlice +
+                                  all.trace_events * step::kBytesPerTraceEvent));
+  CHECK(all.bytes == Approx(plain.bytes + all.trace_bytes));
+  traced.trace_ranks = 4;  // fewer than 8 GPUs: the first replica's 2 ranks (one per stage)
+  const step::WorkEstimate first = step::estimate_step_work(s, test::step_calibrations(), traced);
+  CHECK(first.trace_events == Approx(2 * slices_per_stage));
+
+  // The replay records no more slices per class-stage than the estimate counts.
+  step::StepOptions record;
+  record.record_trace = true;
+  const step::StepReport r = step::simulate_step(s, test::step_calibrations(), record);
+  std::map<std::pair<int, int>, double> recorded;
+  for (const auto& slice : r.trace) recorded[{slice.replica_class, slice.stage}] += 1;
+  REQUIRE_FALSE(recorded.empty());
+  for (int stage = 0; stage < 2; ++stage) {
+    const double mine = recorded[{0, stage}] + recorded[{-1, stage}];
+    CHECK(mine > 0);
+    CHECK(mine <= slices_per_stage);
   }
 }
