@@ -62,6 +62,17 @@ inline const NameTable<FfnKind> kFfnNames = {
     {FfnKind::gelu, "gelu"}, {FfnKind::swiglu, "swiglu"}, {FfnKind::squared_relu, "squared_relu"}};
 inline const NameTable<Recompute> kRecomputeNames = {
     {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+// Modules whose outputs are dropped after the forward pass and recomputed in the backward from
+// their stored inputs (Megatron-Core's recompute_modules, output-discarding checkpointing;
+// megatron/core/transformer/transformer_config.py): "layernorm" the two pre-norms of each
+// layer, "mla_up_proj" MLA's latent norms, up-projections and RoPE, "moe_act" the routed
+// experts' activation function. DeepSeek-V3 §3.2.3 recomputes all RMSNorms and the MLA
+// up-projections, §3.3.3 the SwiGLU outputs of the MoE.
+enum class RecomputeModule { layernorm, mla_up_proj, moe_act };
+inline const NameTable<RecomputeModule> kRecomputeModuleNames = {
+    {RecomputeModule::layernorm, "layernorm"},
+    {RecomputeModule::mla_up_proj, "mla_up_proj"},
+    {RecomputeModule::moe_act, "moe_act"}};
 inline const NameTable<PipelineSchedule> kScheduleNames = {
     {PipelineSchedule::one_f_one_b, "1f1b"},
     {PipelineSchedule::interleaved, "interleaved"},
@@ -269,6 +280,16 @@ struct Training {
   // stage) are recomputed, the first ones (Megatron-LM --recompute-method block
   // --recompute-num-layers N); the others keep their activations. 0 = every layer.
   int recompute_layers = 0;
+  // Modules recomputed on top of `recompute` ("none" or "selective"; "full" recomputes them
+  // anyway): see RecomputeModule.
+  bool recompute_norms = false;
+  bool recompute_mla_up_proj = false;
+  bool recompute_moe_act = false;
+  // DeepSeek-V3's low-precision activation cache (§3.3.3), with precision fp8: the attention
+  // output (the output projection's input, which the attention backward reads too) kept once
+  // in a 12-bit E5M6 format instead of 16-bit plus an FP8 copy, and the routed experts' SwiGLU
+  // inputs kept in FP8.
+  bool fp8_activation_cache = false;
   // Dropout on (Megatron-LM's default hidden and attention dropout 0.1): its masks are stored
   // for the backward pass and, unfused, attention dropout is a kernel of its own. Off for runs
   // configured without dropout (e.g. Llama recipes: hidden_dropout = attention_dropout = 0).

@@ -47,6 +47,34 @@ void parse_recompute(const JsonNode& n, Training& t) {
   t.recompute_layers = static_cast<int>(int_at(n, training_keys(), "recompute_layers"));
 }
 
+// training.recompute_modules: each module once, not with full recomputation (which recomputes
+// every module anyway). Whether the model has the module is a rule across sections
+// (scenario_rules.cpp).
+void parse_recompute_modules(const JsonNode& n, Training& t) {
+  const auto modules = n.find("recompute_modules");
+  if (!modules) return;
+  if (t.recompute == Recompute::full) {
+    n.fail_at("recompute_modules",
+              "full recomputation recomputes every module already; use \"none\" or "
+              "\"selective\" with recompute_modules");
+  }
+  const KeySpec& item_key = training_keys().key("recompute_modules").items.front();
+  std::vector<RecomputeModule> seen;
+  for (const auto& item : modules->items()) {
+    const std::string name = item.as_enum(item_key.choices);
+    const RecomputeModule m = kRecomputeModuleNames.value(name);
+    if (std::find(seen.begin(), seen.end(), m) != seen.end()) {
+      item.fail("\"" + name + "\" is listed twice");
+    }
+    seen.push_back(m);
+    switch (m) {
+      case RecomputeModule::layernorm: t.recompute_norms = true; break;
+      case RecomputeModule::mla_up_proj: t.recompute_mla_up_proj = true; break;
+      case RecomputeModule::moe_act: t.recompute_moe_act = true; break;
+    }
+  }
+}
+
 CompressionSpec parse_compression(const JsonNode& comp) {
   CompressionSpec c;
   if (comp.is_string()) {
@@ -119,6 +147,11 @@ Training parse_training(const JsonNode& n) {
   t.tokens_total = number_or(n, keys, "tokens_total", 0.0);
   t.precision = choice_or(n, keys, "precision", kDtypeNames, Dtype::bf16);
   parse_recompute(n, t);
+  parse_recompute_modules(n, t);
+  t.fp8_activation_cache = n.bool_or("fp8_activation_cache", false);
+  if (t.fp8_activation_cache && t.precision != Dtype::fp8) {
+    n.fail_at("fp8_activation_cache", "the FP8 activation cache needs \"precision\": \"fp8\"");
+  }
   t.dropout = n.bool_or("dropout", true);
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);

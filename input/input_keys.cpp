@@ -59,6 +59,16 @@ ObjectSpec make_parallelism() {
                 "count the loss as one layer when splitting; default false")}};
 }
 
+KeySpec recompute_modules() {
+  KeySpec k =
+      array("recompute_modules",
+            choice("", kRecomputeModuleNames.names(), "a module recomputed in the backward"),
+            "modules recomputed from their inputs (Megatron-Core's names), with recompute "
+            "none or selective: layernorm, mla_up_proj, moe_act");
+  k.unique_items = true;
+  return k;
+}
+
 ObjectSpec make_training() {
   const auto dtypes = [](std::initializer_list<Dtype> d) { return kDtypeNames.names_of(d); };
   return {"training",
@@ -72,6 +82,10 @@ ObjectSpec make_training() {
            choice("recompute", kRecomputeNames.names(), "activation recomputation; default none"),
            integer("recompute_layers", 1, 1 << 20,
                    "with \"full\": recompute only the first N layers of each pipeline chunk"),
+           recompute_modules(),
+           flag("fp8_activation_cache",
+                "with precision fp8: attention output in 12-bit E5M6, MoE SwiGLU inputs in FP8 "
+                "(DeepSeek-V3); default false"),
            flag("dropout", "dropout masks are stored; default true"),
            choice("attention", kAttentionNames.names(),
                   "flash (default: fused kernel) or unfused (stored scores)"),

@@ -19,7 +19,12 @@
 //    "training": {"global_batch","micro_batch","seq_len","tokens_total",
 //                 "precision": "bf16"|"fp16"|"fp8", "recompute": "none"|"selective"|"full",
 //                 "recompute_layers" (with "full": the first N layers of each pipeline chunk;
-//                                     default all), "dropout" (true: masks stored),
+//                                     default all),
+//                 "recompute_modules": ["layernorm","mla_up_proj","moe_act"] (with "none" or
+//                                     "selective": dropped after the forward, recomputed in
+//                                     the backward; models/layer_activations.hpp),
+//                 "fp8_activation_cache" (with "fp8": DeepSeek-V3's E5M6 attention output and
+//                                     FP8 SwiGLU inputs), "dropout" (true: masks stored),
 //                 "attention": "flash" (default: the calibration's fused kernel, cuDNN's on
 //                              Hopper; no score tensors) | "flash2" | "flash3" (FlashAttention-2/3,
 //                              e.g. PyTorch SDPA = flash2) | "unfused" (Megatron-LM 2021-22:

@@ -73,6 +73,19 @@ void check_tensor_parallel(const Rules& r) {
   }
 }
 
+// training.recompute_modules names modules the model has.
+void check_recompute_modules(const Rules& r) {
+  const ModelSpec& m = r.s.model;
+  const Training& t = r.s.training;
+  if (t.recompute_mla_up_proj && !m.mla) {
+    r.fail("/training/recompute_modules",
+           "mla_up_proj needs a model with multi-head latent attention (an \"mla\" block)");
+  }
+  if (t.recompute_moe_act && !m.moe) {
+    r.fail("/training/recompute_modules", "moe_act needs a mixture-of-experts model");
+  }
+}
+
 // What the step simulator builds of an MoE model (workload/pass_builder.hpp): expert tensor
 // parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no ZeRO-3
 // (Megatron-Core shards MoE models with its distributed optimizer).
@@ -358,6 +371,7 @@ void validate_scenario(Scenario& scenario) {
   check_tensor_parallel(rules);
   check_expert_parallel(rules);
   check_expert_simulation(rules);
+  check_recompute_modules(rules);
   check_schedule(rules);
   check_layer_split(rules);
   check_overlap_and_attention(rules);

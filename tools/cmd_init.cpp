@@ -120,6 +120,8 @@ Json training_json(const Scenario& s) {
               {"grad_bucket_MiB", t.grad_bucket_bytes / kMiB},
               {"grad_reduce", t.reduce_per_micro_batch ? "per_micro_batch" : "per_step"},
               {"optimizer_state_dtype", to_string(t.optimizer_state_dtype)}};
+  if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
+  out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);
     out["moe_comm_overlap"] = t.moe_comm_overlap;

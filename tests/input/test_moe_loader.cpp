@@ -258,3 +258,50 @@ TEST_CASE("The MoE simulation settings load, and what is not simulated is refuse
   dense["training"].erase("moe_comm_sms");
   expect_error(dense, "/training/moe_comm_overlap", "mixture-of-experts");
 }
+
+TEST_CASE("Recompute modules and the FP8 activation cache load and fail at their paths") {
+  json doc = moe_scenario();
+  doc["training"]["precision"] = "fp8";
+  doc["training"]["recompute_modules"] = {"layernorm", "mla_up_proj", "moe_act"};
+  doc["training"]["fp8_activation_cache"] = true;
+  const Scenario s = load(doc);
+  CHECK(s.training.recompute_norms);
+  CHECK(s.training.recompute_mla_up_proj);
+  CHECK(s.training.recompute_moe_act);
+  CHECK(s.training.fp8_activation_cache);
+  CHECK(s.training.recompute == Recompute::none);
+
+  json defaults = moe_scenario();
+  const Scenario d = load(defaults);
+  CHECK_FALSE(d.training.recompute_norms);
+  CHECK_FALSE(d.training.recompute_mla_up_proj);
+  CHECK_FALSE(d.training.recompute_moe_act);
+  CHECK_FALSE(d.training.fp8_activation_cache);
+
+  json selective = doc;
+  selective["training"]["recompute"] = "selective";
+  CHECK(load(selective).training.recompute_moe_act);
+  json full = doc;
+  full["training"]["recompute"] = "full";
+  expect_error(full, "/training/recompute_modules", "full recomputation");
+  json twice = doc;
+  twice["training"]["recompute_modules"] = {"layernorm", "layernorm"};
+  expect_error(twice, "/training/recompute_modules/1", "twice");
+  json unknown = doc;
+  unknown["training"]["recompute_modules"] = {"core_attn"};
+  expect_error(unknown, "/training/recompute_modules/0", "");
+  json bf16 = doc;
+  bf16["training"].erase("precision");
+  expect_error(bf16, "/training/fp8_activation_cache", "fp8");
+  json no_mla = doc;
+  no_mla["model"].erase("mla");
+  expect_error(no_mla, "/training/recompute_modules", "multi-head latent attention");
+  json dense = doc;
+  dense["model"] = "llama3-8b";
+  dense["parallelism"].erase("ep");
+  dense["training"]["recompute_modules"] = {"moe_act"};
+  expect_error(dense, "/training/recompute_modules", "mixture-of-experts");
+  // The pre-norms exist in every model.
+  dense["training"]["recompute_modules"] = {"layernorm"};
+  CHECK(load(dense).training.recompute_norms);
+}
