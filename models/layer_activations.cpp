@@ -64,10 +64,10 @@ ActivationTerms gqa_terms(const ModelSpec& m, int seq_len, const ActivationOptio
   const double q = static_cast<double>(m.num_heads) * m.head_dim();
   const double kv = static_cast<double>(m.num_kv_heads) * m.head_dim();
   ActivationTerms t;
-  t.replicated = kActivationBytes * h                               // norm input
+  t.replicated = kActivationBytes * h                                     // norm input
                  + (o.recompute_norms ? 0.0 : linear_input_bytes(o) * h)  // QKV input
-                 + (o.dropout ? kMaskBytes * h : 0.0);              // dropout mask
-  t.sharded = kActivationBytes * (q + 2 * kv)  // Q, K, V
+                 + (o.dropout ? kMaskBytes * h : 0.0);                    // dropout mask
+  t.sharded = kActivationBytes * (q + 2 * kv)                             // Q, K, V
               + attention_output_bytes(q, o);
   add_attention_core(t, m, seq_len, o);
   return t;
@@ -95,16 +95,17 @@ ActivationTerms mla_terms(const ModelSpec& m, int seq_len, const ActivationOptio
   const bool up = o.recompute_mla_up_proj;
   const double lin = linear_input_bytes(o);
   ActivationTerms t;
-  t.replicated = kActivationBytes * h                        // norm input
-                 + (o.recompute_norms ? 0.0 : lin * h)       // down-projections' input
-                 + kActivationBytes * (cq + ckv)             // latents (latent norms' inputs)
-                 + (up ? kActivationBytes * l.qk_rope_head_dim : lin * (cq + ckv))  // k_R or
-                                                                                     // up-inputs
-                 + (o.dropout ? kMaskBytes * h : 0.0);       // dropout mask
+  // With the up-projections recomputed, the RoPE key before RoPE (to rebuild K) instead of
+  // the up-projections' inputs.
+  const double up_inputs = up ? kActivationBytes * l.qk_rope_head_dim : lin * (cq + ckv);
+  t.replicated = kActivationBytes * h                   // norm input
+                 + (o.recompute_norms ? 0.0 : lin * h)  // down-projections' input
+                 + kActivationBytes * (cq + ckv)        // latents (latent norms' inputs)
+                 + up_inputs + (o.dropout ? kMaskBytes * h : 0.0);  // dropout mask
   // Without a query latent (q_lora_rank 0) the queries come from the hidden state and are not
   // part of the up-projection recompute.
   const bool q_recomputed = up && cq > 0;
-  t.sharded = (q_recomputed ? 0.0 : kActivationBytes * a * dqk)        // Q
+  t.sharded = (q_recomputed ? 0.0 : kActivationBytes * a * dqk)           // Q
               + (up ? 0.0 : kActivationBytes * a * (dqk + l.v_head_dim))  // K, V
               + attention_output_bytes(a * l.v_head_dim, o);
   add_attention_core(t, m, seq_len, o);
@@ -207,8 +208,8 @@ ActivationTerms layer_activation_terms(const ModelSpec& m, int seq_len, bool moe
 }
 
 LayerActivations layer_activations(const ModelSpec& m, int seq_len, double tokens, bool moe,
-                                        const ActivationLayout& layout, Recompute recompute,
-                                        const ActivationOptions& options) {
+                                   const ActivationLayout& layout, Recompute recompute,
+                                   const ActivationOptions& options) {
   ActivationOptions kept = options;  // the same tensors with no module recomputed
   kept.recompute_norms = kept.recompute_mla_up_proj = kept.recompute_moe_act = false;
   const ActivationTerms terms = layer_activation_terms(m, seq_len, moe, options);

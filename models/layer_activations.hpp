@@ -68,10 +68,10 @@ struct ActivationLayout {
 // the sequence-parallel split), under `recompute`. `transient` is what recomputation re-creates
 // for one layer at a time during its backward: the recompute modules' tensors, the score
 // tensors under selective recomputation, the whole layer under full recomputation.
-LayerActivations layer_activations(const clustersim::ModelSpec& model, int seq_len,
-                                        double tokens, bool moe, const ActivationLayout& layout,
-                                        clustersim::Recompute recompute,
-                                        const ActivationOptions& options);
+LayerActivations layer_activations(const clustersim::ModelSpec& model, int seq_len, double tokens,
+                                   bool moe, const ActivationLayout& layout,
+                                   clustersim::Recompute recompute,
+                                   const ActivationOptions& options);
 
 // Whether the term-by-term count applies (a model with MLA or MoE, or a scenario with recompute
 // modules or the FP8 cache); otherwise the dense count is used unchanged.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/units.hpp"
+#include "models/layer_activations.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 
@@ -220,36 +221,43 @@ struct MemorySizes {
   LayerActivations moe_kept;
 };
 
-// The model as the activation estimate sees an MoE layer: a dense FFN as wide as what one
-// token passes through on the busiest GPU, top-k routed experts (times the routing imbalance)
-// plus the shared experts. UNVERIFIED approximation: the permuted copies of the tokens and the
-// router's probabilities are not counted.
-ModelSpec moe_layer_as_dense(const ModelSpec& m) {
-  const MoeSpec& e = *m.moe;
-  ModelSpec d = m;
-  d.ffn_hidden =
-      static_cast<int>(std::lround(e.experts_per_token * e.expert_ffn_hidden * e.routing_imbalance +
-                                   double(e.shared_experts) * e.shared_expert_ffn_hidden));
-  return d;
+// The layout of one layer's activations on one GPU (models/layer_activations.hpp).
+ActivationLayout activation_layout(const Scenario& s) {
+  const Parallelism& par = s.parallelism;
+  ActivationLayout l;
+  l.tp = par.tp;
+  l.etp = s.model.moe ? par.expert_tp() : 1;
+  l.sequence_parallel = par.sequence_parallel;
+  if (s.model.moe) {
+    // The busiest GPU's copies: top-k times the routing imbalance, capped by the capacity
+    // factor when tokens are dropped (as the step's expert GEMMs, workload/pass_builder.cpp).
+    const MoeSpec& e = *s.model.moe;
+    const double rho = e.capacity_factor > 0 ? std::min(e.routing_imbalance, e.capacity_factor)
+                                             : e.routing_imbalance;
+    l.copies_per_token = e.experts_per_token * rho;
+  }
+  return l;
+}
+
+// Layer activations by the term-by-term count (MLA, MoE, recompute modules, FP8 cache): a dense
+// layer (`moe` false) or an MoE layer, under `recompute`.
+LayerActivations activations_by_terms(const Scenario& s, const MemorySizes& z, bool moe,
+                                      Recompute recompute) {
+  const double tokens = static_cast<double>(z.seq_per_gpu) * s.training.micro_batch;
+  return layer_activations(s.model, z.seq_per_gpu, tokens, moe, activation_layout(s), recompute,
+                           activation_options(s.training));
 }
 
 void add_moe_sizes(const Scenario& s, MemorySizes& z) {
   const ModelSpec& m = s.model;
   if (!m.moe) return;
   const Parallelism& par = s.parallelism;
-  const Training& tr = s.training;
   const LayerParameters layer = moe_layer_parameters_on_gpu(m, par);
   z.moe_layer_params = layer.dense;
   z.expert_params = layer.experts;
   z.expert_shard_ranks = par.expert_dp();
-  const ModelSpec d = moe_layer_as_dense(m);
-  const bool fp8_linears = tr.precision == Dtype::fp8;
-  z.moe_act =
-      layer_activation_bytes(d, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
-                             tr.recompute, tr.attention, tr.dropout, fp8_linears);
-  z.moe_kept =
-      layer_activation_bytes(d, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
-                             Recompute::none, tr.attention, tr.dropout, fp8_linears);
+  z.moe_act = activations_by_terms(s, z, true, s.training.recompute);
+  z.moe_kept = activations_by_terms(s, z, true, Recompute::none);
 }
 
 MemorySizes memory_sizes(const Scenario& s) {
@@ -266,12 +274,17 @@ MemorySizes memory_sizes(const Scenario& s) {
   // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
   z.seq_per_gpu = std::max(1, tr.seq_len / par.cp);
   const bool fp8_linears = tr.precision == Dtype::fp8;
-  z.act =
-      layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
-                             tr.recompute, tr.attention, tr.dropout, fp8_linears);
-  z.kept =
-      layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp, par.sequence_parallel,
-                             Recompute::none, tr.attention, tr.dropout, fp8_linears);
+  if (uses_activation_terms(s)) {
+    z.act = activations_by_terms(s, z, false, tr.recompute);
+    z.kept = activations_by_terms(s, z, false, Recompute::none);
+  } else {
+    z.act = layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp,
+                                   par.sequence_parallel, tr.recompute, tr.attention, tr.dropout,
+                                   fp8_linears);
+    z.kept = layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp,
+                                    par.sequence_parallel, Recompute::none, tr.attention,
+                                    tr.dropout, fp8_linears);
+  }
   add_moe_sizes(s, z);
   return z;
 }
@@ -471,8 +484,23 @@ void add_activations(StageMemory& st, const Scenario& s, const MemorySizes& z) {
   // vocab-parallel output layer) on the last.
   if (st.stage == 0 && tr.dropout) per_micro_batch += tokens * kMaskBytes * m.hidden / sp_div;
   if (st.stage == par.pp - 1) {
-    per_micro_batch += tokens * 2 * kActivationBytes * m.hidden / sp_div;
-    per_micro_batch += tokens * kLogitBytes * m.vocab / par.tp;
+    const double head =
+        tokens * (2 * kActivationBytes * m.hidden / sp_div + kLogitBytes * m.vocab / par.tp);
+    per_micro_batch += head;
+    if (m.mtp_layers > 0) {
+      // Each multi-token prediction module (DeepSeek-V3 §2.2) stores what a layer like the
+      // model's last does, the inputs of its two RMSNorms and of its 2h -> h projection (the
+      // concatenated normalised vectors; FP8 under FP8), and its own pass through the shared
+      // head (final norm and head inputs, FP32 logits).
+      const bool moe_layer = m.is_moe_layer(m.num_layers - 1);
+      const double layer = act_layers > 0 ? (moe_layer ? z.moe_act : z.act).stored
+                                          : (moe_layer ? z.moe_kept : z.kept).stored;
+      const double projection_input =
+          2 * m.hidden * (tr.precision == Dtype::fp8 ? kFp8ActivationBytes : kActivationBytes);
+      const double own =
+          tokens * (2 * kActivationBytes * m.hidden + projection_input) / sp_div + head;
+      per_micro_batch += m.mtp_layers * (layer + own);
+    }
   }
   st.activation_per_micro_batch_bytes = per_micro_batch;
   st.activation_transient_bytes =
@@ -496,12 +524,20 @@ void add_buffers(StageMemory& st, const Scenario& s, const MemorySizes& z, doubl
 }
 
 // DualPipe (DeepSeek-V3 technical report §3.2.1, table 2): pipeline rank s keeps a copy of
-// stages s and p - 1 - s, so twice the parameters with their gradients and optimizer states,
-// and activations of p + 1 micro-batches (micro_batches_in_flight), each through one of the
-// two stages: taken as their mean, half the micro-batches running each direction.
-std::vector<StageMemory> dualpipe_ranks(const std::vector<StageMemory>& stages) {
+// stages s and p - 1 - s, so twice the parameters with their gradients and optimizer states.
+// Activations: micro-batches enter at rank 0 (forward direction) and at rank p - 1 (reverse
+// direction), half of them each, and a stage at position q of its direction holds up to p - q
+// of them at the peak, as 1F1B does (deepseek-ai/DualPipe dualpipe.py, steps 1-4: rank s runs
+// 2 (p/2 - h - 1) + h + 1 forward chunks of its first phase and h + 1 of its second before its
+// first backward, h = min(s, p - 1 - s), and one more of the first in the main step). Rank s is
+// at position s of the forward direction with stage s and at position p - 1 - s of the reverse
+// one with stage p - 1 - s: p - s micro-batches of stage s and s + 1 of stage p - 1 - s, p + 1
+// in all (table 2), each at most the m / 2 micro-batches of its direction.
+std::vector<StageMemory> dualpipe_ranks(const std::vector<StageMemory>& stages,
+                                        std::int64_t micro_batches) {
   std::vector<StageMemory> out = stages;
   const std::size_t p = stages.size();
+  const double half = std::max(1.0, static_cast<double>(micro_batches) / 2);
   for (std::size_t s = 0; s < p; ++s) {
     const StageMemory& a = stages[s];
     const StageMemory& b = stages[p - 1 - s];
@@ -514,12 +550,15 @@ std::vector<StageMemory> dualpipe_ranks(const std::vector<StageMemory>& stages) 
     r.moe_layers = a.moe_layers + b.moe_layers;
     r.expert_parameters = a.expert_parameters + b.expert_parameters;
     r.expert_state_bytes = a.expert_state_bytes + b.expert_state_bytes;
-    r.activation_per_micro_batch_bytes =
-        (a.activation_per_micro_batch_bytes + b.activation_per_micro_batch_bytes) / 2;
+    const double forward = std::min(static_cast<double>(p - s), half);
+    const double reverse = std::min(static_cast<double>(s + 1), half);
+    const double stored =
+        forward * a.activation_per_micro_batch_bytes + reverse * b.activation_per_micro_batch_bytes;
+    r.micro_batches_in_flight = forward + reverse;
+    r.activation_per_micro_batch_bytes = stored / r.micro_batches_in_flight;
     r.activation_transient_bytes =
         std::max(a.activation_transient_bytes, b.activation_transient_bytes);
-    r.activations_bytes = r.activation_per_micro_batch_bytes * r.micro_batches_in_flight +
-                          r.activation_transient_bytes;
+    r.activations_bytes = stored + r.activation_transient_bytes;
     if (a.onebit_adam_bytes > 0) r.onebit_adam_bytes = a.onebit_adam_bytes + b.onebit_adam_bytes;
   }
   return out;
@@ -570,6 +609,15 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
            : std::string()) +
       ", " + fmt(est.stages.front().micro_batches_in_flight, 2) +
       " micro-batch(es) in flight on stage 0");
+  if (uses_activation_terms(s)) {
+    out.push_back(
+        "MLA / MoE layer activations term by term (models/layer_activations.hpp): latents, "
+        "per-head Q K V, router scores, each routed copy x top-k x routing imbalance" +
+        std::string(tr.recompute_norms || tr.recompute_mla_up_proj || tr.recompute_moe_act
+                        ? "; recompute modules' outputs not stored"
+                        : "") +
+        (tr.fp8_activation_cache ? "; FP8 activation cache (DeepSeek-V3 §3.3.3)" : ""));
+  }
   out.push_back("NCCL buffers: " + std::to_string(nccl.collective_comms) +
                 " collective communicator(s) x " + std::to_string(channels) + " channels" +
                 (s.parallelism.pp > 1 ? " + pipeline p2p" : ""));
@@ -602,7 +650,9 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     add_buffers(st, s, z, nccl.bytes);
     est.stages.push_back(st);
   }
-  if (s.parallelism.schedule == PipelineSchedule::dualpipe) est.stages = dualpipe_ranks(est.stages);
+  if (s.parallelism.schedule == PipelineSchedule::dualpipe) {
+    est.stages = dualpipe_ranks(est.stages, s.micro_batches());
+  }
   est.worst_stage = worst_stage(est.stages);
   est.assumptions = memory_assumptions(s, est, z, nccl, channels);
   return est;

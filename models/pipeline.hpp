@@ -58,7 +58,8 @@ double bubble_fraction_of_step(int pp, int vpp, std::int64_t micro_batches,
 //   the first stage's p). Counted whole: a micro-batch waiting for its W pass keeps only the
 //   linear layers' inputs and output gradients, so this is an upper bound for stages > 0.
 //   DualPipe: p + 1 on every rank, at most m (DeepSeek-V3 technical report table 2), in units of
-//   one micro-batch through one of the rank's two stages (estimate_memory averages the two).
+//   one micro-batch through one of the rank's two stages (estimate_memory weighs them: p - s of
+//   stage s, s + 1 of stage p - 1 - s, as deepseek-ai/DualPipe's dualpipe.py runs them).
 double micro_batches_in_flight(int stage, int pp, int vpp, std::int64_t micro_batches,
                                clustersim::PipelineSchedule schedule);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/layer_activations.hpp"
 #include "models/pipeline.hpp"
 
 namespace clustersim::models {
@@ -329,6 +330,12 @@ StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
     out.per_token.recompute *=
         static_cast<double>(recomputed_layers(s)) / static_cast<double>(s.model.num_layers);
   }
+  // Recompute modules (training.recompute_modules): the MLA up-projection GEMMs run again in
+  // every layer's backward, the multi-token prediction modules' included (DeepSeek-V3 §3.2.3:
+  // "all RMSNorm operations and MLA up-projections"); norms and activations add no GEMM FLOPs.
+  out.per_token.recompute +=
+      module_recompute_flops_per_token(s.model, activation_options(s.training)) *
+      (s.model.num_layers + s.model.mtp_layers);
   out.tokens = s.tokens_per_step();
   return out;
 }

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "core/units.hpp"
 #include "models/compute_cost.hpp"
@@ -221,6 +222,14 @@ std::string training_text(const Scenario& s) {
     t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
       << " layers (the first " << tr.recompute_layers << " of each chunk)";
   }
+  std::vector<std::string> modules;
+  if (tr.recompute_norms) modules.push_back("the pre-norms");
+  if (tr.recompute_mla_up_proj) modules.push_back("MLA's latent norms and up-projections");
+  if (tr.recompute_moe_act) modules.push_back("the routed experts' activation");
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    t << (i == 0 ? ", recomputed in the backward: " : ", ") << modules[i];
+  }
+  if (tr.fp8_activation_cache) t << ", FP8 activation cache (E5M6 attention output)";
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
     << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0

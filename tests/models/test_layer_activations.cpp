@@ -185,6 +185,7 @@ TEST_CASE("Recomputing DeepSeek-V3's MLA up-projections adds their GEMMs to the 
   o.recompute_mla_up_proj = true;
   CHECK(module_recompute_flops_per_token(m, o) == Approx(109051904));
   Scenario s = load_scenario(scenario_path("deepseek-v3-2048-h800"));
+  s.training.recompute_mla_up_proj = false;
   const double before = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
   s.training.recompute_mla_up_proj = true;
   const double after = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
@@ -202,6 +203,11 @@ TEST_CASE("The DeepSeek-V3 scenario's middle stage stores four MoE layers per mi
         Approx(4.0 * 4096 * 394816));
   s.training.recompute_norms = s.training.recompute_mla_up_proj = true;
   s.training.recompute_moe_act = s.training.fp8_activation_cache = true;
-  CHECK(estimate_memory(s).stages.at(1).activation_per_micro_batch_bytes ==
-        Approx(4.0 * 4096 * 159424));
+  const MemoryEstimate est = estimate_memory(s);
+  CHECK(est.stages.at(1).activation_per_micro_batch_bytes == Approx(4.0 * 4096 * 159424));
+  // The last stage: 2 MoE layers, the head (final norm and head inputs 2 x 2 x 7168, FP32
+  // logits 4 x 129280: 545792), and the MTP module: an MoE layer, its norm inputs 2 x 2 x 7168
+  // and FP8 projection input 2 x 7168 (43008) and its own pass through the head.
+  CHECK(est.stages.at(15).activation_per_micro_batch_bytes ==
+        Approx(4096.0 * (3 * 159424 + 2 * 545792 + 43008)));
 }

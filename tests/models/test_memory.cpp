@@ -285,8 +285,9 @@ TEST_CASE("a 70B model fits pure data parallelism only with ZeRO-3") {
 
 TEST_CASE("DualPipe holds two stages' states and p + 1 micro-batches of activations") {
   // DeepSeek-V3 technical report table 2: DualPipe keeps 2x the parameters and PP + 1
-  // micro-batches of activations per device; rank s holds stages s and p - 1 - s. pp 4, dp 32,
-  // 32 micro-batches; 1F1B's stage s holds min(p - s, m) micro-batches of its own stage.
+  // micro-batches of activations per device; rank s holds stages s and p - 1 - s
+  // (deepseek-ai/DualPipe dualpipe.py: p - s micro-batches of the first, s + 1 of the second). pp
+  // 4, dp 32, 32 micro-batches; 1F1B's stage s holds min(p - s, m) micro-batches of its own stage.
   nlohmann::json par = {{"dp", 32}, {"tp", 8}, {"pp", 4}};
   const MemoryEstimate one = estimate_memory(patched({{"parallelism", par}}));
   par["schedule"] = "dualpipe";
@@ -303,10 +304,13 @@ TEST_CASE("DualPipe holds two stages' states and p + 1 micro-batches of activati
                  b.gradients_bytes + b.optimizer_bytes));
     CHECK(d.micro_batches_in_flight == 5);
     CHECK(a.micro_batches_in_flight == 4 - static_cast<double>(s));
-    // Half the micro-batches run through each stage: the mean of the two per micro-batch.
-    CHECK(
-        d.activations_bytes - d.activation_transient_bytes ==
-        Approx(5 * (a.activation_per_micro_batch_bytes + b.activation_per_micro_batch_bytes) / 2));
+    // Rank s is at position s of the forward direction (stage s, p - s = 4 - s micro-batches,
+    // as 1F1B's stage s) and at position 3 - s of the reverse one (stage 3 - s, s + 1).
+    const double forward = 4 - static_cast<double>(s);
+    const double reverse = static_cast<double>(s) + 1;
+    CHECK(d.activations_bytes - d.activation_transient_bytes ==
+          Approx(forward * a.activation_per_micro_batch_bytes +
+                 reverse * b.activation_per_micro_batch_bytes));
     CHECK(d.nccl_buffers_bytes == Approx(a.nccl_buffers_bytes));
   }
 }
