@@ -210,6 +210,7 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   Segments out;
   OpCost c;
   c += mem(kResidualPasses * d_.Ts * d_.h);
+  c += module_recompute(moe);
   if (moe) {
     moe_block_backward(out, c, part);
   } else {

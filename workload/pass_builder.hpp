@@ -137,6 +137,11 @@ class PassBuilder {
   // backward recomputes the scores anyway), the score GEMM, softmax and dropout when unfused
   // (Korthikanti et al. 2022 §5: the recomputed part is the attention core).
   models::OpCost selective_recompute() const;
+  // What training.recompute_modules adds to a layer's backward (DeepSeek-V3 §3.2.3 and §3.3.3;
+  // Megatron-Core's output-discarding checkpointing): the two pre-norms' forward kernels
+  // (layernorm); MLA's latent norms, up-projection GEMMs and RoPE (mla_up_proj); the routed
+  // experts' activation function in an MoE layer (moe_act).
+  models::OpCost module_recompute(bool moe) const;
 
   // The linear layers of one TP rank as [m x k] x [k x n] GEMMs.
   models::GemmShape qkv() const;

@@ -122,6 +122,29 @@ void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::stri
                                    fp8 ? Dtype::fp8 : Dtype::bf16, what + " (InfiniBand hop)")});
 }
 
+// Recomputed in the backward, before the layer's gradients (the forward kernels of
+// attention_in_forward and moe_block_forward they repeat).
+OpCost PassBuilder::module_recompute(bool moe) const {
+  const Dims& d = d_;
+  const Training& tr = s_.training;
+  OpCost c;
+  if (tr.recompute_norms) c += mem(2 * kNormForwardPasses * d.Ts * d.h);
+  if (tr.recompute_mla_up_proj && d.mla) {
+    if (d.q_lora > 0) {
+      c += mem(kNormForwardPasses * d.T * d.q_lora);
+      c += linear_forward({d.T, d.hl * (d.d_nope + d.d_rope), d.q_lora});
+    }
+    c += mem(kNormForwardPasses * d.T * d.kv_lora);
+    c += linear_forward({d.T, d.hl * (d.d_nope + d.d_v), d.kv_lora});
+    if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  }
+  if (tr.recompute_moe_act && moe && d.moe) {
+    const double te = expert_tokens() * d.El;
+    c += mem(activation_passes(d.ffn, PassKind::forward) * te * d.fe / d.et);
+  }
+  return c;
+}
+
 // The shared experts: a dense FFN of their summed width, split over TP like the dense MLP.
 GemmShape PassBuilder::shared_in() const {
   return {d_.T, ffn_in_matrices() * d_.fs / d_.t, d_.h};

@@ -138,6 +138,10 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
     out.recompute = b.selective_recompute();
     out.backward -= out.recompute;
   }
+  // layer_backward() runs the recompute modules inline too.
+  const models::OpCost modules = b.module_recompute(false);
+  out.recompute += modules;
+  out.backward -= modules;
   out.forward_gemm_flops =
       b.qkv().flops() + b.out_proj().flops() + b.ffn_in().flops() + b.ffn_out().flops();
   out.forward_attention_flops = b.attention_forward().flops;

@@ -148,3 +148,42 @@ TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradie
   CHECK(x.calls == a2a);
   CHECK(x.bytes == Approx(a2a * T * k * h * 2));
 }
+
+TEST_CASE("Recompute modules add the MLA up-projection GEMMs to the backward and kernels only",
+          "[workload][moe]") {
+  // MLA on the small model: 8 heads, query latent 256, key/value latent 128, head widths 64 +
+  // 32 (RoPE) and 64 for values.
+  Scenario s = moe_scenario(8);
+  MlaSpec l;
+  l.q_lora_rank = 256;
+  l.kv_lora_rank = 128;
+  l.qk_nope_head_dim = 64;
+  l.qk_rope_head_dim = 32;
+  l.v_head_dim = 64;
+  s.model.mla = l;
+  const auto compute = clustersim::test::compute_model(s);
+  const Scenario base = s;
+  PassBuilder b(base, compute);
+  const models::OpCost plain = total(b.moe_layer_backward());
+  CHECK(b.module_recompute(true).time_s == 0);
+
+  // The query up-projection (256 -> 8 x 96) and the key/value one (128 -> 8 x (64 + 64)) run
+  // again: 2 T (256 x 768 + 128 x 1024) FLOPs.
+  Scenario up = s;
+  up.training.recompute_mla_up_proj = true;
+  PassBuilder bu(up, compute);
+  const double gemms = 2 * T * (256.0 * 768 + 128.0 * 1024);
+  CHECK(total(bu.moe_layer_backward()).flops - plain.flops == Approx(gemms).epsilon(1e-9));
+  CHECK(bu.module_recompute(true).flops == Approx(gemms).epsilon(1e-9));
+
+  // The norms and the experts' SwiGLU are element-wise: time, no FLOPs.
+  Scenario kernels = s;
+  kernels.training.recompute_norms = true;
+  kernels.training.recompute_moe_act = true;
+  PassBuilder bk(kernels, compute);
+  const models::OpCost more = total(bk.moe_layer_backward());
+  CHECK(more.flops == Approx(plain.flops).epsilon(1e-12));
+  CHECK(more.time_s > plain.time_s);
+  // A dense layer has no experts' activation to recompute, only its norms.
+  CHECK(bk.module_recompute(false).time_s < bk.module_recompute(true).time_s);
+}
