@@ -1,5 +1,7 @@
-// The helper actors that run one collective's flows: bulk (one flow per endpoint pair) and step
-// granularity (NCCL's per-step structure: rings, trees, NVLS, direct transfers).
+// The engine actors that run one collective's flows: bulk (one flow per endpoint pair, posted by
+// long-lived workers) and step granularity (NCCL's per-step structure: rings, trees, NVLS,
+// direct transfers).
+#include <algorithm>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -11,42 +13,91 @@ namespace clustersim::sim {
 using detail::kMaxKeyField;
 using detail::kMaxPendingGets;
 
+// An idle bulk worker on the endpoint's host; a new one when all there are busy.
+detail::BulkWorker* Simulation::Impl::idle_bulk_worker(int endpoint) {
+  auto& idle = idle_bulk_workers[static_cast<std::size_t>(endpoint)];
+  if (!idle.empty()) {
+    detail::BulkWorker* w = idle.back();
+    idle.pop_back();
+    return w;
+  }
+  auto owned = std::make_unique<detail::BulkWorker>();
+  detail::BulkWorker* w = owned.get();
+  w->endpoint = endpoint;
+  w->wake = sg4::Semaphore::create(0);
+  w->actor = helper(endpoint, "bulk", [this, w] {
+    for (;;) {
+      w->wake->acquire();
+      const std::function<void()> job = std::move(w->job);
+      w->job = nullptr;
+      job();
+      idle_bulk_workers[static_cast<std::size_t>(w->endpoint)].push_back(w);
+    }
+  });
+  bulk_workers.push_back(std::move(owned));
+  return w;
+}
+
+// The permanent receiver of the endpoint's bulk mailboxes: any engine actor on its host. It
+// never receives; it only names the host where the puts into those mailboxes end.
+sg4::ActorPtr Simulation::Impl::receiver(int endpoint) {
+  auto& r = receivers[static_cast<std::size_t>(endpoint)];
+  if (!r) {
+    detail::BulkWorker* w = idle_bulk_worker(endpoint);
+    r = w->actor;
+    idle_bulk_workers[static_cast<std::size_t>(endpoint)].push_back(w);
+  }
+  return r;
+}
+
 // Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
-// bandwidth time when nothing else limits it.
+// bandwidth time when nothing else limits it. Each source endpoint's flows are one job for an
+// idle bulk worker on its host; the job that ends last ends the collective (end_bulk). Runs in
+// SimGrid's maestro (a timer, see launch), so the workers, receivers and mailboxes it sets up
+// are complete before any actor runs: an actor would let others run at each call into SimGrid,
+// in the middle of that set-up.
 void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
   const Decomposition& d = *st->dec;
   const double eff = d.plan.wire_efficiency;
-  std::map<int, std::vector<const nccl::BulkFlow*>> out, in;
-  for (const auto& f : d.bulk_flows) {
-    out[f.src].push_back(&f);
-    in[f.dst].push_back(&f);
-  }
-  std::set<int> endpoints;
-  for (const auto& [e, v] : out) endpoints.insert(e);
-  for (const auto& [e, v] : in) endpoints.insert(e);
-  std::vector<sg4::ActorPtr> workers;
   const int slot = st->slot;
-  const double t = d.bulk_bw_time_s;
-  for (int e : endpoints) {
-    std::vector<const nccl::BulkFlow*> o = out[e], i = in[e];
-    workers.push_back(helper(e, "bulk", [this, slot, t, eff, o, i] {
-      std::vector<Get> gets;
-      gets.reserve(i.size());
-      for (const auto* f : i) gets.push_back(post_get(slot, 0, f->src, f->dst));
-      std::vector<Put> puts;
-      puts.reserve(o.size());
-      for (const auto* f : o) {
-        puts.push_back(
-            post_put(slot, 0, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
-      }
-      for (auto& p : puts) finish_put(p);
-      for (auto& g : gets) finish_get(g);
-    }));
-  }
+  std::map<int, std::vector<std::pair<const nccl::BulkFlow*, sg4::Mailbox*>>> out;
+  for (const auto& f : d.bulk_flows) out[f.src].emplace_back(&f, bulk_mailbox(slot, f.dst));
   st->result.flows += static_cast<long long>(d.bulk_flows.size());
   totals.flows += static_cast<long long>(d.bulk_flows.size());
   for (const auto& f : d.bulk_flows) st->result.wire_bytes += f.payload / eff;
-  for (auto& w : workers) w->join();
+  if (out.empty()) {
+    mark_done(*st);
+    return;
+  }
+  st->senders_left = static_cast<int>(out.size());
+  const double t = d.bulk_bw_time_s;
+  for (auto& [e, flows] : out) {
+    detail::BulkWorker* w = idle_bulk_worker(e);
+    w->job = [this, st, t, eff, o = std::move(flows)] {
+      std::vector<Put> puts;
+      puts.reserve(o.size());
+      for (const auto& [f, m] : o) {
+        puts.push_back(
+            post_put_into(m, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+      }
+      for (auto& p : puts) finish_put(p);
+      if (--st->senders_left == 0) end_bulk(st);
+    };
+    w->wake->release();
+  }
+}
+
+// The last flow of a bulk collective ended: SimGrid's finished puts leave its mailboxes (they
+// stay there until cleared: a permanent receiver's mailbox keeps what it was sent), and the
+// collective is done.
+void Simulation::Impl::end_bulk(const std::shared_ptr<CollectiveState>& st) {
+  std::vector<int> dsts;
+  dsts.reserve(st->dec->bulk_flows.size());
+  for (const auto& f : st->dec->bulk_flows) dsts.push_back(f.dst);
+  std::sort(dsts.begin(), dsts.end());
+  dsts.erase(std::unique(dsts.begin(), dsts.end()), dsts.end());
+  for (int dst : dsts) bulk_mailbox(st->slot, dst)->clear();
+  mark_done(*st);
 }
 
 // Step granularity: NCCL's per-step structure, one program per pattern member.

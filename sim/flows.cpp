@@ -1,5 +1,5 @@
-// Flows between endpoints as mailbox put/get pairs between helper actors, and the link faults
-// that suspend and resume them.
+// Flows between endpoints as mailbox puts (bulk: into a permanent receiver's mailbox; step:
+// matched by a get), and the link faults that suspend and resume them.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -27,6 +27,23 @@ sg4::Mailbox* Simulation::Impl::mailbox(int slot, int pattern, int src, int dst)
   return mailboxes.emplace(key, sg4::Mailbox::by_name(name.str())).first->second;
 }
 
+// The mailbox of the bulk flows of one collective (slot) into one endpoint. Its permanent
+// receiver, an engine actor on the endpoint's host, makes every put into it start at once from
+// the sender's host to the receiver's (SimGrid 3.32, CommImpl::isend): a bulk flow is one put
+// and one wait, with no receive posted and no actor of its own on the destination. SimGrid
+// keeps such a finished put in the mailbox until it is cleared (end_bulk).
+sg4::Mailbox* Simulation::Impl::bulk_mailbox(int slot, int dst) {
+  const std::uint64_t key =
+      (static_cast<std::uint64_t>(slot) << 32) | static_cast<std::uint32_t>(dst);
+  auto it = bulk_mailboxes.find(key);
+  if (it != bulk_mailboxes.end()) return it->second;
+  std::ostringstream name;
+  name << 'b' << slot << '.' << dst;
+  sg4::Mailbox* m = sg4::Mailbox::by_name(name.str());
+  m->set_receiver(receiver(dst));
+  return bulk_mailboxes.emplace(key, m).first->second;
+}
+
 bool Simulation::Impl::route_crosses(int src, int dst, int link) {
   for (const auto& h : pf->route(src, dst).hops) {
     if (h.link == link) return true;
@@ -34,9 +51,9 @@ bool Simulation::Impl::route_crosses(int src, int dst, int link) {
   return false;
 }
 
-// Posts a flow (sender side). Waits while its route crosses a down link.
-Simulation::Impl::Put Simulation::Impl::post_put(int slot, int pattern, int src, int dst,
-                                                 double payload, double rate_Bps, double eff) {
+// Posts a flow (sender side) into mailbox m. Waits while its route crosses a down link.
+Simulation::Impl::Put Simulation::Impl::post_put_into(sg4::Mailbox* m, int src, int dst,
+                                                      double payload, double rate_Bps, double eff) {
   while (pf->route_is_down(src, dst)) {
     auto sem = sg4::Semaphore::create(0);
     link_up_waiters.push_back(sem);
@@ -46,13 +63,17 @@ Simulation::Impl::Put Simulation::Impl::post_put(int slot, int pattern, int src,
   p.src = src;
   p.dst = dst;
   p.wire = payload / eff;
-  p.comm = mailbox(slot, pattern, src, dst)
-               ->put_init(&dummy_payload,
-                          static_cast<std::uint64_t>(std::llround(std::max(1.0, p.wire))));
+  p.comm =
+      m->put_init(&dummy_payload, static_cast<std::uint64_t>(std::llround(std::max(1.0, p.wire))));
   if (rate_Bps > 0) p.comm->set_rate(rate_Bps / eff);
   p.comm->start();
   p.reg = active.insert(active.end(), ActiveFlow{p.comm, src, dst, false});
   return p;
+}
+
+Simulation::Impl::Put Simulation::Impl::post_put(int slot, int pattern, int src, int dst,
+                                                 double payload, double rate_Bps, double eff) {
+  return post_put_into(mailbox(slot, pattern, src, dst), src, dst, payload, rate_Bps, eff);
 }
 
 void Simulation::Impl::finish_put(Put& p) {

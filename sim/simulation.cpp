@@ -1,11 +1,23 @@
 // Execution of collectives on the SimGrid platform: actors, mailbox flows, faults, statistics.
 //
-// Why mailboxes and helper actors rather than SimGrid's one-sided Comm::sendto: in SimGrid 3.32
-// a one-sided comm is detached, and every detached comm is removed from a std::list of the
-// maestro's activities when it ends (CommImpl::finish), which costs O(comms in flight) per
-// completion: 16384 concurrent flows took 160 us per completion in our measurement, against
-// 3-13 us for mailbox put/get between actors. So each collective runs one small actor per
-// endpoint (bulk) or per endpoint and pattern (step), all daemons, on the endpoint's host.
+// Why mailboxes and engine actors rather than SimGrid's one-sided Comm::sendto: in SimGrid 3.32
+// Comm::sendto_init always detaches its comm in the kernel (CommImpl::detach puts it on a
+// std::list of the maestro's activities), and CommImpl::finish removes it from that list with
+// std::list::remove, a scan of every comm in flight: 16384 concurrent flows took 160 us per
+// completion in our measurement, against 3-13 us for mailbox put/get. There is no non-detached
+// host-to-host comm in 3.32's API. Likewise a comm an actor waits for is removed from that
+// actor's std::list of activities, so no actor may keep thousands of comms pending, and an
+// actor that moves between hosts (Actor::set_host) scans that list too.
+//
+// Bulk collectives (the default): the flows start after the latency from a timer, in the
+// maestro, with no actor of their own. Each flow is one put into a mailbox whose permanent
+// receiver is an engine actor on the destination's host; SimGrid starts such a put at once, from
+// the sender's host to the receiver's, with no receive posted (CommImpl::isend). The puts of one
+// source endpoint are a job for a long-lived bulk worker on its host, which posts and waits for
+// them; a host keeps as many workers as it ever had bulk jobs at once. So a bulk collective
+// creates no actor once its endpoints have been used, and costs one SimGrid activity per flow.
+// Step granularity runs one small actor per endpoint and pattern with put/get pairs (NCCL's
+// per-step handshakes), all daemons, on the endpoint's host.
 #include "sim/simulation.hpp"
 
 #include <algorithm>
@@ -89,14 +101,14 @@ void Simulation::Impl::launch(const std::shared_ptr<CollectiveState>& st) {
     return;
   }
   st->slot = take_slot();
-  const int host = st->request.gpus.front();
-  helper(host, "collective", [this, st, plan] {
-    if (plan.granularity == Granularity::bulk || st->dec->phases.empty()) {
-      sg4::this_actor::sleep_for(plan.latency_s);
-      run_bulk(st);
-    } else {
-      run_step(st);
-    }
+  if (plan.granularity == Granularity::bulk || st->dec->phases.empty()) {
+    // No actor of its own: the flows start after the latency, from the workers' hosts. Always
+    // a timer, even for no latency, so that run_bulk runs in the maestro.
+    detail::call_at(st->result.start_s + plan.latency_s, [this, st] { run_bulk(st); });
+    return;
+  }
+  helper(st->request.gpus.front(), "collective", [this, st] {
+    run_step(st);
     mark_done(*st);
   });
 }
@@ -163,6 +175,10 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
         graph, impl_->options.network, impl_->transport.p2p_nvlink, impl_->options.engine);
   }
   impl_->pf = &impl_->platform->impl();
+  impl_->idle_bulk_workers.resize(impl_->pf->hosts.size());
+  impl_->receivers.resize(impl_->pf->hosts.size());
+  // Every actor SimGrid creates in this process: the callers' and the engine's own.
+  sg4::Actor::on_creation_cb([count = impl_->actors_created](sg4::Actor&) { ++*count; });
   impl_->planner = std::make_unique<nccl::Planner>(
       impl_->pf->graph, impl_->options.nccl, impl_->options.arch, impl_->options.cpu,
       impl_->transport, impl_->options.network_calibration);
@@ -409,7 +425,9 @@ LinkUsageReport Simulation::link_usage() const {
 }
 
 Simulation::Totals Simulation::totals() const {
-  return impl_->totals;
+  Totals t = impl_->totals;
+  t.actors = *impl_->actors_created;
+  return t;
 }
 
 long long Simulation::live_collectives() const {

@@ -162,6 +162,7 @@ class Simulation {
   struct Totals {
     long long collectives = 0;
     long long flows = 0;
+    long long actors = 0;  // SimGrid actors created so far: the callers' and the engine's
   };
   Totals totals() const;
   // Collectives and transfers whose state is still held: by a handle, by its running flows, or

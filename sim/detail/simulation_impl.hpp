@@ -1,6 +1,6 @@
 // Internal to sim/: the state of a Simulation, shared by simulation.cpp (the public API and the
 // launch of collectives), flows.cpp (flows between endpoints, link faults) and
-// collective_programs.cpp (the helper actors that run a collective's flows, bulk and step).
+// collective_programs.cpp (the engine actors that run a collective's flows, bulk and step).
 #pragma once
 
 #include <cstddef>
@@ -38,6 +38,7 @@ struct CollectiveState {
   bool launched = false;
   bool done = false;
   int slot = -1;
+  int senders_left = 0;  // bulk: endpoint jobs whose flows have not all ended
   std::vector<sg4::SemaphorePtr> waiters;
   std::vector<char> joined;  // join_collective bookkeeping
   int joined_count = 0;
@@ -60,6 +61,17 @@ constexpr int kMaxKeyField = 0xffff;
 // (200 actors: 3.3 GB of virtual memory against 52 MB with 16).
 constexpr unsigned kHelperStackKiB = 16;
 
+// A long-lived engine actor on one endpoint's host that runs the bulk jobs given to it, one at a
+// time: it posts the endpoint's outgoing flows of one collective and waits for them. Each host
+// keeps as many as it ever had bulk jobs at once, so a step creates a few actors per endpoint,
+// not one per endpoint and collective.
+struct BulkWorker {
+  int endpoint = 0;
+  sg4::ActorPtr actor;
+  sg4::SemaphorePtr wake;
+  std::function<void()> job;
+};
+
 // Receives a step worker keeps posted ahead of the data it waits for (see spawn_nvls).
 constexpr std::size_t kMaxPendingGets = 4;  // flows carry no data; SimGrid copies this pointer
 
@@ -81,6 +93,13 @@ struct Simulation::Impl {
   std::vector<int> free_slots;
   int next_slot = 0;
   std::unordered_map<std::uint64_t, sg4::Mailbox*> mailboxes;
+  // Bulk flows: one mailbox per (slot, destination) whose permanent receiver is an actor on the
+  // destination's host, so that a put starts its flow at once, with no get (see flows.cpp).
+  std::unordered_map<std::uint64_t, sg4::Mailbox*> bulk_mailboxes;
+  std::vector<std::unique_ptr<detail::BulkWorker>> bulk_workers;    // all of them, owned
+  std::vector<std::vector<detail::BulkWorker*>> idle_bulk_workers;  // per endpoint
+  std::vector<sg4::ActorPtr> receivers;                             // per endpoint, or null
+  std::shared_ptr<long long> actors_created = std::make_shared<long long>(0);
   struct ActiveFlow {
     sg4::CommPtr comm;
     int src = 0;
@@ -107,6 +126,7 @@ struct Simulation::Impl {
   };
 
   // Posts a flow (sender side). Waits while its route crosses a down link.
+  Put post_put_into(sg4::Mailbox* m, int src, int dst, double payload, double rate_Bps, double eff);
   Put post_put(int slot, int pattern, int src, int dst, double payload, double rate_Bps,
                double eff);
   void finish_put(Put& p);
@@ -117,6 +137,7 @@ struct Simulation::Impl {
     std::list<ActiveFlow>::iterator reg;
   };
   Get post_get(int slot, int pattern, int src, int dst);
+  sg4::Mailbox* bulk_mailbox(int slot, int dst);
   // Waits for the data; returns when it arrived.
   double finish_get(Get& g);
 
@@ -135,8 +156,12 @@ struct Simulation::Impl {
   sg4::ActorPtr helper(int endpoint, const char* what, std::function<void()> body);
 
   // Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
-  // bandwidth time when nothing else limits it.
+  // bandwidth time when nothing else limits it. Each source endpoint's flows are a job for an
+  // idle bulk worker on its host; the last job to end ends the collective.
   void run_bulk(const std::shared_ptr<CollectiveState>& st);
+  detail::BulkWorker* idle_bulk_worker(int endpoint);
+  sg4::ActorPtr receiver(int endpoint);
+  void end_bulk(const std::shared_ptr<CollectiveState>& st);
 
   // Step granularity: NCCL's per-step structure, one program per pattern member.
   void spawn_ring(std::vector<sg4::ActorPtr>& workers, const std::shared_ptr<CollectiveState>& st,

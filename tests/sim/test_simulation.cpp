@@ -612,6 +612,56 @@ TEST_CASE(
   CHECK(v[1] == Approx(2 * (n - 1.0) / n * S / B).epsilon(0.01));
 }
 
+TEST_CASE(
+    "Bulk collectives reuse the engine's actors: none per collective once each endpoint has one",
+    "[sim][speed]") {
+  // One GPU per node behind its own 50 GB/s NIC: an all-to-all of S bytes per rank sends
+  // (n-1)/n S out of every NIC, so it takes T = (n-1)/n S / 50 GB/s on an idle fabric, and two
+  // at once on the same GPUs share every NIC and both take 2T. The engine creates its actors on
+  // an endpoint's first use, as many as it has collectives at once, and none afterwards.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = gpu_range(0, n);
+  a2a.bytes = S;
+  const auto v = run_isolated_numbers([&] {
+    Simulation sim(graph, SimulationOptions{});
+    std::vector<double> out;
+    const auto actors = [&] { out.push_back(static_cast<double>(sim.totals().actors)); };
+    sim.spawn(0, "driver", [&] {
+      for (int i = 0; i < 3; ++i) {
+        out.push_back(sim.collective(a2a).time_s());
+        actors();
+      }
+      auto h1 = sim.start_collective(a2a);
+      auto h2 = sim.start_collective(a2a);
+      out.push_back(sim.wait(h1).time_s());
+      out.push_back(sim.wait(h2).time_s());
+      actors();
+      out.push_back(sim.collective(a2a).time_s());
+      actors();
+    });
+    sim.run();
+    return out;
+  });
+  REQUIRE(v.size() == 11);
+  for (int i : {0, 2, 4, 9}) CHECK(v[static_cast<std::size_t>(i)] == Approx(T).epsilon(0.01));
+  CHECK(v[6] == Approx(2 * T).epsilon(0.01));
+  CHECK(v[7] == Approx(2 * T).epsilon(0.01));
+  // The driver and one actor per endpoint (each sends), the same after three collectives (an
+  // actor per endpoint and collective would be 1 + 3n), one more per endpoint for the second
+  // of two at once, and none for the last one.
+  CHECK(v[1] == 1 + n);
+  CHECK(v[5] == 1 + n);
+  CHECK(v[8] == 1 + 2 * n);
+  CHECK(v[10] == 1 + 2 * n);
+}
+
 TEST_CASE("A finished transfer's state is released once no handle holds it", "[sim]") {
   // 1000 transfers one after the other, each handle dropped after its wait: all are counted,
   // none is kept, so a long step holds only what is in flight.
