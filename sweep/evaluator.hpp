@@ -72,4 +72,9 @@ std::string memory_verdict(double need_GiB, double usable_GiB);
 // Returns an Evaluation with status infeasible (and its numbers) or nullopt when it fits.
 using FeasibilityCheck = std::function<std::optional<Evaluation>(const Scenario&)>;
 
+// An in-process lower bound on a point's step time, needing no simulation
+// (step/lower_bound.hpp): the metrics the point would have at that step time, "step_time_s" and
+// "mfu" (derived metrics are added by the caller); an empty object when there is no bound.
+using BoundCheck = std::function<nlohmann::json(const Scenario&)>;
+
 }  // namespace clustersim::sweep

@@ -181,15 +181,34 @@ std::string loss_reason(const SweepRecord& runner_up, const SweepRecord& winner)
   return out;
 }
 
+std::vector<RankedMetric> ranked_metrics(const std::vector<const SweepRecord*>& ok) {
+  auto any = [&](const char* metric) {
+    return std::any_of(ok.begin(), ok.end(),
+                       [&](const SweepRecord* r) { return r->has_metric(metric); });
+  };
+  std::vector<RankedMetric> out;
+  if (any("mfu")) out.push_back({"best MFU", "mfu", true});
+  if (any("time_to_train_days")) {
+    out.push_back({"best time to train", "time_to_train_days", false});
+  } else if (any("tokens_per_s")) {
+    out.push_back({"best throughput", "tokens_per_s", true});
+  }
+  if (any("cost_usd")) {
+    out.push_back({"best cost", "cost_usd", false});
+  } else if (any("gpu_hours")) {
+    out.push_back({"best cost (GPU-hours)", "gpu_hours", false});
+  }
+  if (!any("mfu") && any("memory_per_gpu_GiB")) {
+    out.push_back({"lowest memory per GPU", "memory_per_gpu_GiB", false});
+  }
+  return out;
+}
+
 std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int top) {
   std::vector<const SweepRecord*> ok;
   for (const auto& r : records) {
     if (r.status == kStatusOk) ok.push_back(&r);
   }
-  auto any = [&](const char* metric) {
-    return std::any_of(ok.begin(), ok.end(),
-                       [&](const SweepRecord* r) { return r->has_metric(metric); });
-  };
   std::vector<Ranking> out;
   auto add = [&](const std::string& title, const std::string& metric, bool higher) {
     Ranking ranking;
@@ -216,20 +235,7 @@ std::vector<Ranking> rank_records(const std::vector<SweepRecord>& records, int t
     }
     out.push_back(std::move(ranking));
   };
-  if (any("mfu")) add("best MFU", "mfu", true);
-  if (any("time_to_train_days")) {
-    add("best time to train", "time_to_train_days", false);
-  } else if (any("tokens_per_s")) {
-    add("best throughput", "tokens_per_s", true);
-  }
-  if (any("cost_usd")) {
-    add("best cost", "cost_usd", false);
-  } else if (any("gpu_hours")) {
-    add("best cost (GPU-hours)", "gpu_hours", false);
-  }
-  if (!any("mfu") && any("memory_per_gpu_GiB")) {
-    add("lowest memory per GPU", "memory_per_gpu_GiB", false);
-  }
+  for (const auto& m : ranked_metrics(ok)) add(m.title, m.metric, m.higher_is_better);
   return out;
 }
 
@@ -315,11 +321,15 @@ std::string format_summary(const std::vector<SweepRecord>& records, int top,
                            const json* reference) {
   std::map<std::string, std::size_t> counts;
   for (const auto& r : records) ++counts[r.status];
-  std::string out = std::to_string(records.size()) +
-                    " points: " + std::to_string(counts[kStatusOk]) + " ok, " +
-                    std::to_string(counts[kStatusInvalid]) + " invalid, " +
-                    std::to_string(counts[kStatusInfeasible]) + " infeasible (memory), " +
-                    std::to_string(counts[kStatusFailed]) + " failed\n";
+  std::string out =
+      std::to_string(records.size()) + " points: " + std::to_string(counts[kStatusOk]) + " ok, " +
+      std::to_string(counts[kStatusInvalid]) + " invalid, " +
+      std::to_string(counts[kStatusInfeasible]) + " infeasible (memory), " +
+      std::to_string(counts[kStatusFailed]) + " failed" +
+      (counts[kStatusBounded] > 0
+           ? ", " + std::to_string(counts[kStatusBounded]) + " bounded (not simulated)"
+           : std::string()) +
+      "\n";
   for (const auto& r : records) {
     if (r.status == kStatusFailed) {
       out += "  failed: #" + std::to_string(r.index) + " " + r.label + ": " + r.reason + "\n";

@@ -21,6 +21,14 @@ struct Ranking {
   std::vector<RankedRow> rows;  // best first, at most `top`
 };
 
+// A ranked table's metric: what rank_records() ranks `records` by.
+struct RankedMetric {
+  std::string title;
+  std::string metric;
+  bool higher_is_better = true;
+};
+std::vector<RankedMetric> ranked_metrics(const std::vector<const SweepRecord*>& ok);
+
 // The rankings a sweep's ok records support: best MFU, best time to train (or throughput
 // when the scenario gives no tokens_total), best cost (USD when a price is set, else
 // GPU-hours); lowest memory per GPU when no record has an MFU (the "check" evaluator).

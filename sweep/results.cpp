@@ -36,9 +36,10 @@ const std::vector<std::string> kParameterColumns = {"gpus",
                                                     "cluster",
                                                     "model"};
 
-const std::vector<std::string> kMetricColumns = {"step_time_s",        "mfu",       "tokens_per_s",
-                                                 "time_to_train_days", "gpu_hours", "cost_usd",
-                                                 "memory_per_gpu_GiB", "hbm_GiB"};
+const std::vector<std::string> kMetricColumns = {
+    "step_time_s",        "mfu",       "tokens_per_s",
+    "time_to_train_days", "gpu_hours", "cost_usd",
+    "memory_per_gpu_GiB", "hbm_GiB",   "step_time_bound_s"};
 
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;

@@ -18,10 +18,14 @@ namespace clustersim::sweep {
 //   invalid     the scenario does not load (reason: the loader's ConfigError message)
 //   infeasible  valid but does not fit (reason: the memory verdict with the numbers)
 //   failed      the evaluator crashed, timed out or printed nothing usable (retried on resume)
+//   bounded     not simulated: a lower bound on its step time (metrics step_time_bound_s and
+//               the bounds of the ranked metrics, *_bound) shows it cannot enter the top of any
+//               ranked table (sweep_runner.hpp); simulated on resume with bounding off
 inline constexpr const char* kStatusOk = "ok";
 inline constexpr const char* kStatusInvalid = "invalid";
 inline constexpr const char* kStatusInfeasible = "infeasible";
 inline constexpr const char* kStatusFailed = "failed";
+inline constexpr const char* kStatusBounded = "bounded";
 
 struct SweepRecord {
   std::string key;        // fnv1a64 of the evaluator and the resolved scenario (sweep_spec.hpp)

@@ -21,6 +21,7 @@
 #include "core/atomic_file.hpp"
 #include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
+#include "sweep/bounding.hpp"
 #include "sweep/hardware_axes.hpp"
 
 namespace clustersim::sweep {
@@ -76,8 +77,10 @@ class Progress {
  private:
   std::string counts_text() const {
     std::string out;
-    for (const char* s : {kStatusOk, kStatusInvalid, kStatusInfeasible, kStatusFailed}) {
+    for (const char* s :
+         {kStatusOk, kStatusInvalid, kStatusInfeasible, kStatusFailed, kStatusBounded}) {
       const auto it = counts_.find(s);
+      if (s == kStatusBounded && it == counts_.end()) continue;
       if (!out.empty()) out += ' ';
       out += s;
       out += ' ';
@@ -226,6 +229,7 @@ std::unordered_set<std::string> done_keys(const ResultsFile& existing,
                                           const SweepOptions& options) {
   std::unordered_set<std::string> done;
   for (const auto& r : existing.records) {
+    if (r.status == kStatusBounded && !options.bound) continue;  // simulated on request
     if (r.done() && (options.build.empty() || r.build == options.build)) done.insert(r.key);
   }
   return done;
@@ -291,11 +295,15 @@ void write_sweep_meta(const SweepSpec& spec, const SweepOptions& options,
 class PointRunner {
  public:
   PointRunner(const SweepSpec& spec, const SweepOptions& options, const FeasibilityCheck& feasible,
-              const std::vector<SweepPoint>& points, const std::vector<std::string>& keys,
-              const std::unordered_set<std::string>& done, Progress& progress)
+              const BoundCheck& bound, const std::vector<SweepPoint>& points,
+              const std::vector<std::string>& keys, const std::unordered_set<std::string>& done,
+              Progress& progress)
       : spec_(spec),
         options_(options),
         feasible_(feasible),
+        bound_(bound),
+        bounding_(bound && options.bound && spec.ranking.top_given && options.evaluator == "run"),
+        thresholds_(spec.ranking.top),
         points_(points),
         keys_(keys),
         done_(done),
@@ -304,6 +312,8 @@ class PointRunner {
         work_(options.out_dir + "/.points"),
         optional_(optional_columns(sweep_parameters(spec, spec.base))) {}
 
+  // The ok records an earlier run left (a ranked sweep's thresholds start from them).
+  void already_ok(const std::vector<SweepRecord>& records);
   // False when the pool stopped early.
   bool run();
   std::size_t evaluated() const { return evaluated_; }
@@ -311,6 +321,9 @@ class PointRunner {
 
  private:
   std::optional<std::pair<std::size_t, ProcessJob>> next();
+  std::optional<std::pair<std::size_t, ProcessJob>> next_by_bound();
+  bool screen_all();
+  std::pair<std::size_t, ProcessJob> job(std::size_t i, Scenario&& scenario);
   void finished(std::size_t i, ProcessResult&& result);
   void append(const SweepRecord& r);
   std::string out_file(std::size_t i) const { return work_ + "/" + keys_[i] + ".out.json"; }
@@ -322,6 +335,18 @@ class PointRunner {
   const SweepSpec& spec_;
   const SweepOptions& options_;
   const FeasibilityCheck& feasible_;
+  const BoundCheck& bound_;
+  const bool bounding_;
+  TopThresholds thresholds_;
+  // A ranked sweep's points to evaluate, by bound (lowest first, then index), and what they
+  // would be at their bound.
+  struct Candidate {
+    std::size_t i = 0;
+    double bound_s = 0;  // 0: none
+    nlohmann::json best_case;
+    std::optional<Scenario> scenario;
+  };
+  std::vector<Candidate> candidates_;
   const std::vector<SweepPoint>& points_;
   const std::vector<std::string>& keys_;
   const std::unordered_set<std::string>& done_;
@@ -333,14 +358,22 @@ class PointRunner {
   std::size_t evaluated_ = 0;
 };
 
+void PointRunner::already_ok(const std::vector<SweepRecord>& records) {
+  const std::unordered_set<std::string> mine(keys_.begin(), keys_.end());
+  for (const auto& r : latest_per_key(records)) {
+    if (r.status == kStatusOk && done_.count(r.key) && mine.count(r.key)) thresholds_.add(r);
+  }
+}
+
 bool PointRunner::run() {
   fs::create_directories(work_);
+  if (bounding_ && !screen_all()) return false;
   PoolOptions pool;
   pool.parallel = options_.jobs;
   pool.timeout_s = options_.point_timeout_s;
   pool.stop = options_.stop;
   pool.tick = [&] { progress_.tick(); };
-  return run_processes([this] { return next(); },
+  return run_processes([this] { return bounding_ ? next_by_bound() : next(); },
                        [this](std::size_t i, ProcessResult&& r) { finished(i, std::move(r)); },
                        pool);
 }
@@ -362,16 +395,68 @@ std::optional<std::pair<std::size_t, ProcessJob>> PointRunner::next() {
       append(*r);
       continue;
     }
-    const std::string file = work_ + "/" + keys_[i] + ".json";
-    write_file_atomically(file, points_[i].scenario.dump(2) + "\n");
-    std::error_code ec;
-    fs::remove(out_file(i), ec);  // left by an interrupted run
-    ProcessJob job;
-    job.argv = evaluator_argv(options_.executable, options_.evaluator, file, out_file(i),
-                              options_.max_memory);
-    job.delay_ms = options_.test_delay_ms;
-    pending_[i] = Pending{std::move(*scenario), file};
-    return std::make_pair(i, std::move(job));
+    return job(i, std::move(*scenario));
+  }
+  return std::nullopt;
+}
+
+std::pair<std::size_t, ProcessJob> PointRunner::job(std::size_t i, Scenario&& scenario) {
+  const std::string file = work_ + "/" + keys_[i] + ".json";
+  write_file_atomically(file, points_[i].scenario.dump(2) + "\n");
+  std::error_code ec;
+  fs::remove(out_file(i), ec);  // left by an interrupted run
+  ProcessJob job;
+  job.argv = evaluator_argv(options_.executable, options_.evaluator, file, out_file(i),
+                            options_.max_memory);
+  job.delay_ms = options_.test_delay_ms;
+  pending_[i] = Pending{std::move(scenario), file};
+  return std::make_pair(i, std::move(job));
+}
+
+// A ranked sweep: every point screened (those decided recorded), the rest ordered by bound.
+// False when stopped.
+bool PointRunner::screen_all() {
+  for (std::size_t i = 0; i < points_.size(); ++i) {
+    if (options_.stop && *options_.stop) return false;
+    if (done_.count(keys_[i])) continue;
+    std::optional<Scenario> scenario;
+    if (auto r = screen_point(spec_, points_[i], keys_[i], feasible_, scenario, options_.build)) {
+      append(*r);
+      continue;
+    }
+    Candidate c;
+    c.i = i;
+    // A point with step-level faults is simulated whatever its bound: a fault can hang it.
+    const bool faults = points_[i].scenario.contains("faults");
+    c.best_case = faults ? nlohmann::json::object() : bound_(*scenario);
+    if (c.best_case.contains("step_time_s")) {
+      c.bound_s = c.best_case["step_time_s"].get<double>();
+      add_derived_metrics(c.best_case, *scenario, spec_.ranking.usd_per_gpu_hour);
+    }
+    c.scenario = std::move(scenario);
+    candidates_.push_back(std::move(c));
+  }
+  // Points without a bound first (they can never be skipped), then by bound: the best points
+  // are known early, which bounds the most of the rest.
+  std::stable_sort(candidates_.begin(), candidates_.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.bound_s < b.bound_s; });
+  return true;
+}
+
+// The next candidate by bound that may still enter a table's top; those that cannot are
+// recorded bounded.
+std::optional<std::pair<std::size_t, ProcessJob>> PointRunner::next_by_bound() {
+  while (cursor_ < candidates_.size()) {
+    if (options_.stop && *options_.stop) return std::nullopt;
+    Candidate& c = candidates_[cursor_++];
+    if (c.bound_s > 0 && thresholds_.excludes(c.best_case)) {
+      SweepRecord r = record_for(points_[c.i], keys_[c.i], options_.build);
+      mark_bounded(r, c.best_case, spec_.ranking.top);
+      add_warnings(r, c.scenario->warnings);
+      append(r);
+      continue;
+    }
+    return job(c.i, std::move(*c.scenario));
   }
   return std::nullopt;
 }
@@ -389,6 +474,7 @@ void PointRunner::finished(std::size_t i, ProcessResult&& result) {
   add_warnings(r, e.warnings);
   if (r.status == kStatusOk) {
     add_derived_metrics(r.metrics, p.scenario, spec_.ranking.usd_per_gpu_hour);
+    thresholds_.add(r);
   }
   append(r);
   ++evaluated_;
@@ -407,6 +493,7 @@ void collect(SweepOutcome& outcome, std::vector<SweepRecord> records,
     if (r.status == kStatusInvalid) ++outcome.invalid;
     if (r.status == kStatusInfeasible) ++outcome.infeasible;
     if (r.status == kStatusFailed) ++outcome.failed;
+    if (r.status == kStatusBounded) ++outcome.bounded;
     outcome.records.push_back(std::move(r));
   }
 }
@@ -414,7 +501,7 @@ void collect(SweepOutcome& outcome, std::vector<SweepRecord> records,
 }  // namespace
 
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
-                       const FeasibilityCheck& feasible) {
+                       const FeasibilityCheck& feasible, const BoundCheck& bound) {
   const auto start = Clock::now();
   SweepOutcome outcome;
   const std::string& dir = options.out_dir;
@@ -451,7 +538,8 @@ SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
   }
 
   Progress progress(options.progress, options.progress_style, points.size(), outcome.already_done);
-  PointRunner runner(spec, options, feasible, points, keys, done, progress);
+  PointRunner runner(spec, options, feasible, bound, points, keys, done, progress);
+  runner.already_ok(existing.records);
   outcome.interrupted = !runner.run() || (options.stop != nullptr && *options.stop != 0);
   outcome.evaluated = runner.evaluated();
   progress.finish();

@@ -5,6 +5,13 @@
 //   2. the scenario does not load: recorded "invalid" with the loader's message;
 //   3. the feasibility check (the memory model) says no: recorded "infeasible" with the numbers;
 //   4. otherwise evaluated by a child process (evaluator.hpp), `jobs` at a time.
+// A ranked sweep (the sweep file's ranking gives "top" N, the "run" evaluator, bounding on)
+// screens every point first, then evaluates them in the order of a lower bound on their step
+// time (BoundCheck); once N points are ok, a point whose bound is worse than the N-th best of
+// every ranked table's metric cannot enter any table's top N and is recorded "bounded" (with
+// its bound) instead of evaluated. The tables are those of the full sweep; which points are
+// bounded depends on the results known when a point's turn comes (with --jobs 1, on nothing
+// else).
 // Every record is appended whole (results.hpp). A sweep stopped by a signal or killed outright
 // resumes where it was when run again with the same DIR; a finished sweep rewrites the results
 // files sorted by point index. One sweep at a time may write a directory (an flock on
@@ -43,6 +50,9 @@ struct SweepOptions {
   ProgressStyle progress_style = ProgressStyle::quiet;
   const volatile std::sig_atomic_t* stop = nullptr;  // set by a signal handler to stop
   unsigned test_delay_ms = 0;  // test hook: each child waits this long before evaluating
+  // Bound points of a ranked sweep (see above); off: every point is evaluated, and points an
+  // earlier run bounded are evaluated now.
+  bool bound = true;
 };
 
 struct SweepOutcome {
@@ -53,6 +63,7 @@ struct SweepOutcome {
   std::size_t evaluated = 0;     // children run by this call
   std::size_t stale = 0;         // earlier records of points no longer in the sweep, dropped
   std::size_t ok = 0, invalid = 0, infeasible = 0, failed = 0;  // over the shard's records
+  std::size_t bounded = 0;
   bool interrupted = false;
   double wall_s = 0;
   std::vector<SweepRecord> records;  // this shard's records, sorted by index
@@ -83,7 +94,7 @@ std::optional<SweepRecord> screen_point(const SweepSpec& spec, const SweepPoint&
 // Runs (or resumes) the sweep. Throws std::runtime_error when DIR cannot be written or is
 // locked by another sweep.
 SweepOutcome run_sweep(const SweepSpec& spec, const SweepOptions& options,
-                       const FeasibilityCheck& feasible);
+                       const FeasibilityCheck& feasible, const BoundCheck& bound = {});
 
 // Joins results of several runs (shards) into DIR: one record per key (results.hpp
 // latest_per_key), sorted by index; writes DIR/results.jsonl and DIR/results.csv. `parts` are

@@ -454,6 +454,7 @@ SweepSpec parse_sweep_spec(const JsonDocument& document) {
     r->only_keys({"usd_per_gpu_hour", "top", "source"});
     spec.ranking.usd_per_gpu_hour = r->non_negative_or("usd_per_gpu_hour", 0.0);
     spec.ranking.top = static_cast<int>(r->int_or("top", 10, 1, 1000));
+    spec.ranking.top_given = r->find("top").has_value();
     r->string_or("source", "");
   }
   // Without a price in the sweep file, the base scenario's cost section may give one.

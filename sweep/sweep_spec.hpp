@@ -70,6 +70,9 @@ std::string fnv1a64_hex(const std::string& bytes);
 struct RankingOptions {
   double usd_per_gpu_hour = 0;  // 0: cost is ranked in GPU-hours only
   int top = 10;                 // rows per ranked table
+  // The sweep file gives "top": a ranked sweep, whose points that cannot enter any table's
+  // top are bounded, not simulated (sweep_runner.hpp).
+  bool top_given = false;
 };
 
 struct SweepSpec {

@@ -11,12 +11,15 @@
 #include "core/units.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/memory.hpp"
+#include "models/transformer.hpp"
+#include "step/lower_bound.hpp"
 #include "sweep/plots.hpp"
 #include "sweep/ranking.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "tools/cli.hpp"
 #include "tools/commands.hpp"
 #include "tools/output.hpp"
+#include "tools/step_inputs.hpp"
 #include "tools/work_budget.hpp"
 
 namespace clustersim::cli {
@@ -48,6 +51,10 @@ const std::vector<OptionSpec>& sweep_options() {
        "run (step simulation, default) or check (memory and FLOPs only, fast)"},
       {"point-timeout", "", true, false, "seconds one evaluation may take (default: none)"},
       {"no-plots", "", false, false, "do not write SVG plots at the end"},
+      {"no-bound", "", false, false,
+       "simulate every point of a ranked sweep (one whose ranking gives \"top\"), also those "
+       "whose step-time lower bound keeps them out of every table's top (by default recorded "
+       "\"bounded\", not simulated)"},
       {"dry-run", "", false, false, "list the points and their screening verdicts; run nothing"},
       {"quiet", "q", false, false, "no progress display and no ranked tables"},
       {"max-memory", "", true, false,
@@ -69,6 +76,27 @@ sweep::FeasibilityCheck feasibility_check() {
     e.metrics["usable_GiB"] = mem.usable_bytes() / kGiB;
     e.metrics["hbm_GiB"] = mem.hbm_bytes / kGiB;
     return e;
+  };
+}
+
+// A lower bound on each point's step time (step/lower_bound.hpp) and the MFU at it, in the
+// convention `run` reports by default (Megatron's). A point whose calibration cannot be read
+// gets none (its child reports the error).
+sweep::BoundCheck bound_check() {
+  return [](const Scenario& scenario) -> nlohmann::json {
+    nlohmann::json m = nlohmann::json::object();
+    try {
+      const step::StepBound b =
+          step::step_time_lower_bound(scenario, load_step_calibrations(scenario));
+      if (!(b.step_time_s > 0)) return m;
+      const double peak = scenario.cluster.gpu.peak(scenario.training.precision);
+      m["step_time_s"] = b.step_time_s;
+      m["mfu"] = models::flops_per_step(scenario, models::FlopConvention::megatron).model() /
+                 (b.step_time_s * scenario.gpus * peak);
+    } catch (const std::exception&) {
+      return nlohmann::json::object();
+    }
+    return m;
   };
 }
 
@@ -219,6 +247,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   options.evaluator = evaluator;
   options.max_memory = child_max_memory(a, static_cast<int>(jobs));
   options.point_timeout_s = timeout;
+  options.bound = !a.flag("no-bound");
   const bool quiet = a.flag("quiet");
   options.progress = &std::cerr;
   options.progress_style = stderr_progress_style(quiet);
@@ -237,7 +266,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   ::sigaction(SIGHUP, &action, &old_hup);
   sweep::SweepOutcome outcome;
   try {
-    outcome = sweep::run_sweep(spec, options, feasibility_check());
+    outcome = sweep::run_sweep(spec, options, feasibility_check(), bound_check());
   } catch (...) {
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
@@ -258,8 +287,10 @@ int cmd_sweep(const std::vector<std::string>& args) {
     std::cout << "sweep " << spec.name;
     if (shards > 1) std::cout << " shard " << shard << "/" << shards;
     std::cout << ": " << outcome.points_in_shard << " points (" << outcome.already_done
-              << " already done, " << outcome.evaluated << " evaluated) in "
-              << fixed(outcome.wall_s, 1) << " s; results in " << sweep::jsonl_path(out) << "\n";
+              << " already done, " << outcome.evaluated << " evaluated";
+    if (outcome.bounded > 0) std::cout << ", " << outcome.bounded << " bounded, not simulated";
+    std::cout << ") in " << fixed(outcome.wall_s, 1) << " s; results in " << sweep::jsonl_path(out)
+              << "\n";
   }
   if (!a.flag("no-plots")) {
     for (const auto& path : sweep::write_plots(outcome.records, out + "/plots")) {

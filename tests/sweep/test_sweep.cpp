@@ -627,3 +627,83 @@ TEST_CASE("a token or price edit reuses a sweep's step results and updates what 
   }
   fs::remove_all(dir);
 }
+
+namespace {
+
+// The ranked tables of a sweep's printed summary: from the first table to the base scenario's
+// line.
+std::string ranked_tables(const std::string& output) {
+  const auto from = output.find("best MFU:");
+  const auto to = output.find("The base scenario");
+  if (from == std::string::npos || to == std::string::npos || to < from) return "";
+  return output.substr(from, to - from);
+}
+
+}  // namespace
+
+TEST_CASE("a ranked sweep bounds points out and prints the top of the full sweep", "[slow]") {
+  // Llama 3 8B on 8 GPUs, 6 layouts (tp 2, 4, 8 x pp 1, 2, 4 that fit 8 GPUs) x 2 micro-batch
+  // sizes, top 2: each point simulates in a
+  // fraction of a second.
+  const std::string dir = make_temp_dir("bound");
+  const json base = json::parse(R"({"name": "small", "model": "llama3-8b",
+      "cluster": "h800-128x8-rail", "gpus": 8,
+      "parallelism": {"dp": 1, "tp": 8, "pp": 1, "sequence_parallel": true, "zero_stage": 1},
+      "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 2048, "tokens_total": 1e9}})");
+  write_text(dir + "/base.json", base.dump());
+  const json spec = {
+      {"name", "bound"},
+      {"base", dir + "/base.json"},
+      {"axes", {{"layouts", {{"tp", {2, 4, 8}}, {"pp", {1, 2, 4}}}}, {"micro_batch", {1, 2}}}},
+      {"ranking", {{"usd_per_gpu_hour", 2.0}, {"top", 2}}}};
+  write_text(dir + "/sweep.json", spec.dump());
+  const std::string cmd =
+      kBinary + " sweep " + quoted(dir + "/sweep.json") + " --jobs 2 --no-plots";
+  const auto full = run_command(cmd + " --no-bound --out " + quoted(dir + "/full"));
+  INFO(full.output);
+  REQUIRE(full.exit_code == 0);
+  const auto bounded = run_command(cmd + " --out " + quoted(dir + "/bounded"));
+  INFO(bounded.output);
+  REQUIRE(bounded.exit_code == 0);
+
+  // The same tables, row for row.
+  REQUIRE_FALSE(ranked_tables(full.output).empty());
+  CHECK(ranked_tables(bounded.output) == ranked_tables(full.output));
+  const auto all = read_results(dir + "/full/results.jsonl", false).records;
+  const auto some = read_results(dir + "/bounded/results.jsonl", false).records;
+  REQUIRE(all.size() == 12);
+  REQUIRE(some.size() == 12);
+  CHECK(count_status(dir + "/full/results.jsonl", kStatusOk) == 12);
+  std::size_t n_bounded = 0;
+  for (std::size_t i = 0; i < some.size(); ++i) {
+    REQUIRE(some[i].key == all[i].key);
+    if (some[i].status != kStatusBounded) {
+      CHECK(some[i].status == kStatusOk);
+      CHECK(some[i].metrics.at("step_time_s") == all[i].metrics.at("step_time_s"));
+      continue;
+    }
+    ++n_bounded;
+    // A bound, with its reason, and below the step the full sweep simulated.
+    CHECK_THAT(some[i].reason, Catch::StartsWith("bounded, not simulated: step time >= "));
+    CHECK_FALSE(some[i].has_metric("step_time_s"));
+    CHECK(some[i].metric("step_time_bound_s") > 0);
+    CHECK(some[i].metric("step_time_bound_s") <= all[i].metric("step_time_s"));
+    CHECK(some[i].metric("mfu_bound") >= all[i].metric("mfu"));
+  }
+  CHECK(n_bounded >= 1);
+  CHECK_THAT(read_text(dir + "/bounded/results.csv"), Catch::Contains(",bounded,"));
+
+  // A bounded point is a record: a rerun evaluates nothing; with --no-bound it is simulated.
+  const auto again = run_command(cmd + " --out " + quoted(dir + "/bounded"));
+  INFO(again.output);
+  CHECK_THAT(again.output, Catch::Contains("12 points (12 already done, 0 evaluated, " +
+                                           std::to_string(n_bounded) + " bounded"));
+  const auto on_request = run_command(cmd + " --no-bound --out " + quoted(dir + "/bounded"));
+  INFO(on_request.output);
+  CHECK_THAT(on_request.output,
+             Catch::Contains("(" + std::to_string(12 - n_bounded) + " already done, " +
+                             std::to_string(n_bounded) + " evaluated)"));
+  CHECK(count_status(dir + "/bounded/results.jsonl", kStatusOk) == 12);
+  CHECK(ranked_tables(on_request.output) == ranked_tables(full.output));
+  fs::remove_all(dir);
+}
