@@ -166,13 +166,23 @@ int sweep_dry_run(const sweep::SweepSpec& spec, int shard, int shards,
                   const std::string& evaluator) {
   const auto points = sweep::shard_points(sweep::enumerate_points(spec), shard, shards);
   const auto check = feasibility_check();
+  // A ranked sweep prints each point's step-time lower bound too (what decides its order and
+  // whether it is simulated).
+  const bool ranked = evaluator == "run" && spec.ranking.top_given;
+  const auto bound = bound_check();
   std::size_t runnable = 0;
   for (const auto& p : points) {
     std::optional<Scenario> scenario;
     const auto key = sweep::point_key(p.scenario, evaluator);
     const auto verdict = sweep::screen_point(spec, p, key, check, scenario);
-    std::cout << "#" << p.index << " " << key << " " << p.label << ": "
-              << (verdict ? verdict->status + " (" + verdict->reason + ")" : std::string("to run"))
+    std::string what = verdict ? verdict->status + " (" + verdict->reason + ")" : "to run";
+    if (!verdict && ranked) {
+      const nlohmann::json b = bound(*scenario);
+      if (b.contains("step_time_s")) {
+        what += " (step time >= " + fixed(b["step_time_s"].get<double>(), 3) + " s)";
+      }
+    }
+    std::cout << "#" << p.index << " " << key << " " << p.label << ": " << what
               << (p.what_if.empty() ? "" : " [uncited what-if hardware]") << "\n";
     runnable += !verdict;
   }

@@ -659,6 +659,10 @@ TEST_CASE("a ranked sweep bounds points out and prints the top of the full sweep
   write_text(dir + "/sweep.json", spec.dump());
   const std::string cmd =
       kBinary + " sweep " + quoted(dir + "/sweep.json") + " --jobs 2 --no-plots";
+  // The dry run shows each point's bound.
+  const auto dry = run_command(cmd + " --dry-run");
+  CHECK(dry.exit_code == 0);
+  CHECK_THAT(dry.output, Catch::Contains(": to run (step time >= "));
   const auto full = run_command(cmd + " --no-bound --out " + quoted(dir + "/full"));
   INFO(full.output);
   REQUIRE(full.exit_code == 0);
