@@ -99,21 +99,6 @@ void check_model_heads(const JsonNode& n, const ModelSpec& m) {
   }
 }
 
-// A model's sources cite the keys it sets and may carry notes besides: "check" (the parameter
-// count against the publication) and "also_in" (another place the same figures appear).
-void check_model_sources(const JsonNode& n, const JsonNode& sources) {
-  static const std::vector<std::string> kNotes = {"check", "also_in"};
-  sources.require_object();
-  for (const auto& [key, value] : sources.members()) {
-    value.as_string();
-    const bool note = std::find(kNotes.begin(), kNotes.end(), key) != kNotes.end();
-    if (!note && !n.has(key)) {
-      value.fail("cites \"" + key + "\", which this model does not set; a model's \"sources\" " +
-                 "name its keys, or the notes \"check\" and \"also_in\"");
-    }
-  }
-}
-
 ModelSpec model_from_object(const JsonNode& n) {
   const input::ObjectSpec& keys = input::model_keys();
   only_table_keys(n, keys);
@@ -132,7 +117,11 @@ ModelSpec model_from_object(const JsonNode& n) {
   m.learned_position_embeddings = choice_or(n, keys, "position_embeddings", "rope") == "learned";
   m.linear_biases = n.bool_or("linear_biases", false);
   m.norm = choice_or(n, keys, "norm", "layernorm");
-  if (const auto sources = n.find("sources")) check_model_sources(n, *sources);
+  // Besides its keys, a model's sources may carry the notes "check" (the parameter count
+  // against the publication) and "also_in" (another place the same figures appear).
+  if (const auto sources = n.find("sources")) {
+    check_sources(n, *sources, {"check", "also_in"}, "model");
+  }
   input::read_model_blocks(n, m);
   check_model_heads(n, m);
   return m;

@@ -1,5 +1,6 @@
 #include "input/read_helpers.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace clustersim::input {
@@ -11,13 +12,22 @@ std::string number_text(double v) {
   return os.str();
 }
 
-void check_sources(const JsonNode& node, const JsonNode& sources) {
+void check_sources(const JsonNode& node, const JsonNode& sources,
+                   const std::vector<std::string>& notes, std::string_view owner) {
   sources.require_object();
   for (const auto& [key, value] : sources.members()) {
     value.as_string();
-    if (!node.has(key)) {
-      value.fail("cites \"" + key + "\", which this file does not set");
+    if (node.has(key) || std::find(notes.begin(), notes.end(), key) != notes.end()) continue;
+    std::string message =
+        "cites \"" + key + "\", which this " + std::string(owner) + " does not set";
+    if (!notes.empty()) {
+      message += "; a " + std::string(owner) + "'s \"sources\" name its keys, or the notes ";
+      for (std::size_t i = 0; i < notes.size(); ++i) {
+        if (i > 0) message += i + 1 == notes.size() ? " and " : ", ";
+        message += "\"" + notes[i] + "\"";
+      }
     }
+    value.fail(message);
   }
 }
 

@@ -46,8 +46,11 @@ double positive_up_to_at(const JsonNode& node, std::string_view key, double max,
 double positive_up_to_or(const JsonNode& node, std::string_view key, double fallback, double max,
                          std::string_view unit = "");
 
-// A "sources" object cites, as text, keys that its object (`node`) sets.
-void check_sources(const JsonNode& node, const JsonNode& sources);
+// A "sources" object cites, as text, keys that its object (`node`) sets, or carries one of
+// `notes` (e.g. a model's "check": its parameter count against the paper). An error calls the
+// object `owner` ("this file does not set"; with notes, it also names them).
+void check_sources(const JsonNode& node, const JsonNode& sources,
+                   const std::vector<std::string>& notes = {}, std::string_view owner = "file");
 // `node` has a "sources" object (checked as above) citing every key of `numeric_keys` it sets.
 void require_sources(const JsonNode& node, const std::vector<std::string>& numeric_keys);
 
