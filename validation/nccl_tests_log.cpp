@@ -81,6 +81,30 @@ std::optional<double> number_or_absent(const std::string& text) {
   return v;
 }
 
+// Bounds on the whole numbers of a log. 131,072 ranks is the largest cluster the simulator is
+// exercised at and above any published nccl-tests run;
+// a larger figure is a corrupt or mistyped file, and refusing it keeps every product of rank
+// counts inside 64 bits. Element counts stay below 2^53, where a double is still exact.
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 17;
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
+constexpr std::int64_t kMaxWrong = 2147483647;       // out-of-bounds values: an int
+constexpr std::int64_t kMaxVersionCode = 999999999;  // NCCL_VERSION_CODE: X*10000 + Y*100 + Z
+// nccl-tests and NCCL_DEBUG=INFO lines are a few hundred characters. The line patterns are
+// std::regex, whose matcher recurses once per character: a line of ~30,000 characters overflows
+// the stack under AddressSanitizer, so longer lines are refused before any pattern sees them.
+constexpr std::size_t kMaxLineChars = 4096;
+
+// A whole number in [lo, hi] (bounds within ±2^53); nullopt when `v` is not one.
+std::optional<std::int64_t> whole_in(std::optional<double> v, std::int64_t lo, std::int64_t hi) {
+  if (!v || *v != std::floor(*v) || *v < static_cast<double>(lo) || *v > static_cast<double>(hi))
+    return std::nullopt;
+  return static_cast<std::int64_t>(*v);
+}
+
+std::string range_text(std::int64_t lo, std::int64_t hi) {
+  return "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+
 bool is_integer(const std::string& t) {
   if (t.empty()) return false;
   std::size_t i = (t[0] == '-') ? 1 : 0;
@@ -284,6 +308,11 @@ NcclTestsLog TextParser::parse(const std::string& text) {
   while (std::getline(in, line)) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.size() > kMaxLineChars)
+      fail("a line of " + std::to_string(line.size()) +
+           " characters; nccl-tests prints none "
+           "longer than " +
+           std::to_string(kMaxLineChars) + " (is this an nccl-tests log?)");
     // Provenance that may appear anywhere (NCCL_DEBUG=INFO lines are interleaved).
     provenance(line);
     if (env_declaration(line)) continue;
@@ -314,8 +343,11 @@ void TextParser::provenance(const std::string& line) {
   }
   if (std::regex_search(line, m, tests_version)) {
     p.nccl_tests_version = m[1].str();
-    if (m[2].matched && p.nccl_version.empty())
-      p.nccl_version = nccl_version_from_code(std::stol(m[2].str()));
+    if (m[2].matched && p.nccl_version.empty()) {
+      const auto code = whole_in(number_or_absent(m[2].str()), 0, kMaxVersionCode);
+      if (!code) fail("nccl-library=" + m[2].str() + " is not an NCCL version code");
+      p.nccl_version = nccl_version_from_code(static_cast<long>(*code));
+    }
   }
 }
 
@@ -336,9 +368,8 @@ bool TextParser::env_declaration(const std::string& line) {
   } else if (key == "nccl" && p.nccl_version.empty()) {
     p.nccl_version = value;
   } else if (key == "ranks" || key == "nodes") {
-    const auto v = number_or_absent(value);
-    if (!v || *v < 1 || *v != std::floor(*v))
-      fail(key + "=" + value + " is not a positive whole number");
+    const auto v = whole_in(number_or_absent(value), 1, kMaxRanks);
+    if (!v) fail(key + "=" + value + " is not " + range_text(1, kMaxRanks));
     (key == "ranks" ? declared_.ranks : declared_.nodes) = static_cast<int>(*v);
   } else if (key == "op") {
     declared_.op = nccl_tests_op_from_name(value);
@@ -380,14 +411,21 @@ void TextParser::comment(const std::string& t) {
   } else if (std::regex_search(t, m, nthread)) {
     // A new run: keep a collective named just before (starting line or command line).
     new_run(run_.op, std::string(run_.program));
-    run_.nthread_ngpus = std::stoi(m[1].str()) * std::stoi(m[2].str());
+    const auto threads = whole_in(number_or_absent(m[1].str()), 1, kMaxRanks);
+    const auto gpus = whole_in(number_or_absent(m[2].str()), 1, kMaxRanks);
+    if (!threads || !gpus || *threads * *gpus > kMaxRanks)
+      fail("nThread " + m[1].str() + " nGpus " + m[2].str() + ": more than " +
+           std::to_string(kMaxRanks) + " GPUs in one process");
+    run_.nthread_ngpus = static_cast<int>(*threads * *gpus);
   } else if (std::regex_match(t, m, rank_line)) {
     run_.devices.push_back(trim(m[3].str()));
     const std::string host = m[2].str();
     if (std::find(run_.hosts.begin(), run_.hosts.end(), host) == run_.hosts.end())
       run_.hosts.push_back(host);
   } else if (std::regex_search(t, m, footer_oob)) {
-    table_.out_of_bounds = std::stoi(m[1].str());
+    const auto wrong = whole_in(number_or_absent(m[1].str()), 0, kMaxWrong);
+    if (!wrong) fail("out of bounds values " + m[1].str() + " is not " + range_text(0, kMaxWrong));
+    table_.out_of_bounds = static_cast<int>(*wrong);
   } else if (std::regex_search(t, m, footer_avg)) {
     table_.avg_busbw_GBps = number_or_absent(m[1].str());
     close_table();
@@ -440,15 +478,20 @@ void TextParser::row(const std::string& t) {
   NcclTestsRow row;
   row.line = line_no_;
   const auto size = number_or_absent(at(c.size));
-  const auto count = number_or_absent(at(c.count));
-  if (!size || *size < 0 || !count) fail("size and count must be numbers");
+  const auto count = whole_in(number_or_absent(at(c.count)), 0, kMaxCount);
+  if (!size || *size < 0) fail("size must be a number of bytes");
+  if (!count) fail("count " + at(c.count) + " is not " + range_text(0, kMaxCount));
   row.size_bytes = *size;
-  row.count = static_cast<std::int64_t>(*count);
+  row.count = *count;
   row.type = at(c.type);
   row.redop = at(c.redop);
   if (c.root >= 0) {
     const std::string r = at(c.root);
-    if (is_integer(r)) row.root = std::stoi(r);
+    if (is_integer(r)) {
+      const auto root = whole_in(number_or_absent(r), -1, kMaxRanks);
+      if (!root) fail("root " + r + " is not " + range_text(-1, kMaxRanks));
+      row.root = static_cast<int>(*root);
+    }
   }
   for (int k = 0; k < 2; ++k) {
     if (c.time[k] < 0 || (only_in_place && k == 0)) continue;
@@ -493,6 +536,16 @@ std::optional<double> json_number(const JsonNode& parent, std::string_view key) 
   return node->as_number();
 }
 
+// A whole number at `key` in [lo, hi]; absent when missing or null, an error when out of range.
+std::optional<std::int64_t> json_whole(const JsonNode& parent, std::string_view key,
+                                       std::int64_t lo, std::int64_t hi) {
+  const auto v = json_number(parent, key);
+  if (!v) return std::nullopt;
+  const auto whole = whole_in(v, lo, hi);
+  if (!whole) parent.fail_at(key, "not " + range_text(lo, hi));
+  return whole;
+}
+
 NcclTestsMeasurement json_measurement(const JsonNode& row, std::string_view key) {
   NcclTestsMeasurement meas;
   const auto node = row.find(key);
@@ -513,7 +566,8 @@ namespace {
 // Versions, date, collective (from the command line in args) and the run script's env.
 void json_provenance(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table) {
   if (const auto v = root.find("nccl_version"); v && v->is_number())
-    log.provenance.nccl_version = nccl_version_from_code(static_cast<long>(v->as_number()));
+    log.provenance.nccl_version =
+        nccl_version_from_code(static_cast<long>(v->as_int_in(0, kMaxVersionCode)));
   if (const auto v = root.find("start_time"); v && v->is_string())
     log.provenance.date = v->as_string();
   if (const auto args = root.find("args"); args && args->is_array()) {
@@ -543,8 +597,8 @@ void json_config(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table)
   int nthreads = 1, ngpus = 1;
   if (const auto config = root.find("config")) {
     config->require_object();
-    nthreads = static_cast<int>(config->int_or("nthreads", 1, 1, 1 << 20));
-    ngpus = static_cast<int>(config->int_or("ngpus", 1, 1, 1 << 20));
+    nthreads = static_cast<int>(config->int_or("nthreads", 1, 1, kMaxRanks));
+    ngpus = static_cast<int>(config->int_or("ngpus", 1, 1, kMaxRanks));
     if (const auto devices = config->find("devices")) {
       for (const auto& d : devices->items()) {
         d.require_object();
@@ -558,8 +612,15 @@ void json_config(const JsonNode& root, NcclTestsLog& log, NcclTestsTable& table)
   }
   // With MPI, each process reports nThread × nGpus devices in one gathered line; the parsed
   // device list then holds one entry per process (util.cu parseRankInfo reads the first).
-  const int processes = static_cast<int>(log.provenance.devices.size());
-  table.nranks = std::max(1, processes) * nthreads * ngpus;
+  const auto processes = static_cast<std::int64_t>(log.provenance.devices.size());
+  std::int64_t ranks = std::max<std::int64_t>(1, processes);  // each factor <= kMaxRanks
+  for (const std::int64_t factor : {std::int64_t{nthreads}, std::int64_t{ngpus}}) {
+    if (ranks > kMaxRanks || ranks * factor > kMaxRanks)
+      root.fail_at("config", "devices x nthreads x ngpus is more than " +
+                                 std::to_string(kMaxRanks) + " ranks");
+    ranks *= factor;
+  }
+  table.nranks = static_cast<int>(ranks);
   table.nranks_known = processes > 0;
   table.nodes = static_cast<int>(log.provenance.hosts.size());
   log.provenance.nranks = table.nranks;
@@ -572,15 +633,15 @@ NcclTestsRow json_row(const JsonNode& r, NcclTestsTable& table) {
   const auto size = json_number(r, "size");
   if (!size) r.fail_at("size", "missing or not a number");
   row.size_bytes = *size;
-  row.count = static_cast<std::int64_t>(json_number(r, "count").value_or(0));
+  row.count = json_whole(r, "count", 0, kMaxCount).value_or(0);
   row.type = r.string_or("type", "");
   row.redop = r.string_or("redop", "");
   if (const auto root_node = r.find("root"); root_node && !root_node->is_null()) {
     if (root_node->is_string()) {
       const std::string s = trim(root_node->as_string());
-      if (is_integer(s)) row.root = std::stoi(s);
+      if (is_integer(s)) row.root = static_cast<int>(*json_whole(r, "root", -1, kMaxRanks));
     } else {
-      row.root = static_cast<int>(root_node->as_int());
+      row.root = static_cast<int>(root_node->as_int_in(-1, kMaxRanks));
     }
   }
   row.out_of_place = json_measurement(r, "out_of_place");
@@ -612,7 +673,8 @@ NcclTestsLog parse_nccl_tests_json(const std::string& text, const std::string& f
   const JsonNode results = root.at("results");
   for (const auto& r : results.items()) table.rows.push_back(json_row(r, table));
   if (const auto oob = root.find("out_of_bounds"); oob && oob->is_object())
-    if (const auto c = json_number(*oob, "count")) table.out_of_bounds = static_cast<int>(*c);
+    if (const auto c = json_whole(*oob, "count", 0, kMaxWrong))
+      table.out_of_bounds = static_cast<int>(*c);
   if (const auto avg = root.find("average_bus_bandwidth"); avg && avg->is_object())
     table.avg_busbw_GBps = json_number(*avg, "bandwidth");
   if (table.op == NcclTestsOp::unknown) {

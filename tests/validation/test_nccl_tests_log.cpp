@@ -209,3 +209,72 @@ TEST_CASE("malformed logs are rejected with the file and line") {
     }
   }
 }
+
+namespace {
+const char* kHeader =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+    "time   algbw   busbw #wrong\n";
+const char* kRow =
+    "        1024           256     float     sum      -1    10.00    0.10    0.18      0"
+    "    10.00    0.10    0.18      0\n";
+
+// The line number a text log is refused at.
+std::string refused_at(const std::string& text) {
+  try {
+    parse_nccl_tests_text(text, "hostile.log");
+  } catch (const clustersim::ConfigError& e) {
+    CHECK(e.file() == "hostile.log");
+    const std::string what = e.what();
+    const auto at = what.find("line ");
+    return at == std::string::npos ? what : what.substr(at, what.find(':', at) - at);
+  }
+  return "accepted";
+}
+
+// The JSON pointer a -J file is refused at.
+std::string refused_pointer(const std::string& text) {
+  try {
+    parse_nccl_tests_json(text, "hostile.json");
+  } catch (const clustersim::ConfigError& e) {
+    return e.pointer();
+  }
+  return "accepted";
+}
+}  // namespace
+
+TEST_CASE("numbers beyond any real run are refused at their line and never overflow") {
+  const std::string start = "# Collective test starting: all_reduce_perf\n";
+  SECTION("an element count past 2^53") {
+    CHECK(refused_at(start + kHeader + " 1024 1e300 float sum -1 10 0.1 0.18 0 10 0.1 0.18 0\n") ==
+          "line 3");
+  }
+  SECTION("threads times GPUs of one process past 131,072 ranks") {
+    CHECK(refused_at(start + "# nThread 99999 nGpus 99999\n" + kHeader + kRow) == "line 2");
+    CHECK(refused_at(start + "# nThread 99999999999 nGpus 1\n" + kHeader + kRow) == "line 2");
+  }
+  SECTION("a declared rank count too large for an int") {
+    CHECK(refused_at("# clustersim-env ranks=1e20\n" + start + kHeader + kRow) == "line 1");
+  }
+  SECTION("an out-of-bounds footer and a root past an int") {
+    CHECK(refused_at(start + kHeader + kRow + "# Out of bounds values : 99999999999 OK\n") ==
+          "line 4");
+    CHECK(refused_at(start + kHeader +
+                     " 1024 256 float sum 99999999999 10 0.1 0.18 0 10 0.1 0.18 0\n") == "line 3");
+  }
+  SECTION("a line long enough to exhaust the pattern matcher's stack") {
+    CHECK(refused_at(start + "# clustersim-env device=" + std::string(200000, 'x') + "\n" +
+                     kHeader + kRow) == "line 2");
+  }
+  SECTION("the same numbers in a -J file name their JSON pointer") {
+    CHECK(refused_pointer(R"({"args": ["all_reduce_perf"], "config": {"nthreads": 131072,)"
+                          R"( "ngpus": 131072}, "results": [{"size": 8, "count": 2}]})") ==
+          "/config");
+    CHECK(refused_pointer(R"({"args": ["all_reduce_perf"], "nccl_version": 1e300,)"
+                          R"( "results": [{"size": 8, "count": 2}]})") == "/nccl_version");
+    CHECK(refused_pointer(R"({"args": ["all_reduce_perf"],)"
+                          R"( "results": [{"size": 8, "count": 1e300}]})") == "/results/0/count");
+    CHECK(refused_pointer(R"({"args": ["all_reduce_perf"],)"
+                          R"( "results": [{"size": 8, "count": 2, "root": "99999999999"}]})") ==
+          "/results/0/root");
+  }
+}
