@@ -149,7 +149,10 @@ struct ModelSpec {
   bool tied_embeddings = false;              // LM head shares the input embedding matrix
   bool learned_position_embeddings = false;  // GPT-style absolute positions (RoPE otherwise)
   bool linear_biases = false;                // biases on the linear layers (GPT) or not (Llama)
-  std::string norm = "layernorm";            // "layernorm" (weight+bias) or "rmsnorm" (weight only)
+  // Whether the model's own training configuration uses dropout: GPT-style models (Megatron-LM's
+  // 0.1) do, Llama-style ones do not. The default of the scenario's training.dropout.
+  bool trained_with_dropout = true;
+  std::string norm = "layernorm";  // "layernorm" (weight+bias) or "rmsnorm" (weight only)
   // Width of one attention head when the config gives it (Qwen3: 128 with hidden 2048 and 32
   // heads); 0 = hidden / num_heads.
   int attention_head_dim = 0;

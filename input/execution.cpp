@@ -170,11 +170,15 @@ Training parse_training(const JsonNode& n) {
   return t;
 }
 
-CommSpec parse_comm(const JsonNode& n) {
+Dtype default_grad_dtype(Dtype precision) {
+  return precision == Dtype::fp16 ? Dtype::fp16 : Dtype::fp32;
+}
+
+CommSpec parse_comm(const JsonNode& n, Dtype precision) {
   const ObjectSpec& keys = comm_keys();
   only_table_keys(n, keys);
   CommSpec c;
-  c.grad_dtype = choice_or(n, keys, "grad_dtype", kDtypeNames, Dtype::bf16);
+  c.grad_dtype = choice_or(n, keys, "grad_dtype", kDtypeNames, default_grad_dtype(precision));
   if (const auto comp = n.find("compression")) c.compression = parse_compression(*comp);
   if (const auto groups = n.find("fp32_layer_groups")) {
     c.fp32_layer_groups = parse_fp32_layer_groups(*groups);

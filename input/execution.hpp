@@ -10,7 +10,13 @@ namespace clustersim::input {
 
 Parallelism parse_parallelism(const JsonNode& node);
 Training parse_training(const JsonNode& node);
-CommSpec parse_comm(const JsonNode& node);
+// The reduced gradients' dtype when "comm.grad_dtype" is not given: FP16 for FP16 training and
+// FP32 otherwise. Megatron-LM keeps and reduces the main gradients in FP32 with --bf16
+// (accumulate_allreduce_grads_in_fp32, unless --grad-reduce-in-bf16) and in FP16 with --fp16;
+// NeMo 2 and Megatron-Core's DistributedDataParallelConfig reduce in FP32 (grad_reduce_in_fp32)
+// for BF16 and FP8 training (README.md, "Input files": the defaults table).
+Dtype default_grad_dtype(Dtype precision);
+CommSpec parse_comm(const JsonNode& node, Dtype precision);
 
 // Megatron-Core's default gradient bucket when "grad_bucket_MiB" is not given: max(40M,
 // 1M x dp x cp) parameters (DistributedDataParallelConfig.bucket_size: "larger DP sizes need

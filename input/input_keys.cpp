@@ -86,7 +86,9 @@ ObjectSpec make_training() {
            flag("fp8_activation_cache",
                 "with precision fp8: attention output in 12-bit E5M6, MoE SwiGLU inputs in FP8 "
                 "(DeepSeek-V3); default false"),
-           flag("dropout", "dropout masks are stored; default true"),
+           flag("dropout",
+                "dropout masks are stored; default: the model's \"dropout\" (false "
+                "for Llama-style presets)"),
            choice("attention", kAttentionNames.names(),
                   "flash (default: fused kernel) or unfused (stored scores)"),
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
@@ -132,7 +134,8 @@ ObjectSpec make_comm() {
           "Gradient communication",
           {choice("grad_dtype",
                   kDtypeNames.names_of({Dtype::fp32, Dtype::bf16, Dtype::fp16, Dtype::fp8}),
-                  "dtype of the reduced gradients; default bf16"),
+                  "dtype of the reduced gradients; default fp16 for fp16 training, fp32 otherwise "
+                  "(Megatron-LM, NeMo)"),
            compression, groups,
            map("nccl", known_nccl_variables(), nccl_value(),
                "NCCL environment variables by their names")}};

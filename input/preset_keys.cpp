@@ -35,6 +35,7 @@ ObjectSpec make_model() {
        flag("tied_embeddings", "input and output embeddings shared; default false"),
        choice("position_embeddings", {"learned", "rope"}, "default rope"),
        flag("linear_biases", "linear layers carry biases; default false"),
+       flag("dropout", "trained with dropout: the default of training.dropout; default true"),
        choice("norm", {"layernorm", "rmsnorm"}, "default layernorm"),
        integer("head_dim", 1, kMaxWidth, "width of one head; default hidden_size / heads"),
        object("moe", {"moe"}, "mixture-of-experts layers (docs/moe.md)"),

@@ -116,6 +116,7 @@ ModelSpec model_from_object(const JsonNode& n) {
   m.tied_embeddings = n.bool_or("tied_embeddings", false);
   m.learned_position_embeddings = choice_or(n, keys, "position_embeddings", "rope") == "learned";
   m.linear_biases = n.bool_or("linear_biases", false);
+  m.trained_with_dropout = n.bool_or("dropout", true);
   m.norm = choice_or(n, keys, "norm", "layernorm");
   // Besides its keys, a model's sources may carry the notes "check" (the parameter count
   // against the publication) and "also_in" (another place the same figures appear).

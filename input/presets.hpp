@@ -6,7 +6,7 @@
 // Model preset:
 //   {"name", "source", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
 //    "ffn_hidden_size", "vocab_size", "max_seq_len", "ffn": "gelu"|"swiglu"|"squared_relu",
-//    "tied_embeddings", "position_embeddings": "learned"|"rope", "linear_biases",
+//    "tied_embeddings", "position_embeddings": "learned"|"rope", "linear_biases", "dropout",
 //    "norm": "layernorm"|"rmsnorm", "head_dim" (optional; default hidden_size / heads),
 //    "moe": {...}, "mla": {...}, "mtp_layers" (optional blocks: input/model_blocks.hpp)}
 // GPU preset:

@@ -37,7 +37,11 @@ Scenario parse_scenario(const JsonDocument& document) {
   s.parallelism = parse_parallelism(parallelism);
   infer_data_parallel(s, parallelism);
   s.training = parse_training(root.at("training"));
-  if (const auto comm = root.find("comm")) s.comm = parse_comm(*comm);
+  if (!root.at("training").has("dropout")) s.training.dropout = s.model.trained_with_dropout;
+  if (const auto comm = root.find("comm"))
+    s.comm = parse_comm(*comm, s.training.precision);
+  else
+    s.comm.grad_dtype = default_grad_dtype(s.training.precision);
   if (s.training.grad_bucket_bytes == 0)
     s.training.grad_bucket_bytes = default_grad_bucket_bytes(s);
   s.warnings = s.comm.nccl.warnings;

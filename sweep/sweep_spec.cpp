@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "input/execution.hpp"
 #include "input/scenario_loader.hpp"
 #include "sweep/axis_presets.hpp"
 #include "sweep/hardware_axes.hpp"
@@ -720,7 +721,11 @@ json point_parameters(const json& s) {
   p["zero_stage"] = or_default("/parallelism/zero_stage", 0);
   p["recompute"] = or_default("/training/recompute", "none");
   p["sequence_parallel"] = or_default("/parallelism/sequence_parallel", false);
-  p["grad_dtype"] = or_default("/comm/grad_dtype", "bf16");
+  const json precision = or_default("/training/precision", "bf16");
+  const auto dtype = precision.is_string() ? kDtypeNames.find(precision.get<std::string>())
+                                           : std::optional<Dtype>{};
+  p["grad_dtype"] = or_default("/comm/grad_dtype",
+                               to_string(input::default_grad_dtype(dtype.value_or(Dtype::bf16))));
   p["compression"] = compression;
   p["nics_per_node"] = or_default("/cluster/nics_per_node", 0);
   p["oversubscription"] = or_default("/cluster/fabric/oversubscription", 1);

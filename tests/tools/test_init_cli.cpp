@@ -27,10 +27,10 @@ TEST_CASE("init writes a scenario check accepts, its layout and defaults as work
   CHECK(s["parallelism"]["dp"] == 8);
   CHECK(s["training"]["global_batch"] == 1024);
   CHECK(s["training"]["seq_len"] == 4096);
-  // Megatron-LM's bucket of 40M BF16 gradients: 80e6 B / 2^20 = 76.2939453125 MiB.
-  CHECK(s["training"]["grad_bucket_MiB"] == 76.2939453125);
-  CHECK(s["training"]["dropout"] == true);
-  CHECK(s["comm"]["grad_dtype"] == "bf16");
+  // Megatron-LM's bucket of 40M gradients, FP32 for BF16 training: 160e6 B / 2^20 MiB.
+  CHECK(s["training"]["grad_bucket_MiB"] == 152.587890625);
+  CHECK(s["training"]["dropout"] == false);  // the preset: Llama 3 trains without dropout
+  CHECK(s["comm"]["grad_dtype"] == "fp32");
   // Every key of the tables with a default is there, except those that apply only with another
   // setting or to mixture-of-experts models.
   for (const auto& key : clustersim::input::parallelism_keys().names()) {
