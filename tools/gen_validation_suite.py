@@ -135,6 +135,39 @@ def bridge_2511_config(run):
     return None
 
 
+# The dtype of the data-parallel gradient reduction where a run's framework did not do what the
+# simulator's default does (Megatron-LM's: FP32 for BF16 and FP8 training, FP16 for FP16):
+#   Megatron-Bridge 00b7660b scripts/performance/configs/llama/llama3_llm_pretrain.py and
+#     llama31_llm_pretrain.py (set_llama3_common_configs, set_llama31_common_configs):
+#     cfg.ddp.grad_reduce_in_fp32 = False, so the gradient buffer takes the parameters' dtype,
+#     BF16, also in the FP8 runs
+#   NeMo-Framework-Launcher 24c3d6b nemotron/nemotron_340b.yaml: optim.grad_sync_dtype: bf16;
+#     the other 24.07 configs set neither grad_sync_dtype nor dtype, and Apex
+#     DistributedFusedAdam reduces in its dtype, FP32 by default
+#   BLOOM (bigscience train/tr11-176B-ml): DeepSpeed's BF16_Optimizer with ZeRO stage 0 sums
+#     gradients in FP32 and all-reduces them cast to communication_data_type, BF16
+#     (deepspeed/runtime/engine.py allreduce_bucket, the BigScience branch 5ea1c60f8)
+BRIDGE_2511_GRAD_DTYPE = ("bf16", "cfg.ddp.grad_reduce_in_fp32 = False in the Megatron-Bridge %s "
+                          "performance configs" % BRIDGE_COMMIT)
+NEMO_2407_GRAD_DTYPE = {"nemotron/nemotron_340b.yaml": "bf16"}
+BLOOM_GRAD_DTYPE = ("bf16", "DeepSpeed BF16_Optimizer with ZeRO stage 0: FP32 accumulation, "
+                    "all-reduce cast to BF16 (communication_data_type)")
+
+
+def grad_dtype_for(run, nemo, bridge):
+    """(dtype, reason) where the framework's own setting is known, else None (the default)."""
+    if bridge:
+        return BRIDGE_2511_GRAD_DTYPE
+    if nemo:
+        dtype = NEMO_2407_GRAD_DTYPE.get(nemo[0], "fp32")
+        how = ("optim.grad_sync_dtype: %s" % dtype if nemo[0] in NEMO_2407_GRAD_DTYPE else
+               "no optim.grad_sync_dtype: Apex DistributedFusedAdam reduces in its dtype, FP32")
+        return dtype, "%s in the NeMo launcher config %s" % (how, nemo[0])
+    if run["id"].startswith("bloom_"):
+        return BLOOM_GRAD_DTYPE
+    return None
+
+
 # DeepSpeed's default gradient bucket: reduce_bucket_size = 5e8 elements
 # (deepspeed/runtime/zero/config.py, "Number of elements reduced/allreduced at a time"), 16-bit
 # gradients. Used where a DeepSpeed run does not state its ZeRO configuration.
@@ -478,6 +511,10 @@ def scenario_for(run, presets, fills):
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
             "the NeMo launcher config " + nemo[0] if nemo else
             "Megatron-Bridge %s Llama3ModelProvider" % BRIDGE_COMMIT))
+    grad = grad_dtype_for(run, nemo, bridge)
+    if grad:
+        scenario.setdefault("comm", {})["grad_dtype"] = grad[0]
+        assumptions.append("gradients reduced in %s (%s)" % (grad[0].upper(), grad[1]))
     for f in fills:
         scenario["parallelism"].update(f.parallelism)
         scenario["training"].update(f.training)
