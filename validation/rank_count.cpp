@@ -22,6 +22,10 @@ double ranks_for_ratio(NcclTestsOp op, double ratio) {
   return limit / (limit - ratio);
 }
 
+// The most ranks a calibration file records (validation/calibration.cpp reads nranks up to 2^24);
+// a larger inferred count means the printed ratio sits at its limit.
+constexpr double kMaxInferredRanks = 1 << 24;
+
 bool ratio_tells_ranks(NcclTestsOp op) {
   return op == NcclTestsOp::all_reduce || op == NcclTestsOp::all_gather ||
          op == NcclTestsOp::reduce_scatter || op == NcclTestsOp::alltoall;
@@ -53,6 +57,10 @@ std::optional<RankInterval> ranks_from_bandwidth_ratio(const NcclTestsTable& tab
     }
   if (rows == 0) return fail("no row has a non-zero algbw and a busbw");
   const double first = std::ceil(lo - 1e-9), last = std::floor(hi + 1e-9);
+  if (first > kMaxInferredRanks)  // also +infinity: a ratio at or past its limit
+    return fail("busbw/algbw is at or past its limit (" +
+                std::string(table.op == NcclTestsOp::all_reduce ? "2" : "1") +
+                "): no rank count gives it");
   if (first > last)
     return fail("the rows' busbw/algbw disagree: no rank count fits all " + std::to_string(rows) +
                 " of them");

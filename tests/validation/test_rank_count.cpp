@@ -161,3 +161,14 @@ TEST_CASE("a table the alpha-beta model cannot describe is refused for its R^2")
   CHECK(fit.r2 < kMinNetworkFitR2);
   CHECK(any_contains(untrusted_fit_reasons(fit), "is below 0.95"));
 }
+
+TEST_CASE("a busbw/algbw at or past its limit is refused and never read as a rank count") {
+  // All-reduce busbw/algbw = 2(n-1)/n stays below 2 for every n: 25.00 / 10.00 = 2.5 is none.
+  const std::string text =
+      "# Collective test starting: all_reduce_perf\n"
+      "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+      "  1048576 262144 float sum -1 104.9 10.00 25.00 0 104.9 10.00 25.00 0\n";
+  std::string why;
+  CHECK_FALSE(ranks_from_bandwidth_ratio(trimmed_table(text), &why));
+  CHECK(why.find("at or past its limit (2)") != std::string::npos);
+}
