@@ -5,6 +5,7 @@
 
 #include "core/units.hpp"
 #include "models/layer_activations.hpp"
+#include "models/nccl_buffers.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 
@@ -46,21 +47,6 @@ constexpr double kZero3GatheredUnits = 2.0;
 constexpr double kZero3UnshardedGradUnits = 1.0;
 // ZeRO-2/3 (DeepSpeed) reduce gradients through double-buffered buckets of reduce_bucket_size.
 constexpr double kZeroReduceBuckets = 2.0;
-// NCCL per-connection buffers (NVIDIA/nccl src/init.cc, v2.18+): Simple NCCL_BUFFSIZE (4 MiB
-// default), LL128 = 120 elems x 640 threads x 8 steps x 8 B = 4,915,200 B,
-// LL = 8 lines x 512 threads x 8 steps x 16 B = 524,288 B.
-constexpr double kNcclLl128BufferBytes = 120.0 * 640 * 8 * 8;
-constexpr double kNcclLlBufferBytes = 8.0 * 512 * 8 * 16;
-// Receive-buffer sets per channel: a ring receives from one peer; a tree channel from up to
-// three (parent and two children of NCCL's double binary tree).
-constexpr double kRingPeersPerChannel = 1.0;
-constexpr double kTreePeersPerChannel = 3.0;
-// Channels when NCCL_MIN/MAX_NCHANNELS are unset. UNVERIFIED: NCCL chooses per topology; we take
-// its maximum (MAXCHANNELS, core/nccl_settings.hpp), an upper bound for the fit verdict.
-constexpr int kNcclChannelsAssumed = kNcclMaxChannels;
-// Point-to-point (pipeline) connections: channels per peer, Simple protocol only.
-// UNVERIFIED: NCCL_NCHANNELS_PER_NET_PEER default 2 assumed for every peer.
-constexpr double kNcclP2pChannelsPerPeer = 2.0;
 // 1-bit Adam (Tang et al. 2021, Alg. 1) keeps a worker error the size of the local momentum and
 // a server error the size of the rank's 1/n chunk, both FP32 in DeepSpeed
 // (deepspeed/runtime/fp16/onebit/adam.py); the compressed all-reduce sends and receives one sign
@@ -82,22 +68,6 @@ std::string fmt(double v, int digits) {
 bool in_fp32_groups(const Scenario& s, const char* group) {
   const auto& g = s.comm.fp32_layer_groups;
   return std::find(g.begin(), g.end(), group) != g.end();
-}
-
-// NCCL buffers of one collective communicator (ring, and tree unless NCCL_ALGO excludes it).
-double collective_buffers(const NcclSettings& nccl, int channels) {
-  const bool any_proto = nccl.protos.empty();
-  auto has_proto = [&](NcclProto p) {
-    return any_proto || std::find(nccl.protos.begin(), nccl.protos.end(), p) != nccl.protos.end();
-  };
-  double per_connection = 0;
-  if (has_proto(NcclProto::simple)) per_connection += nccl.buffsize_bytes;
-  if (has_proto(NcclProto::ll128)) per_connection += kNcclLl128BufferBytes;
-  if (has_proto(NcclProto::ll)) per_connection += kNcclLlBufferBytes;
-  const bool tree = nccl.algos.empty() || std::find(nccl.algos.begin(), nccl.algos.end(),
-                                                    NcclAlgo::tree) != nccl.algos.end();
-  const double peers = kRingPeersPerChannel + (tree ? kTreePeersPerChannel : 0.0);
-  return channels * peers * per_connection;
 }
 
 }  // namespace
@@ -304,43 +274,6 @@ int moe_layers_on_stage(const Scenario& s, int stage) {
     first += chunks[vs];
   }
   return n;
-}
-
-// NCCL channels of a collective communicator under NCCL_MIN/MAX_NCHANNELS.
-int nccl_channels(const NcclSettings& nccl) {
-  int channels = kNcclChannelsAssumed;
-  if (nccl.min_channels > 0) channels = nccl.min_channels;
-  if (nccl.max_channels > 0) channels = std::min(std::max(channels, 1), nccl.max_channels);
-  return std::min(channels, kNcclMaxChannels);
-}
-
-// NCCL buffers on one GPU: one collective communicator per parallel dimension larger than 1,
-// and the pipeline's point-to-point connections.
-struct NcclBuffers {
-  double bytes = 0;
-  int collective_comms = 0;
-};
-NcclBuffers nccl_buffers(const Scenario& s, int channels) {
-  const Parallelism& par = s.parallelism;
-  NcclBuffers b;
-  for (int size : {par.dp, par.tp, par.cp}) {
-    if (size > 1) {
-      b.bytes += collective_buffers(s.comm.nccl, channels);
-      ++b.collective_comms;
-    }
-  }
-  // An MoE model adds the expert-parallel communicator (dispatch and combine) and the
-  // expert-data-parallel one (expert gradients).
-  if (s.model.moe) {
-    for (int size : {par.ep, par.expert_dp()}) {
-      if (size > 1) {
-        b.bytes += collective_buffers(s.comm.nccl, channels);
-        ++b.collective_comms;
-      }
-    }
-  }
-  if (par.pp > 1) b.bytes += 2 * kNcclP2pChannelsPerPeer * s.comm.nccl.buffsize_bytes;
-  return b;
 }
 
 // Parameters on one GPU of a stage: layers split by tp; the vocab-parallel embedding (and
@@ -575,8 +508,7 @@ int worst_stage(const std::vector<StageMemory>& stages) {
 }
 
 std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstimate& est,
-                                            const MemorySizes& z, const NcclBuffers& nccl,
-                                            int channels) {
+                                            const MemorySizes& z, const NcclBufferEstimate& nccl) {
   const Training& tr = s.training;
   const HbmReserve& reserve = est.reserve;
   std::vector<std::string> out;
@@ -618,9 +550,7 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
                         : "") +
         (tr.fp8_activation_cache ? "; FP8 activation cache (DeepSeek-V3 §3.3.3)" : ""));
   }
-  out.push_back("NCCL buffers: " + std::to_string(nccl.collective_comms) +
-                " collective communicator(s) x " + std::to_string(channels) + " channels" +
-                (s.parallelism.pp > 1 ? " + pipeline p2p" : ""));
+  out.push_back(nccl.summary());
   return out;
 }
 
@@ -628,8 +558,7 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
 
 MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
   const MemorySizes z = memory_sizes(s);
-  const int channels = nccl_channels(s.comm.nccl);
-  const NcclBuffers nccl = nccl_buffers(s, channels);
+  const NcclBufferEstimate nccl = estimate_nccl_buffers(s);
   const std::vector<int> layers = layers_per_stage(s);
 
   MemoryEstimate est;
@@ -647,14 +576,14 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
     add_model_states(st, s, z, sp);
     add_expert_states(st, s, z, sp);
     add_activations(st, s, z);
-    add_buffers(st, s, z, nccl.bytes);
+    add_buffers(st, s, z, nccl.bytes());
     est.stages.push_back(st);
   }
   if (s.parallelism.schedule == PipelineSchedule::dualpipe) {
     est.stages = dualpipe_ranks(est.stages, s.micro_batches());
   }
   est.worst_stage = worst_stage(est.stages);
-  est.assumptions = memory_assumptions(s, est, z, nccl, channels);
+  est.assumptions = memory_assumptions(s, est, z, nccl);
   return est;
 }
 

@@ -406,7 +406,10 @@ void print_memory_parts(std::ostream& os, const Scenario& s, const models::Stage
       gib(worst.activations_bytes) + "  (" + gib(worst.activation_per_micro_batch_bytes) +
           " per micro-batch x " + fixed(worst.micro_batches_in_flight, 2) + " in flight + " +
           gib(worst.activation_transient_bytes) + " recompute working set)");
-  row(os, "NCCL buffers", gib(worst.nccl_buffers_bytes));
+  row(os, "NCCL buffers",
+      gib(worst.nccl_buffers_bytes) +
+          "  (connections NCCL makes on first use: Ring per communicator, Tree where all-reduces "
+          "run, point-to-point; NVLS and DeepEP not counted; per communicator below)");
   if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
   if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
   if (s.model.moe) print_moe_memory(os, s, worst);

@@ -1,0 +1,140 @@
+// NCCL buffers per GPU (models/nccl_buffers.hpp) against hand counts from NCCL v2.30.7-1's
+// allocation rules and the published logs they cite (NVIDIA/nccl issues 892, 1450, 1685).
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.hpp"
+#include "input/scenario_loader.hpp"
+#include "models/memory.hpp"
+#include "models/nccl_buffers.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+namespace {
+
+constexpr double MiB = 1024.0 * 1024.0;
+
+// DeepSeek-V3 on 2048 H800 (dp 128, pp 16, ep 64, expert-dp 2, ZeRO-1, DeepEP) with parts
+// replaced.
+Scenario deepseek(const nlohmann::json& patch = nlohmann::json::object()) {
+  std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/deepseek-v3-2048-h800.json");
+  nlohmann::json base = nlohmann::json::parse(in);
+  base.merge_patch(patch);
+  return load_scenario(JsonDocument::parse(base.dump(), "test.json"));
+}
+
+const NcclCommBuffers& comm(const NcclBufferEstimate& e, const std::string& name) {
+  for (const NcclCommBuffers& c : e.comms) {
+    if (c.name == name) return c;
+  }
+  FAIL("no communicator " << name);
+  return e.comms.front();
+}
+
+}  // namespace
+
+TEST_CASE("an NCCL connection is 10 MiB on the receiver and 2 MiB on the NVLink sender") {
+  // Issue 1685's allocation log (8 x H100, P2P/CUMEM): buffers of 10,485,760 B and 2,097,152 B.
+  // Receive set 4,194,304 + 4,915,200 + 524,288 = 9,633,792 B -> 5 granules of 2 MiB.
+  NcclSettings nccl;
+  CHECK(nccl_recv_connection_bytes(nccl) == 10485760.0);
+  CHECK(nccl_nvlink_send_connection_bytes() == 2097152.0);
+  // Network sender with GPUDirect RDMA: 4,194,304 + 4,915,200 = 9,109,504 B -> 10 MiB.
+  CHECK(nccl_net_send_connection_bytes(nccl) == 10 * MiB);
+  // NCCL_BUFFSIZE 8 MiB: 8,388,608 + 4,915,200 + 524,288 = 13,828,096 B -> 7 granules; the
+  // network sender 13,303,808 B -> 7 granules too.
+  nccl.buffsize_bytes = 8 * MiB;
+  CHECK(nccl_recv_connection_bytes(nccl) == 14 * MiB);
+  CHECK(nccl_net_send_connection_bytes(nccl) == 14 * MiB);
+  // NCCL_PROTO does not change what is allocated (computeBuffSizes ignores it).
+  nccl.buffsize_bytes = 4 * MiB;
+  nccl.protos = {NcclProto::simple};
+  CHECK(nccl_recv_connection_bytes(nccl) == 10 * MiB);
+}
+
+TEST_CASE("collective channels are 16 unless NCCL_MIN or NCCL_MAX_NCHANNELS say otherwise") {
+  NcclSettings nccl;
+  CHECK(nccl_collective_channels(nccl) == 16);
+  nccl.min_channels = 32;
+  CHECK(nccl_collective_channels(nccl) == 32);
+  nccl.min_channels = 0;
+  nccl.max_channels = 8;
+  CHECK(nccl_collective_channels(nccl) == 8);
+  nccl.min_channels = 4;
+  nccl.max_channels = 4;
+  CHECK(nccl_collective_channels(nccl) == 4);
+}
+
+TEST_CASE("a communicator's GPUs per node follow its rank stride") {
+  CHECK(nccl_local_ranks(128, 1, 8) == 8);  // dp 128 at stride 1
+  CHECK(nccl_local_ranks(2, 64, 8) == 1);   // expert-dp 2 at stride 64
+  CHECK(nccl_local_ranks(4, 2, 8) == 4);    // pp 4 at stride tp 2
+  CHECK(nccl_local_ranks(16, 128, 8) == 1);
+  CHECK(nccl_local_ranks(4, 1, 8) == 4);
+}
+
+TEST_CASE("ring and tree connections per channel inside a node and across nodes") {
+  const NcclSettings nccl;
+  // One node, 8 GPUs: ring 10 + 2 MiB, the tree chain another 10 + 2 MiB: 24 MiB x 16 channels.
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 8, 8, true) == 384 * MiB);
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 8, 8, false) == 192 * MiB);
+  // 16 nodes x 8 GPUs: ring (7 x 12 + 20) / 8 = 13 MiB; tree chain 12 MiB plus 3 network peers
+  // x 20 MiB / 8 GPUs = 7.5 MiB; (13 + 19.5) x 16 = 520 MiB.
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 128, 8, true) == 520 * MiB);
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 64, 8, false) == 208 * MiB);
+  // 2 nodes x 1 GPU: the ring's one peer over the network, 10 + 10 MiB x 16.
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 2, 1, false) == 320 * MiB);
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 1, 1, true) == 0);
+}
+
+TEST_CASE("point-to-point buffers per NVLink peer and the shared network pool") {
+  const NcclSettings nccl;
+  // Network peers only: 2 directions x 16 channels x 16 steps x 128 KiB = 64 MiB (issue 1450).
+  CHECK(nccl_p2p_bytes(nccl, 16, 16, 16, 0, true) == 64 * MiB);
+  // All-to-all in one 8-GPU node: 7 peers x 16 channels x 12 MiB = 1,344 MiB.
+  CHECK(nccl_p2p_bytes(nccl, 16, 8, 1, 7, false) == 1344 * MiB);
+  // 64 ranks over 8 nodes: 4 channels per peer halved while 8 batches x channels > 16: 2;
+  // 7 x 2 x 12 + 64 = 232 MiB.
+  CHECK(nccl_p2p_bytes(nccl, 16, 64, 8, 7, true) == 232 * MiB);
+}
+
+TEST_CASE("DeepSeek-V3 on 2048 H800 needs about 1.09 GiB of NCCL buffers per GPU") {
+  // dp 128 (8 per node, ring + tree: the loss all-reduce) 520 MiB, ep 64 (ring only, DeepEP)
+  // 208 MiB, expert-dp 2 (1 per node, ring: ZeRO-1 reduce-scatters) 320 MiB, pipeline sends
+  // across nodes 64 MiB: 1,112 MiB.
+  const NcclBufferEstimate e = estimate_nccl_buffers(deepseek());
+  CHECK(e.channels == 16);
+  CHECK(comm(e, "dp").bytes == 520 * MiB);
+  CHECK(comm(e, "dp").tree);
+  CHECK(comm(e, "ep").bytes == 208 * MiB);
+  CHECK(comm(e, "expert-dp").bytes == 320 * MiB);
+  CHECK(comm(e, "pp").bytes == 64 * MiB);
+  CHECK(e.bytes() == 1112 * MiB);
+  CHECK(e.collective_comms() == 3);
+  const MemoryEstimate m = estimate_memory(deepseek());
+  CHECK(m.worst().nccl_buffers_bytes == 1112 * MiB);
+}
+
+TEST_CASE("NCCL_ALGO without Tree and the all-to-all dispatcher change what is connected") {
+  // Ring only: dp 128 costs 13 MiB x 16 = 208 MiB.
+  const NcclBufferEstimate ring =
+      estimate_nccl_buffers(deepseek({{"comm", {{"nccl", {{"NCCL_ALGO", "Ring"}}}}}}));
+  CHECK(comm(ring, "dp").bytes == 208 * MiB);
+  CHECK_FALSE(comm(ring, "dp").tree);
+  // The all-to-all dispatcher sends tokens over point-to-point: ep 64 costs 208 + 232 MiB.
+  const NcclBufferEstimate a2a =
+      estimate_nccl_buffers(deepseek({{"training", {{"moe_dispatcher", "alltoall"}}}}));
+  CHECK(comm(a2a, "ep").bytes == 440 * MiB);
+}
+
+TEST_CASE("pipeline neighbours inside a node connect per NVLink peer") {
+  // pp 4 at stride tp 2 in one node: two neighbours x 16 channels x 12 MiB = 384 MiB.
+  const NcclBufferEstimate e = estimate_nccl_buffers(deepseek(
+      {{"gpus", 8},
+       {"parallelism",
+        {{"dp", 1}, {"tp", 2}, {"pp", 4}, {"ep", 1}, {"layers_per_stage", {16, 15, 15, 15}}}}}));
+  CHECK(comm(e, "pp").local_ranks == 4);
+  CHECK(comm(e, "pp").bytes == 384 * MiB);
+}
