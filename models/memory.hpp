@@ -72,7 +72,7 @@ struct StageMemory {
   double activation_per_micro_batch_bytes = 0;  // stored activations of one micro-batch
   double activation_transient_bytes = 0;        // recompute working set (one layer)
   double micro_batches_in_flight = 0;
-  double nccl_buffers_bytes = 0;  // NCCL's per-channel protocol buffers of every communicator
+  double nccl_buffers_bytes = 0;  // NCCL connection buffers (models/nccl_buffers.hpp)
   double dp_bucket_bytes = 0;     // gradient-reduction staging buckets
   double onebit_adam_bytes = 0;   // 1-bit Adam error-feedback buffers and packed sign buffers
   // Mixture of experts: the routed-expert parameters this GPU holds (its num_experts / ep

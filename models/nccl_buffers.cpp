@@ -34,7 +34,9 @@ constexpr int kCollectiveChannels = 16;
 // and the one it only receives from as a send peer: one receive and one send connection per
 // channel. Across nodes each node of the double binary tree has a parent and up to
 // NCCL_MAX_TREE_ARITY_TOP = 2 children (src/include/device.h, src/graph/connect.cc
-// connectTrees), each connected both ways (src/transport/generic.cc ncclTransportTreeConnect).
+// connectTrees), each connected both ways (src/transport/generic.cc ncclTransportTreeConnect):
+// at most min(3, nodes - 1) network peers, the most a node has (an upper figure: the average
+// node of a binary tree has fewer).
 constexpr double kTreeChainConnections = 1.0;
 constexpr double kTreeNetPeersPerNode = 3.0;
 // Point-to-point: channels per NVLink peer on H800, "16 p2p channels per peer" (issue 892;
@@ -125,7 +127,10 @@ double nccl_collective_comm_bytes(const NcclSettings& nccl, int channels, int ra
   double per_channel = nodes == 1 ? nvl : ((local - 1) * nvl + net) / local;
   if (tree) {
     if (local > 1) per_channel += kTreeChainConnections * nvl;
-    if (nodes > 1) per_channel += kTreeNetPeersPerNode * net / local;
+    // Two nodes with one GPU each: the tree's one peer is the ring's, already connected both ways.
+    const bool ring_peer = nodes == 2 && local == 1;
+    const double net_peers = std::min(kTreeNetPeersPerNode, static_cast<double>(nodes - 1));
+    if (nodes > 1 && !ring_peer) per_channel += net_peers * net / local;
   }
   return channels * per_channel;
 }

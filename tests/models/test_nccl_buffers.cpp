@@ -86,6 +86,11 @@ TEST_CASE("ring and tree connections per channel inside a node and across nodes"
   CHECK(nccl_collective_comm_bytes(nccl, 16, 64, 8, false) == 208 * MiB);
   // 2 nodes x 1 GPU: the ring's one peer over the network, 10 + 10 MiB x 16.
   CHECK(nccl_collective_comm_bytes(nccl, 16, 2, 1, false) == 320 * MiB);
+  // There the tree's one peer is the ring's: nothing more. 8 nodes x 1 GPU: ring 20 MiB plus
+  // 3 tree peers x 20 MiB = 80 MiB x 16 = 1,280 MiB; 3 nodes: 2 tree peers, 60 x 16 = 960 MiB.
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 2, 1, true) == 320 * MiB);
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 8, 1, true) == 1280 * MiB);
+  CHECK(nccl_collective_comm_bytes(nccl, 16, 3, 1, true) == 960 * MiB);
   CHECK(nccl_collective_comm_bytes(nccl, 16, 1, 1, true) == 0);
 }
 
