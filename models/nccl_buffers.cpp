@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/units.hpp"
+#include "models/deepep_buffers.hpp"
 
 namespace clustersim::models {
 
@@ -165,7 +166,7 @@ double NcclBufferEstimate::bytes() const {
 
 int NcclBufferEstimate::collective_comms() const {
   int n = 0;
-  for (const NcclCommBuffers& c : comms) n += c.name == "pp" ? 0 : 1;
+  for (const NcclCommBuffers& c : comms) n += c.name == "pp" || c.name == "deepep" ? 0 : 1;
   return n;
 }
 
@@ -177,12 +178,16 @@ std::string NcclBufferEstimate::summary() const {
                   std::to_string(channels) + " channels, " + conn + "):";
   for (std::size_t i = 0; i < comms.size(); ++i) {
     const NcclCommBuffers& c = comms[i];
-    s += (i ? ", " : " ") + c.name + " " + std::to_string(c.ranks) + " (" +
-         std::to_string(c.local_ranks) + "/node, " +
-         (c.name == "pp" ? "p2p"
-          : c.tree       ? "ring+tree"
-                         : "ring") +
-         (c.p2p && c.name != "pp" ? "+p2p" : "") + ") " + fmt_gib(c.bytes);
+    std::string what = std::to_string(c.local_ranks) + "/node, ";
+    if (c.name == "deepep") {
+      what = "DeepEP's own NVLink + RDMA buffers";
+    } else if (c.name == "pp") {
+      what += "p2p";
+    } else {
+      what += std::string(c.tree ? "ring+tree" : "ring") + (c.p2p ? "+p2p" : "");
+    }
+    s += (i ? ", " : " ") + c.name + " " + std::to_string(c.ranks) + " (" + what + ") " +
+         fmt_gib(c.bytes);
   }
   return s;
 }
@@ -225,6 +230,15 @@ NcclBufferEstimate estimate_nccl_buffers(const Scenario& s) {
     const int etp = par.expert_tp();
     add("ep", par.ep, etp, false, s.training.moe_dispatcher == MoeDispatcher::alltoall);
     add("expert-dp", par.expert_dp(), etp * par.ep, par.zero_stage == 0, false);
+    // DeepEP dispatches and combines through its own NVLink and RDMA buffers.
+    if (s.training.moe_dispatcher == MoeDispatcher::deepep && par.ep > 1) {
+      NcclCommBuffers c;
+      c.name = "deepep";
+      c.ranks = par.ep;
+      c.local_ranks = nccl_local_ranks(par.ep, etp, gpn);
+      c.bytes = deepep_buffers(par.ep, s.model.hidden, s.training.moe_comm_sms).bytes();
+      est.comms.push_back(c);
+    }
   }
   // Pipeline sends to the previous and next stage (one neighbour when pp = 2).
   if (par.pp > 1) {

@@ -8,6 +8,8 @@
 //     one that runs all-reduces may also connect Tree;
 //   - point-to-point transfers (pipeline sends, all-to-all) connect per peer over NVLink and
 //     share one pool per direction over the network.
+// With the DeepEP dispatcher, DeepEP's own buffers (models/deepep_buffers.hpp) join the estimate
+// as one more entry, "deepep".
 #pragma once
 
 #include <string>
@@ -20,7 +22,7 @@ namespace clustersim::models {
 
 // One communicator's buffers on one GPU.
 struct NcclCommBuffers {
-  std::string name;     // "dp", "tp", "cp", "ep", "expert-dp", "pp"
+  std::string name;     // "dp", "tp", "cp", "ep", "expert-dp", "deepep", "pp"
   int ranks = 0;        // communicator size
   int local_ranks = 0;  // of them on one node
   bool tree = false;    // Tree connected as well as Ring

@@ -409,7 +409,8 @@ void print_memory_parts(std::ostream& os, const Scenario& s, const models::Stage
   row(os, "NCCL buffers",
       gib(worst.nccl_buffers_bytes) +
           "  (connections NCCL makes on first use: Ring per communicator, Tree where all-reduces "
-          "run, point-to-point; NVLS and DeepEP not counted; per communicator below)");
+          "run, point-to-point; DeepEP's own buffers with its dispatcher; NVLS not counted; per "
+          "communicator below)");
   if (worst.dp_bucket_bytes > 0) row(os, "DP buckets", gib(worst.dp_bucket_bytes));
   if (worst.onebit_adam_bytes > 0) row(os, "1-bit Adam buffers", gib(worst.onebit_adam_bytes));
   if (s.model.moe) print_moe_memory(os, s, worst);

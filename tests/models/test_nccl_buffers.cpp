@@ -6,6 +6,7 @@
 
 #include "core/json_reader.hpp"
 #include "input/scenario_loader.hpp"
+#include "models/deepep_buffers.hpp"
 #include "models/memory.hpp"
 #include "models/nccl_buffers.hpp"
 
@@ -105,10 +106,35 @@ TEST_CASE("point-to-point buffers per NVLink peer and the shared network pool") 
   CHECK(nccl_p2p_bytes(nccl, 16, 64, 8, 7, true) == 232 * MiB);
 }
 
-TEST_CASE("DeepSeek-V3 on 2048 H800 needs about 1.09 GiB of NCCL buffers per GPU") {
+TEST_CASE("DeepEP's buffers are its size hints at the default configs plus 32 MiB") {
+  // DeepSeek-V3 (hidden 7168: 14,336 B per BF16 token), 20 SMs = 10 channels; a token slot is
+  // 14,336 + 8 (SourceMeta) + 128 x 12 (top-k) + 128 x 4 (scales) = 16,392 B.
+  // EP 64 (8 NVLink x 8 RDMA ranks, 288 NVLink receive tokens, RDMA send 8 so 128 receive):
+  // NVLink 10 x 8 x 19 x 4 + 10 x 8 x 288 x 16,392 = 377,677,760 -> 377,677,824 (128 B);
+  // RDMA 10 x 8 x 18 x 2 x 4 + 10 x 8 x 128 x (16,392 + 16) x 2 + 1,048,576 = 337,095,936.
+  const DeepEpBuffers ep64 = deepep_buffers(64, 7168, 20);
+  CHECK(ep64.nvl_bytes == 377677824.0);
+  CHECK(ep64.rdma_bytes == 337095936.0);
+  CHECK(ep64.workspace_bytes == 32 * MiB);
+  CHECK(ep64.bytes() == 748328192.0);
+  // EP 16: RDMA receive tokens align(128, 20) = 140 (the dispatch config's send 20 wins);
+  // NVLink 10 x 8 x 7 x 4 + 377,671,680 = 377,673,920 -> 377,673,984;
+  // RDMA 10 x 2 x 18 x 2 x 4 + 10 x 2 x 140 x 16,408 x 2 + 1,048,576 = 92,936,256 -> 92,936,320.
+  const DeepEpBuffers ep16 = deepep_buffers(16, 7168, 20);
+  CHECK(ep16.nvl_bytes == 377673984.0);
+  CHECK(ep16.rdma_bytes == 92936320.0);
+  // EP 8, one NVLink domain: 256 receive tokens, no RDMA buffer.
+  // 10 x 8 x 5 x 4 + 10 x 8 x 256 x 16,392 = 335,709,760 -> 335,709,824.
+  const DeepEpBuffers ep8 = deepep_buffers(8, 7168, 0);
+  CHECK(ep8.nvl_bytes == 335709824.0);
+  CHECK(ep8.rdma_bytes == 0);
+  CHECK(deepep_buffers(1, 7168, 20).bytes() == 0);
+}
+
+TEST_CASE("DeepSeek-V3 on 2048 H800 needs about 1.78 GiB of communication buffers per GPU") {
   // dp 128 (8 per node, ring + tree: the loss all-reduce) 520 MiB, ep 64 (ring only, DeepEP)
   // 208 MiB, expert-dp 2 (1 per node, ring: ZeRO-1 reduce-scatters) 320 MiB, pipeline sends
-  // across nodes 64 MiB: 1,112 MiB.
+  // across nodes 64 MiB: 1,112 MiB of NCCL buffers; DeepEP's 748,328,192 B on top.
   const NcclBufferEstimate e = estimate_nccl_buffers(deepseek());
   CHECK(e.channels == 16);
   CHECK(comm(e, "dp").bytes == 520 * MiB);
@@ -116,10 +142,11 @@ TEST_CASE("DeepSeek-V3 on 2048 H800 needs about 1.09 GiB of NCCL buffers per GPU
   CHECK(comm(e, "ep").bytes == 208 * MiB);
   CHECK(comm(e, "expert-dp").bytes == 320 * MiB);
   CHECK(comm(e, "pp").bytes == 64 * MiB);
-  CHECK(e.bytes() == 1112 * MiB);
+  CHECK(comm(e, "deepep").bytes == 748328192.0);
+  CHECK(e.bytes() == 1112 * MiB + 748328192.0);
   CHECK(e.collective_comms() == 3);
   const MemoryEstimate m = estimate_memory(deepseek());
-  CHECK(m.worst().nccl_buffers_bytes == 1112 * MiB);
+  CHECK(m.worst().nccl_buffers_bytes == 1112 * MiB + 748328192.0);
 }
 
 TEST_CASE("NCCL_ALGO without Tree and the all-to-all dispatcher change what is connected") {
