@@ -323,6 +323,10 @@ struct Training {
   // DistributedFusedAdam's `dtype` to it (NeMo optim.dtype: bf16), which then keeps its
   // parameter copy (store_params, default True), m and v in BF16.
   Dtype optimizer_state_dtype = Dtype::fp32;
+  // Dtype of Adam's momentum and variance when it differs from the master copy's: DeepSeek-V3
+  // keeps them in BF16 with FP32 master weights (technical report §3.3.3). The loader sets it
+  // to optimizer_state_dtype unless the scenario gives it.
+  Dtype optimizer_moments_dtype = Dtype::fp32;
   bool overlap_grad_reduce = true;      // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true;     // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;         // DP bucket size

@@ -161,6 +161,8 @@ Training parse_training(const JsonNode& n) {
   t.moe_comm_overlap = n.bool_or("moe_comm_overlap", false);
   t.moe_comm_sms = static_cast<int>(int_or(n, keys, "moe_comm_sms", 0));
   t.optimizer_state_dtype = choice_or(n, keys, "optimizer_state_dtype", kDtypeNames, Dtype::fp32);
+  t.optimizer_moments_dtype =
+      choice_or(n, keys, "optimizer_moments_dtype", kDtypeNames, t.optimizer_state_dtype);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   // Without the key: Megatron-Core's default, set once the layout is known

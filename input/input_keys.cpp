@@ -103,6 +103,8 @@ ObjectSpec make_training() {
                   "reduce gradients once per step (default) or after every micro-batch"),
            choice("optimizer_state_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
                   "Adam's master copy, momentum and variance; default fp32"),
+           choice("optimizer_moments_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
+                  "Adam's momentum and variance alone; default optimizer_state_dtype"),
            choice("moe_dispatcher", kMoeDispatcherNames.names(),
                   "how MoE tokens reach their experts; default alltoall"),
            flag("moe_comm_overlap", "overlap the EP dispatch and combine with compute"),

@@ -72,8 +72,9 @@ bool in_fp32_groups(const Scenario& s, const char* group) {
 
 }  // namespace
 
-double adam_state_bytes_per_param(Dtype state_dtype) {
-  return kAdamStateTensors * bytes_per_element(state_dtype);
+double adam_state_bytes_per_param(Dtype master_dtype, Dtype moments_dtype) {
+  return kAdamMasterTensors * bytes_per_element(master_dtype) +
+         kAdamMomentTensors * bytes_per_element(moments_dtype);
 }
 
 ActivationCoefficients activation_coefficients(const ModelSpec& m, int seq_len,
@@ -346,8 +347,8 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
                         sp.other * z.grad_bytes) /
                        grad_shard;
   const Dtype state = s.training.optimizer_state_dtype;
-  const double adam_bytes =
-      adam_state_bytes_per_param(state) - (master_is_shard ? bytes_per_element(state) : 0.0);
+  const double adam_bytes = adam_state_bytes_per_param(state, s.training.optimizer_moments_dtype) -
+                            (master_is_shard ? bytes_per_element(state) : 0.0);
   st.optimizer_bytes = dense * adam_bytes / opt_shard;
   if (par.zero_stage < 3) return;
   const bool first = st.stage == 0;
@@ -379,8 +380,8 @@ void add_expert_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   const bool master_is_shard =
       par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
   const Dtype state = s.training.optimizer_state_dtype;
-  const double adam_bytes =
-      adam_state_bytes_per_param(state) - (master_is_shard ? bytes_per_element(state) : 0.0);
+  const double adam_bytes = adam_state_bytes_per_param(state, s.training.optimizer_moments_dtype) -
+                            (master_is_shard ? bytes_per_element(state) : 0.0);
   const double weights = sp.experts * (master_is_shard ? kFp32Bytes : z.weight_bytes) /
                          (par.zero_stage >= 3 ? ranks : 1.0);
   const double grads = sp.experts * z.grad_bytes / (par.zero_stage >= 2 ? ranks : 1.0);
@@ -517,19 +518,21 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
                 fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
                 "% allocator fragmentation reserve (UNVERIFIED) = " +
                 fmt(gib(est.usable_bytes()), 1) + " GiB");
-  out.push_back("weights " + fmt(z.weight_bytes, 0) + " B/param, gradients " +
-                fmt(z.grad_bytes, 0) + " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) +
-                ")" +
-                (s.comm.fp32_layer_groups.empty() ? std::string()
-                                                  : ", FP32 (4 B) for the FP32 layer groups") +
-                ", Adam states " + fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype), 0) +
-                " B/param (master copy, momentum, variance in " +
-                to_string(tr.optimizer_state_dtype) + "; ZeRO paper K = 12 for FP32)" +
-                (s.parallelism.zero_stage >= 3 &&
-                         s.parallelism.zero3_implementation == Zero3Implementation::fsdp
-                     ? "; FSDP: the FP32 parameter shard (4 B/param) is the master copy, Adam "
-                       "adds its two moments only"
-                     : ""));
+  out.push_back(
+      "weights " + fmt(z.weight_bytes, 0) + " B/param, gradients " + fmt(z.grad_bytes, 0) +
+      " B/param (comm.grad_dtype " + to_string(s.comm.grad_dtype) + ")" +
+      (s.comm.fp32_layer_groups.empty() ? std::string()
+                                        : ", FP32 (4 B) for the FP32 layer groups") +
+      ", Adam states " +
+      fmt(adam_state_bytes_per_param(tr.optimizer_state_dtype, tr.optimizer_moments_dtype), 0) +
+      " B/param (master copy in " + to_string(tr.optimizer_state_dtype) +
+      ", momentum and variance in " + to_string(tr.optimizer_moments_dtype) +
+      "; ZeRO paper K = 12 for FP32)" +
+      (s.parallelism.zero_stage >= 3 &&
+               s.parallelism.zero3_implementation == Zero3Implementation::fsdp
+           ? "; FSDP: the FP32 parameter shard (4 B/param) is the master copy, Adam "
+             "adds its two moments only"
+           : ""));
   out.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +

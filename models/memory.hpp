@@ -104,11 +104,13 @@ struct MemoryEstimate {
   double headroom_bytes() const { return usable_bytes() - peak_bytes(); }
 };
 
-// Adam's state per parameter: a master copy of the weight, momentum and variance, each in the
-// optimizer's state dtype: 3 x 4 B = 12 B in FP32 (Rajbhandari et al. 2020, "ZeRO", §3.1:
-// K = 12), 3 x 2 B in BF16 (Apex DistributedFusedAdam with dtype bf16 and store_params).
-constexpr double kAdamStateTensors = 3;
-double adam_state_bytes_per_param(Dtype state_dtype);
+// Adam's state per parameter: a master copy of the weight in the optimizer's state dtype and the
+// momentum and variance in the moments' dtype: 3 x 4 B = 12 B in FP32 (Rajbhandari et al. 2020,
+// "ZeRO", §3.1: K = 12), 3 x 2 B in BF16 (Apex DistributedFusedAdam with dtype bf16 and
+// store_params), 4 + 2 x 2 = 8 B with BF16 moments and an FP32 master (DeepSeek-V3 §3.3.3).
+constexpr double kAdamMasterTensors = 1;
+constexpr double kAdamMomentTensors = 2;
+double adam_state_bytes_per_param(Dtype master_dtype, Dtype moments_dtype);
 
 // Estimates memory per GPU for every pipeline stage of the scenario.
 MemoryEstimate estimate_memory(const clustersim::Scenario& scenario,

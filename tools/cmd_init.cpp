@@ -119,7 +119,8 @@ Json training_json(const Scenario& s) {
               {"overlap_param_gather", t.overlap_param_gather},
               {"grad_bucket_MiB", t.grad_bucket_bytes / kMiB},
               {"grad_reduce", t.reduce_per_micro_batch ? "per_micro_batch" : "per_step"},
-              {"optimizer_state_dtype", to_string(t.optimizer_state_dtype)}};
+              {"optimizer_state_dtype", to_string(t.optimizer_state_dtype)},
+              {"optimizer_moments_dtype", to_string(t.optimizer_moments_dtype)}};
   if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (s.model.moe) {

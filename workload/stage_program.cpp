@@ -29,9 +29,9 @@ constexpr double kGradNormBytesPerParam = 4;
 // again for the scale (4 x 4 B); the server repeats this on its 1/n chunk.
 constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
 
-double adam_bytes_per_param(Dtype state_dtype) {
-  return 2 * models::adam_state_bytes_per_param(state_dtype) + kAdamGradientReadBytes +
-         kAdamWeightWriteBytes;
+double adam_bytes_per_param(Dtype master_dtype, Dtype moments_dtype) {
+  return 2 * models::adam_state_bytes_per_param(master_dtype, moments_dtype) +
+         kAdamGradientReadBytes + kAdamWeightWriteBytes;
 }
 
 double layer_count(const std::vector<int>& v, int from, int to) {
@@ -456,11 +456,12 @@ void StageBuilder::tail() {
 // Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
 void StageBuilder::optimizer() {
   const double shard = zero_ >= 1 ? prog_.params / dp_ranks_ : prog_.params;
-  ops_.compute(
-      ComputeKind::optimizer,
-      plan_.compute.memory_op(
-          (adam_bytes_per_param(tr_.optimizer_state_dtype) + kGradNormBytesPerParam) * shard),
-      OpSite{PassKind::backward});
+  ops_.compute(ComputeKind::optimizer,
+               plan_.compute.memory_op(
+                   (adam_bytes_per_param(tr_.optimizer_state_dtype, tr_.optimizer_moments_dtype) +
+                    kGradNormBytesPerParam) *
+                   shard),
+               OpSite{PassKind::backward});
 }
 
 }  // namespace

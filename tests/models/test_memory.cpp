@@ -316,3 +316,20 @@ TEST_CASE("DualPipe holds two stages' states and p + 1 micro-batches of activati
     CHECK(d.nccl_buffers_bytes == Approx(a.nccl_buffers_bytes));
   }
 }
+
+TEST_CASE("BF16 moments beside an FP32 master copy take 8 bytes per parameter") {
+  // DeepSeek-V3's report (§3.3.3): FP32 master weights, BF16 momentum and variance:
+  // 4 + 2 + 2 = 8 B per parameter, against 12 B all in FP32; ZeRO-1 over dp 64.
+  const StageMemory fp32 = estimate_memory(patched(nlohmann::json::object())).stages[0];
+  const StageMemory mixed =
+      estimate_memory(patched({{"training", {{"optimizer_moments_dtype", "bf16"}}}})).stages[0];
+  CHECK(fp32.optimizer_bytes == Approx(12.0 * fp32.parameters / 64));
+  CHECK(mixed.optimizer_bytes == Approx(8.0 * mixed.parameters / 64));
+  // Under FSDP the FP32 parameter shard is the master copy: Adam adds the two BF16 moments only,
+  // 2 + 2 = 4 B per parameter, sharded over dp 64 like the rest.
+  const StageMemory fsdp =
+      estimate_memory(patched({{"parallelism", {{"zero_stage", 3}}},
+                               {"training", {{"optimizer_moments_dtype", "bf16"}}}}))
+          .stages[0];
+  CHECK(fsdp.optimizer_bytes == Approx(4.0 * fsdp.parameters / 64));
+}
