@@ -178,6 +178,12 @@ struct MemorySizes {
   // get_data_parallel_group(with_context_parallel=True); NeMo v2.0.0rc0
   // nemo/core/optim/distributed_adam.py).
   double shard_ranks = 1;
+  // PyTorch FSDP (fully_shard with a mixed-precision policy) keeps each rank's shard of the
+  // parameters in their FP32 dtype, casts a copy to BF16 only when it gathers them, and hands the
+  // FP32 shard to the optimizer as its parameters: the shard is the master copy, and Adam adds
+  // its two moments only (4 + 4 + 8 = 16 B/param with FP32 gradients, not 2 + 4 + 12 = 18).
+  bool master_is_shard = false;
+  double adam_bytes = 0;  // per parameter, held by the optimizer
   int seq_per_gpu = 1;
   LayerActivations act;   // a layer under training.recompute
   LayerActivations kept;  // a layer left out of a partial full recomputation
@@ -241,6 +247,9 @@ MemorySizes memory_sizes(const Scenario& s) {
   z.embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : z.grad_bytes;
   z.head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : z.grad_bytes;
   z.shard_ranks = static_cast<double>(par.dp) * par.cp;
+  z.master_is_shard = par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
+  z.adam_bytes = adam_state_bytes_per_param(tr.optimizer_state_dtype, tr.optimizer_moments_dtype) -
+                 (z.master_is_shard ? bytes_per_element(tr.optimizer_state_dtype) : 0.0);
   // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp
   // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
   z.seq_per_gpu = std::max(1, tr.seq_len / par.cp);
@@ -335,21 +344,12 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   const double weight_shard = par.zero_stage >= 3 ? z.shard_ranks : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? z.shard_ranks : 1.0;
   const double opt_shard = par.zero_stage >= 1 ? z.shard_ranks : 1.0;
-  // PyTorch FSDP (fully_shard with a mixed-precision policy) keeps each rank's shard of the
-  // parameters in their FP32 dtype, casts a copy to BF16 only when it gathers them, and hands the
-  // FP32 shard to the optimizer as its parameters: the shard is the master copy, and Adam adds
-  // its two moments only (4 + 4 + 8 = 16 B/param with FP32 gradients, not 2 + 4 + 12 = 18).
-  const bool master_is_shard =
-      par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
   const double dense = sp.embedding + sp.head + sp.other;  // all but the routed experts
-  st.weights_bytes = dense * (master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
+  st.weights_bytes = dense * (z.master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
   st.gradients_bytes = (sp.embedding * z.embedding_grad_bytes + sp.head * z.head_grad_bytes +
                         sp.other * z.grad_bytes) /
                        grad_shard;
-  const Dtype state = s.training.optimizer_state_dtype;
-  const double adam_bytes = adam_state_bytes_per_param(state, s.training.optimizer_moments_dtype) -
-                            (master_is_shard ? bytes_per_element(state) : 0.0);
-  st.optimizer_bytes = dense * adam_bytes / opt_shard;
+  st.optimizer_bytes = dense * z.adam_bytes / opt_shard;
   if (par.zero_stage < 3) return;
   const bool first = st.stage == 0;
   const bool last = st.stage == par.pp - 1;
@@ -377,15 +377,10 @@ void add_expert_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   if (sp.experts == 0) return;
   const Parallelism& par = s.parallelism;
   const double ranks = z.expert_shard_ranks;
-  const bool master_is_shard =
-      par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
-  const Dtype state = s.training.optimizer_state_dtype;
-  const double adam_bytes = adam_state_bytes_per_param(state, s.training.optimizer_moments_dtype) -
-                            (master_is_shard ? bytes_per_element(state) : 0.0);
-  const double weights = sp.experts * (master_is_shard ? kFp32Bytes : z.weight_bytes) /
+  const double weights = sp.experts * (z.master_is_shard ? kFp32Bytes : z.weight_bytes) /
                          (par.zero_stage >= 3 ? ranks : 1.0);
   const double grads = sp.experts * z.grad_bytes / (par.zero_stage >= 2 ? ranks : 1.0);
-  const double optimizer = sp.experts * adam_bytes / (par.zero_stage >= 1 ? ranks : 1.0);
+  const double optimizer = sp.experts * z.adam_bytes / (par.zero_stage >= 1 ? ranks : 1.0);
   st.weights_bytes += weights;
   st.gradients_bytes += grads;
   st.optimizer_bytes += optimizer;
@@ -528,11 +523,9 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
       " B/param (master copy in " + to_string(tr.optimizer_state_dtype) +
       ", momentum and variance in " + to_string(tr.optimizer_moments_dtype) +
       "; ZeRO paper K = 12 for FP32)" +
-      (s.parallelism.zero_stage >= 3 &&
-               s.parallelism.zero3_implementation == Zero3Implementation::fsdp
-           ? "; FSDP: the FP32 parameter shard (4 B/param) is the master copy, Adam "
-             "adds its two moments only"
-           : ""));
+      (z.master_is_shard ? "; FSDP: the FP32 parameter shard (4 B/param) is the master copy, Adam "
+                           "adds its two moments only"
+                         : ""));
   out.push_back(
       std::string("activations per Korthikanti et al. 2022 (") +
       (tr.dropout ? "with dropout masks" : "no dropout: no masks") +
