@@ -136,7 +136,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
   return p;
 }
 
-Training parse_training(const JsonNode& n) {
+Training parse_training(const JsonNode& n, bool model_dropout) {
   refuse_framework_names(n);
   const ObjectSpec& keys = training_keys();
   only_table_keys(n, keys);
@@ -152,7 +152,7 @@ Training parse_training(const JsonNode& n) {
   if (t.fp8_activation_cache && t.precision != Dtype::fp8) {
     n.fail_at("fp8_activation_cache", "the FP8 activation cache needs \"precision\": \"fp8\"");
   }
-  t.dropout = n.bool_or("dropout", true);
+  t.dropout = n.bool_or("dropout", model_dropout);
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);

@@ -9,7 +9,8 @@
 namespace clustersim::input {
 
 Parallelism parse_parallelism(const JsonNode& node);
-Training parse_training(const JsonNode& node);
+// `model_dropout`: the model preset's "dropout", the default of "training.dropout".
+Training parse_training(const JsonNode& node, bool model_dropout);
 // The reduced gradients' dtype when "comm.grad_dtype" is not given: FP16 for FP16 training and
 // FP32 otherwise. Megatron-LM keeps and reduces the main gradients in FP32 with --bf16
 // (accumulate_allreduce_grads_in_fp32, unless --grad-reduce-in-bf16) and in FP16 with --fp16;

@@ -36,8 +36,7 @@ Scenario parse_scenario(const JsonDocument& document) {
   const JsonNode parallelism = root.at("parallelism");
   s.parallelism = parse_parallelism(parallelism);
   infer_data_parallel(s, parallelism);
-  s.training = parse_training(root.at("training"));
-  if (!root.at("training").has("dropout")) s.training.dropout = s.model.trained_with_dropout;
+  s.training = parse_training(root.at("training"), s.model.trained_with_dropout);
   if (const auto comm = root.find("comm"))
     s.comm = parse_comm(*comm, s.training.precision);
   else
