@@ -293,6 +293,14 @@ class TextParser {
   [[noreturn]] void fail(const std::string& what) const {
     throw ConfigError(log_.file, "", "line " + std::to_string(line_no_) + ": " + what);
   }
+  // `text` as a whole number in [lo, hi]; anything else refuses the log at this line, `field`
+  // naming what the number is.
+  std::int64_t whole(const std::string& text, std::int64_t lo, std::int64_t hi,
+                     const std::string& field) const {
+    const auto v = whole_in(number_or_absent(text), lo, hi);
+    if (!v) fail(field + " " + text + " is not " + range_text(lo, hi));
+    return *v;
+  }
 
   NcclTestsLog log_;
   RunContext run_;
@@ -308,11 +316,10 @@ NcclTestsLog TextParser::parse(const std::string& text) {
   while (std::getline(in, line)) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.size() > kMaxLineChars)
-      fail("a line of " + std::to_string(line.size()) +
-           " characters; nccl-tests prints none "
-           "longer than " +
-           std::to_string(kMaxLineChars) + " (is this an nccl-tests log?)");
+    if (line.size() > kMaxLineChars) {
+      fail("a line of " + std::to_string(line.size()) + " characters; nccl-tests prints none " +
+           "longer than " + std::to_string(kMaxLineChars) + " (is this an nccl-tests log?)");
+    }
     // Provenance that may appear anywhere (NCCL_DEBUG=INFO lines are interleaved).
     provenance(line);
     if (env_declaration(line)) continue;
@@ -344,9 +351,8 @@ void TextParser::provenance(const std::string& line) {
   if (std::regex_search(line, m, tests_version)) {
     p.nccl_tests_version = m[1].str();
     if (m[2].matched && p.nccl_version.empty()) {
-      const auto code = whole_in(number_or_absent(m[2].str()), 0, kMaxVersionCode);
-      if (!code) fail("nccl-library=" + m[2].str() + " is not an NCCL version code");
-      p.nccl_version = nccl_version_from_code(static_cast<long>(*code));
+      const auto code = whole(m[2].str(), 0, kMaxVersionCode, "nccl-library");
+      p.nccl_version = nccl_version_from_code(static_cast<long>(code));
     }
   }
 }
@@ -368,9 +374,8 @@ bool TextParser::env_declaration(const std::string& line) {
   } else if (key == "nccl" && p.nccl_version.empty()) {
     p.nccl_version = value;
   } else if (key == "ranks" || key == "nodes") {
-    const auto v = whole_in(number_or_absent(value), 1, kMaxRanks);
-    if (!v) fail(key + "=" + value + " is not " + range_text(1, kMaxRanks));
-    (key == "ranks" ? declared_.ranks : declared_.nodes) = static_cast<int>(*v);
+    (key == "ranks" ? declared_.ranks : declared_.nodes) =
+        static_cast<int>(whole(value, 1, kMaxRanks, key));
   } else if (key == "op") {
     declared_.op = nccl_tests_op_from_name(value);
     if (declared_.op == NcclTestsOp::unknown)
@@ -411,21 +416,20 @@ void TextParser::comment(const std::string& t) {
   } else if (std::regex_search(t, m, nthread)) {
     // A new run: keep a collective named just before (starting line or command line).
     new_run(run_.op, std::string(run_.program));
-    const auto threads = whole_in(number_or_absent(m[1].str()), 1, kMaxRanks);
-    const auto gpus = whole_in(number_or_absent(m[2].str()), 1, kMaxRanks);
-    if (!threads || !gpus || *threads * *gpus > kMaxRanks)
+    const std::int64_t threads = whole(m[1].str(), 1, kMaxRanks, "nThread");
+    const std::int64_t gpus = whole(m[2].str(), 1, kMaxRanks, "nGpus");
+    if (threads * gpus > kMaxRanks)
       fail("nThread " + m[1].str() + " nGpus " + m[2].str() + ": more than " +
            std::to_string(kMaxRanks) + " GPUs in one process");
-    run_.nthread_ngpus = static_cast<int>(*threads * *gpus);
+    run_.nthread_ngpus = static_cast<int>(threads * gpus);
   } else if (std::regex_match(t, m, rank_line)) {
     run_.devices.push_back(trim(m[3].str()));
     const std::string host = m[2].str();
     if (std::find(run_.hosts.begin(), run_.hosts.end(), host) == run_.hosts.end())
       run_.hosts.push_back(host);
   } else if (std::regex_search(t, m, footer_oob)) {
-    const auto wrong = whole_in(number_or_absent(m[1].str()), 0, kMaxWrong);
-    if (!wrong) fail("out of bounds values " + m[1].str() + " is not " + range_text(0, kMaxWrong));
-    table_.out_of_bounds = static_cast<int>(*wrong);
+    table_.out_of_bounds =
+        static_cast<int>(whole(m[1].str(), 0, kMaxWrong, "out of bounds values"));
   } else if (std::regex_search(t, m, footer_avg)) {
     table_.avg_busbw_GBps = number_or_absent(m[1].str());
     close_table();
@@ -478,20 +482,14 @@ void TextParser::row(const std::string& t) {
   NcclTestsRow row;
   row.line = line_no_;
   const auto size = number_or_absent(at(c.size));
-  const auto count = whole_in(number_or_absent(at(c.count)), 0, kMaxCount);
   if (!size || *size < 0) fail("size must be a number of bytes");
-  if (!count) fail("count " + at(c.count) + " is not " + range_text(0, kMaxCount));
   row.size_bytes = *size;
-  row.count = *count;
+  row.count = whole(at(c.count), 0, kMaxCount, "count");
   row.type = at(c.type);
   row.redop = at(c.redop);
   if (c.root >= 0) {
     const std::string r = at(c.root);
-    if (is_integer(r)) {
-      const auto root = whole_in(number_or_absent(r), -1, kMaxRanks);
-      if (!root) fail("root " + r + " is not " + range_text(-1, kMaxRanks));
-      row.root = static_cast<int>(*root);
-    }
+    if (is_integer(r)) row.root = static_cast<int>(whole(r, -1, kMaxRanks, "root"));
   }
   for (int k = 0; k < 2; ++k) {
     if (c.time[k] < 0 || (only_in_place && k == 0)) continue;
