@@ -172,8 +172,8 @@ int NcclBufferEstimate::collective_comms() const {
 
 std::string NcclBufferEstimate::summary() const {
   char conn[96];
-  std::snprintf(conn, sizeof conn, "%.0f MiB per receive, 2 MiB per NVLink send connection",
-                recv_connection_bytes / kMiB);
+  std::snprintf(conn, sizeof conn, "%.0f MiB per receive, %.0f MiB per NVLink send connection",
+                recv_connection_bytes / kMiB, nccl_nvlink_send_connection_bytes() / kMiB);
   std::string s = "NCCL buffers " + fmt_gib(bytes()) + " GiB (connected lazily per algorithm, " +
                   std::to_string(channels) + " channels, " + conn + "):";
   for (std::size_t i = 0; i < comms.size(); ++i) {
