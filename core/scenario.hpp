@@ -175,15 +175,24 @@ struct ModelSpec {
 };
 
 // One GPU model. Peaks are dense (no sparsity), in FLOP/s.
+// The GPU's architecture (NVIDIA compute capability 7.0, 8.0, 9.0, 10.0): NCCL picks its tuning
+// tables, NVLink SHARP support and channel counts by it (nccl/nccl_model.hpp).
+enum class GpuArch { volta, ampere, hopper, blackwell };
+inline const NameTable<GpuArch> kGpuArchNames = {{GpuArch::volta, "volta"},
+                                                 {GpuArch::ampere, "ampere"},
+                                                 {GpuArch::hopper, "hopper"},
+                                                 {GpuArch::blackwell, "blackwell"}};
+
 struct GpuSpec {
   std::string name;
-  std::map<Dtype, double> peak_flops;  // dense peak per dtype, FLOP/s
-  double hbm_bytes = 0;                // capacity
-  double hbm_Bps = 0;                  // HBM bandwidth
-  double nvlink_Bps = 0;               // NVLink per GPU, one direction
-  double pcie_Bps = 0;                 // PCIe per GPU, one direction
-  double kernel_launch_s = 0;          // launch overhead per kernel
-  int sm_count = 0;                    // streaming multiprocessors; 0 = not given
+  GpuArch architecture = GpuArch::hopper;  // "architecture"; Hopper when a GPU file omits it
+  std::map<Dtype, double> peak_flops;      // dense peak per dtype, FLOP/s
+  double hbm_bytes = 0;                    // capacity
+  double hbm_Bps = 0;                      // HBM bandwidth
+  double nvlink_Bps = 0;                   // NVLink per GPU, one direction
+  double pcie_Bps = 0;                     // PCIe per GPU, one direction
+  double kernel_launch_s = 0;              // launch overhead per kernel
+  int sm_count = 0;                        // streaming multiprocessors; 0 = not given
   // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
   // or one relative to the data root; "" = the default (H100/H800) calibration.
   std::string compute_calibration;

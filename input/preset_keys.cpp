@@ -107,6 +107,9 @@ ObjectSpec make_gpu() {
                            "PCIe bandwidth, one direction")),
            required(figure("kernel_launch_us", kUs, 0, kMaxLatency_s, "kernel launch overhead")),
            integer("sm_count", 1, 1 << 16, "streaming multiprocessors"),
+           choice("architecture", kGpuArchNames.names(),
+                  "volta, ampere, hopper or blackwell: NCCL's tuning tables, NVLink SHARP and "
+                  "channels follow it (default hopper)"),
            closed("tdp_W", 1, kMaxPowerW, "board power"),
            text("compute_calibration",
                 "kernel-efficiency file, relative to the data directory; default "

@@ -34,7 +34,7 @@ enum class NcclCollective {
 const char* to_string(NcclCollective c);
 
 // Compute-capability class (tuning.cc compCapIndex) and CPU vendor (llMaxBws row, net overhead).
-enum class GpuArch { volta, ampere, hopper, blackwell };
+using GpuArch = clustersim::GpuArch;
 enum class CpuVendor { intel, amd };
 const char* to_string(GpuArch a);
 

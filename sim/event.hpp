@@ -22,10 +22,30 @@ class Event {
   void wait();
 
  private:
+  friend class Signal;
   struct Waiters;  // SimGrid semaphores, one per blocked actor
   bool fired_ = false;
   double at_ = 0;
   std::unique_ptr<Waiters> waiters_;
+};
+
+// A notification that can be given again and again (e.g. "the SMs NCCL holds on this stage
+// changed"): actors wait for the next notify() or for a time, whichever comes first.
+class Signal {
+ public:
+  Signal();
+  ~Signal();
+  Signal(const Signal&) = delete;
+  Signal& operator=(const Signal&) = delete;
+
+  // Wakes every actor waiting now.
+  void notify();
+  // Actor: blocks until the next notify() or until simulated time `time_s`, whichever comes
+  // first; true when notified. Returns false at once when `time_s` is not in the future.
+  bool wait_until(double time_s);
+
+ private:
+  std::unique_ptr<Event::Waiters> waiters_;
 };
 
 }  // namespace clustersim::sim

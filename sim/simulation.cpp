@@ -180,7 +180,7 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
   // Every actor SimGrid creates in this process: the callers' and the engine's own.
   sg4::Actor::on_creation_cb([count = impl_->actors_created](sg4::Actor&) { ++*count; });
   impl_->planner = std::make_unique<nccl::Planner>(
-      impl_->pf->graph, impl_->options.nccl, impl_->options.arch, impl_->options.cpu,
+      impl_->pf->graph, impl_->options.nccl, graph.spec().gpu.architecture, impl_->options.cpu,
       impl_->transport, impl_->options.network_calibration);
 }
 

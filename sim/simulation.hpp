@@ -45,8 +45,8 @@ struct SimulationOptions {
   NetworkModelOptions network;
   NcclSettings nccl;  // NCCL_* as the scenario gives them
   nccl::Granularity granularity = nccl::Granularity::bulk;
-  // Inputs of NCCL's cost model that the cluster spec does not carry.
-  nccl::GpuArch arch = nccl::GpuArch::hopper;  // H100/H800/H200
+  // An input of NCCL's cost model that the cluster spec does not carry (the GPU's architecture
+  // comes from the spec: ClusterSpec::gpu.architecture).
   nccl::CpuVendor cpu = nccl::CpuVendor::intel;
   // The cluster's network calibration (the file ClusterSpec::calibration names, read by the
   // caller): the collectives it measured take its fitted times instead of NCCL's cost model.

@@ -56,23 +56,10 @@ bool Replay::flush(ClassStage& me) {
   Block& blk = me.block;
   if (blk.empty()) return true;
   const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
-  const auto& slow = ci.slow[static_cast<std::size_t>(me.stage)];
   const double start = sim_.now();
-  double t = start;
-  bool has_tp = false;
-  std::vector<TraceSlice> inside;  // the block's kernels and collectives, for the trace
-  for (const auto& part : blk.parts) {
-    const double from = t;
-    if (part.tp) {
-      t += part.seconds;
-      (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
-      has_tp = true;
-    } else {
-      t = stretch(t, part.seconds, slow);
-      (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
-    }
-    if (opt_.record_trace) trace_part(me, part, from, t, inside);
-  }
+  double t = lay_out(me, start, false, nullptr);
+  const bool has_tp =
+      std::any_of(blk.parts.begin(), blk.parts.end(), [](const auto& p) { return p.tp; });
   // A lost node stops its TP group at its next collective.
   if (has_tp && !ci.lost.empty()) {
     if (const auto lost = lost_before(ci, me.stage, t)) {
@@ -90,7 +77,16 @@ bool Replay::flush(ClassStage& me) {
       return false;
     }
   }
-  sim_.sleep_until(t);
+  if (sm_count_ > 0) {
+    // An NCCL kernel starting or ending on the stage's streams changes the SMs left to the
+    // block's kernels: the block's end is laid out again at each change.
+    auto& changed = sms_[static_cast<std::size_t>(me.stage)].changed();
+    while (changed.wait_until(t)) t = std::max(sim_.now(), lay_out(me, start, false, nullptr));
+  } else {
+    sim_.sleep_until(t);
+  }
+  std::vector<TraceSlice> inside;  // the block's kernels and collectives, for the trace
+  lay_out(me, start, true, &inside);
   if (opt_.record_trace && t > start) {
     // The block, then what it is made of: the viewer nests them (same track, inside its span).
     double flops = 0;
@@ -107,6 +103,25 @@ bool Replay::flush(ClassStage& me) {
   }
   blk.parts.clear();
   return true;
+}
+
+double Replay::lay_out(ClassStage& me, double start, bool record, std::vector<TraceSlice>* inside) {
+  const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
+  const auto& slow = ci.slow[static_cast<std::size_t>(me.stage)];
+  const SmLedger* sms = sm_count_ > 0 ? &sms_[static_cast<std::size_t>(me.stage)] : nullptr;
+  double t = start;
+  for (const auto& part : me.block.parts) {
+    const double from = t;
+    if (part.tp) {
+      t += part.seconds;
+      if (record) (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
+    } else {
+      t = stretch(t, part.seconds, slow, sms, sm_count_);
+      if (record) (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
+    }
+    if (record && opt_.record_trace) trace_part(me, part, from, t, *inside);
+  }
+  return t;
 }
 
 void Replay::trace_part(const ClassStage& me, const Block::Part& part, double from, double to,

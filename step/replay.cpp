@@ -33,6 +33,8 @@ Replay::Replay(const PreparedStep& prepared, const StepOptions& options, sim::Si
   build_groups();
   build_streams();
   cost_collectives();
+  for (int st = 0; st < p_; ++st) sms_.emplace_back();
+  if (!opt_.free_communication) sm_count_ = s_.cluster.gpu.sm_count;
   cs_.resize(classes_.size() * static_cast<std::size_t>(p_));
   for (std::size_t k = 0; k < classes_.size(); ++k) {
     for (int st = 0; st < p_; ++st) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -48,9 +49,33 @@ struct Slowdown {
   double from_s = 0;
 };
 
+// The CTAs that NCCL kernels on a stage's streams (gradient reductions, parameter gathers, the
+// embedding's all-reduce) hold on each of the stage's GPUs, over the step (sm_share.cpp).
+class SmLedger {
+ public:
+  // Actor: an NCCL call of `ctas` CTAs launched (take) or ended (give_back) at `now_s`; wakes
+  // what waits on changed(). Calls come in time order.
+  void take(double now_s, int ctas);
+  void give_back(double now_s, int ctas);
+  // The fraction of `sm_count` SMs left to compute at `t` (1 when sm_count is 0, unknown).
+  double share(double t, int sm_count) const;
+  // The first change after `t`; infinity when none.
+  double next_change(double t) const;
+  sim::Signal& changed() { return changed_; }
+
+ private:
+  void record(double now_s);
+  std::multiset<int> active_;                  // CTAs of the calls in flight
+  std::vector<std::pair<double, int>> steps_;  // (from_s, CTAs held from then), in time order
+  sim::Signal changed_;
+};
+
 // Work `w` (seconds at nominal speed) started at `t` on a group whose speed at any time is the
-// smallest factor of the slowdowns active then. Returns the finish time.
-double stretch(double t, double w, const std::vector<Slowdown>& slow);
+// smallest factor of the slowdowns active then, times the share of SMs `sms` leaves to compute
+// (none when null). Returns the finish time, taking the SMs held after the ledger's last change
+// to stay held.
+double stretch(double t, double w, const std::vector<Slowdown>& slow, const SmLedger* sms = nullptr,
+               int sm_count = 0);
 
 // A collective instance on a stage's stream: a gradient bucket of one micro-batch, or a
 // parameter gather of one (micro-batch, pass).
@@ -203,6 +228,9 @@ class Replay {
   bool handle(ClassStage& me, const Op& op);
   bool on_compute(ClassStage& me, const Op& op);  // op_compute.cpp
   bool flush(ClassStage& me);
+  // The block's parts laid out from `start`, as the SMs held so far allow; the end time. With
+  // `record`, the time of each part goes into the breakdown and the trace (`inside`).
+  double lay_out(ClassStage& me, double start, bool record, std::vector<TraceSlice>* inside);
   // A part of a block as a slice nested in the block's (kernels merged, each collective apart).
   void trace_part(const ClassStage& me, const Block::Part& part, double from, double to,
                   std::vector<TraceSlice>& inside) const;
@@ -237,6 +265,9 @@ class Replay {
   bool pp_one_rail_ = false;                         // shortcut 5 active
   std::deque<Stream> reduce_, gather_;               // per stage (deque: Stream is move-only)
   Stream embedding_;
+  // Per stage: the SMs NCCL's stream kernels hold (deque: SmLedger is neither copied nor moved).
+  std::deque<SmLedger> sms_;
+  int sm_count_ = 0;  // of the GPU; 0 (unknown): NCCL takes no SMs from compute
   std::vector<double> coll_time_;
   double ep_exposed_fraction_ = 1;  // of each EP all-to-all (training.moe_comm_overlap)
   double tp_nvlink_bytes_ = 0;

@@ -9,28 +9,6 @@
 
 namespace clustersim::step {
 
-double stretch(double t, double w, const std::vector<Slowdown>& slow) {
-  if (slow.empty() || w <= 0) return t + w;
-  double now = t;
-  double left = w;
-  while (left > 0) {
-    double speed = 1;
-    double next_change = std::numeric_limits<double>::infinity();
-    for (const auto& s : slow) {
-      if (s.from_s <= now) {
-        speed = std::min(speed, s.factor);
-      } else {
-        next_change = std::min(next_change, s.from_s);
-      }
-    }
-    const double can = (next_change - now) * speed;
-    if (can >= left) return now + left / speed;
-    left -= can;
-    now = next_change;
-  }
-  return now;
-}
-
 // Replicas touched by a fault get a class of their own; all others share class 0. The faults
 // were checked by prepare_step (ranks placed, speed factors in (0, 1]).
 void Replay::build_classes() {

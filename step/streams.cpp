@@ -118,6 +118,9 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
                        double started) {
   const Instance& head = *batch.front();
   const auto groups = groups_for(st, head.group);
+  // The stages whose GPUs run the calls (the embedding's group spans the first and the last).
+  std::vector<int> stages{st.stage};
+  if (head.group == Group::embedding && p_ > 1) stages.push_back(p_ - 1);
   for (std::size_t ci = 0; ci < head.calls.size(); ++ci) {
     double call_bytes = 0;
     for (const Instance* in : batch) call_bytes += in->calls[ci].bytes;
@@ -127,6 +130,7 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
     // picks the protocol per call, and a merged call large enough to switch protocol (ring
     // LL128 -> Simple) has a larger latency than any of the calls it stands for.
     double merged_latency = 0;
+    nccl::CollectiveRequest first_request;
     for (const auto& gpus : groups) {
       if (gpus.size() < 2) continue;
       nccl::CollectiveRequest req;
@@ -135,6 +139,7 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
       req.bytes = call_bytes;
       req.dtype = head.calls[ci].dtype;
       req.label = label;
+      if (handles.empty()) first_request = req;
       handles.push_back(sim_.start_collective(req));
       double group_latency = 0;
       for (std::size_t k = 1; k < batch.size(); ++k) {
@@ -147,8 +152,16 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
         pairs.insert(pairs.end(), rp.begin(), rp.end());
       }
     }
+    // The call's CTAs hold SMs of its GPUs from its launch to its end (sm_share.cpp).
+    const int ctas = handles.empty() || sm_count_ == 0 ? 0 : sim_.plan(first_request).channels;
+    if (ctas > 0) {
+      for (int stage : stages) sms_[static_cast<std::size_t>(stage)].take(sim_.now(), ctas);
+    }
     if (!wait_all(handles, pairs, started, label, st.stage)) return false;
     if (merged_latency > 0) sim_.sleep_for(merged_latency);
+    if (ctas > 0) {
+      for (int stage : stages) sms_[static_cast<std::size_t>(stage)].give_back(sim_.now(), ctas);
+    }
   }
   return true;
 }

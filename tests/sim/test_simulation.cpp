@@ -208,6 +208,33 @@ TEST_CASE("Under contention the granularities differ and the API reports by how 
   for (std::size_t i = 0; i < 2; ++i) CHECK(gap.bulk_s[i] > 0);
 }
 
+// NVLink SHARP needs a Hopper or later GPU and NVSwitch (NCCL's nvls.cc checks compute
+// capability 9.0): the A100 cluster's preset says "ampere", the H800's "hopper".
+TEST_CASE("NCCL uses NVLink SHARP on Hopper clusters and never on A100 ones", "[sim][nccl]") {
+  auto algos = [](const std::string& cluster) {
+    const auto spec = load_cluster_preset(cluster);
+    const auto graph = topologies::ClusterGraph::build(spec, 64);
+    return run_isolated_numbers([&] {
+      Simulation sim(graph, SimulationOptions{});
+      std::vector<double> a;
+      for (double s : {1 * MiB, 64 * MiB, 1 * GiB}) {
+        for (int n : {8, 64}) {
+          a.push_back(static_cast<double>(sim.plan(allreduce(gpu_range(0, n), s)).algorithm));
+        }
+      }
+      return a;
+    });
+  };
+  auto is_nvls = [](double a) {
+    return a == static_cast<double>(Algorithm::nvls) ||
+           a == static_cast<double>(Algorithm::nvls_tree);
+  };
+  const auto hopper = algos("h800-128x8-rail");
+  const auto ampere = algos("dgx-a100-sc21");
+  CHECK(std::any_of(hopper.begin(), hopper.end(), is_nvls));
+  CHECK(std::none_of(ampere.begin(), ampere.end(), is_nvls));
+}
+
 TEST_CASE("NCCL_ALGO=Ring forces the ring where NCCL's model would pick another algorithm",
           "[sim][nccl]") {
   const auto spec = load_cluster_preset("h800-128x8-rail");

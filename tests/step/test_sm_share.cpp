@@ -1,0 +1,143 @@
+// The SMs that NCCL's kernels take from the compute they overlap (step/sm_share.cpp): the
+// ledger and the work it stretches, by hand; a step with and without the GPU's SM count.
+#include <catch2/catch.hpp>
+
+#include "sim/event.hpp"
+#include "sim/isolated.hpp"
+#include "sim/simulation.hpp"
+#include "step/replay.hpp"
+#include "step/simulate_step.hpp"
+#include "tests/test_clusters.hpp"
+#include "tests/workload/fixtures.hpp"
+#include "tools/step_inputs.hpp"
+#include "topologies/cluster_graph.hpp"
+
+using namespace clustersim;
+using step::SmLedger;
+using step::stretch;
+
+TEST_CASE("Work beside an NCCL kernel runs on the SMs it leaves") {
+  SmLedger sms;
+  // 33 of 132 SMs held from 0.5 s to 1 s: compute runs at 99/132 = 0.75 there.
+  sms.take(0.5, 33);
+  sms.give_back(1.0, 33);
+  CHECK(sms.share(0.25, 132) == 1);
+  CHECK(sms.share(0.75, 132) == Approx(0.75));
+  CHECK(sms.share(1.25, 132) == 1);
+  CHECK(sms.share(0.75, 0) == 1);  // SM count unknown: nothing taken
+  // 1 s of work from 0: 0.5 done by 0.5 s, 0.375 more by 1 s, the last 0.125 at full speed.
+  CHECK(stretch(0, 1, {}, &sms, 132) == Approx(1.125));
+  // Work inside the window: 0.3 s of it takes 0.4 s.
+  CHECK(stretch(0.5, 0.3, {}, &sms, 132) == Approx(0.9));
+  // A GPU at half speed from 0 as well: 0.25 done by 0.5 s, then 0.375 per s, then 0.5 per s.
+  CHECK(stretch(0, 0.5, {{0.5, 0}}, &sms, 132) == Approx(1 + (0.5 - 0.25 - 0.1875) / 0.5));
+  CHECK(stretch(0, 1, {}, nullptr, 132) == 1);
+}
+
+TEST_CASE("Calls of one communicator hold the SMs of the largest in flight") {
+  SmLedger sms;
+  sms.take(0, 16);
+  sms.take(0, 24);  // a gather beside a reduction: not 40 SMs
+  CHECK(sms.share(0.5, 132) == Approx(108.0 / 132));
+  sms.give_back(1, 24);
+  CHECK(sms.share(1.5, 132) == Approx(116.0 / 132));
+  CHECK(sms.next_change(0.5) == 1);
+  sms.give_back(2, 16);
+  CHECK(sms.share(2.5, 132) == 1);
+  CHECK(sms.next_change(2) == Approx(std::numeric_limits<double>::infinity()));
+}
+
+TEST_CASE("A signal wakes its waiters early and lets them time out otherwise", "[sim]") {
+  const auto spec = test::test_cluster({.nodes = 1, .gpus_per_node = 2});
+  const auto graph = topologies::ClusterGraph::build(spec, 2);
+  const auto v = sim::run_isolated_numbers([&] {
+    sim::Simulation sim(graph, sim::SimulationOptions{});
+    sim::Signal signal;
+    std::vector<double> out;
+    sim.spawn(0, "waiter", [&] {
+      out.push_back(signal.wait_until(10) ? 1 : 0);  // notified at 3
+      out.push_back(sim.now());
+      out.push_back(signal.wait_until(5) ? 1 : 0);  // nobody notifies: times out at 5
+      out.push_back(sim.now());
+      out.push_back(signal.wait_until(4) ? 1 : 0);  // in the past: at once
+      out.push_back(sim.now());
+    });
+    sim.spawn(1, "notifier", [&] {
+      sim.sleep_for(3);
+      signal.notify();
+    });
+    sim.run();
+    return out;
+  });
+  REQUIRE(v.size() == 6);
+  CHECK(v[0] == 1);
+  CHECK(v[1] == Approx(3));
+  CHECK(v[2] == 0);
+  CHECK(v[3] == Approx(5));
+  CHECK(v[4] == 0);
+  CHECK(v[5] == Approx(5));
+}
+
+namespace {
+
+constexpr int kSms = 132;     // the H800 preset's SM count
+constexpr int kChannels = 8;  // NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS
+
+// Pure data parallelism over two H800 nodes, ring all-reduces of 8 channels overlapping the
+// backward pass; `sm_count` false: the GPU file without one (NCCL takes no SMs).
+Scenario dp_scenario(bool sm_count, bool overlap) {
+  nlohmann::json j = test::small_scenario(16, 16, 1, 1);
+  j["model"]["hidden_size"] = 4096;
+  j["model"]["num_attention_heads"] = 32;
+  j["model"]["num_kv_heads"] = 32;
+  j["model"]["ffn_hidden_size"] = 16384;
+  j["comm"]["nccl"] = {
+      {"NCCL_ALGO", "Ring"}, {"NCCL_MIN_NCHANNELS", kChannels}, {"NCCL_MAX_NCHANNELS", kChannels}};
+  j["training"]["overlap_grad_reduce"] = overlap;
+  nlohmann::json cluster = test::scenario_json("topologies/clusters/h800-128x8-rail.json");
+  nlohmann::json gpu = test::scenario_json("topologies/gpus/h800-sxm.json");
+  if (!sm_count) {
+    gpu.erase("sm_count");
+    gpu["sources"].erase("sm_count");
+  }
+  cluster["gpu"] = gpu;
+  j["cluster"] = cluster;
+  return test::load(j);
+}
+
+// {step time, compute time, time NCCL's kernels were in flight on the stage's stream}, from a
+// step simulated in a child process with its trace.
+std::vector<double> run_traced(const Scenario& s) {
+  return sim::run_isolated_numbers([&] {
+    step::StepOptions o;
+    o.record_trace = true;
+    const auto r = step::simulate_step(s, cli::load_step_calibrations(s), o);
+    REQUIRE(r.completed);
+    double busy = 0;
+    for (const auto& sl : r.trace) {
+      if (sl.category == "dp-stream") busy += sl.end_s - sl.start_s;
+    }
+    return std::vector<double>{r.step_time_s, r.breakdown.compute_s, busy};
+  });
+}
+
+}  // namespace
+
+TEST_CASE("Gradient reductions overlapping the backward pass slow it by at most C / (S - C)") {
+  const auto with = run_traced(dp_scenario(true, true));
+  const auto without = run_traced(dp_scenario(false, true));
+  const double busy = with[2];
+  REQUIRE(busy > 0);
+  const double extra = with[1] - without[1];
+  // Work lost while a call runs is at most busy x C / S, and is made up at (S - C) / S or more.
+  CHECK(extra > 0);
+  CHECK(extra <= busy * kChannels / (kSms - kChannels) * (1 + 1e-9));
+  CHECK(with[0] >= without[0] * (1 - 1e-12));  // the stream may still set the end
+}
+
+TEST_CASE("Without overlap no compute runs beside NCCL and the SM count changes nothing") {
+  const auto with = run_traced(dp_scenario(true, false));
+  const auto without = run_traced(dp_scenario(false, false));
+  CHECK(with[0] == Approx(without[0]).epsilon(1e-12));
+  CHECK(with[1] == Approx(without[1]).epsilon(1e-12));
+}
