@@ -117,7 +117,11 @@ double Replay::lay_out(ClassStage& me, double start, bool record, std::vector<Tr
       if (record) (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
     } else {
       t = stretch(t, part.seconds, slow, sms, sm_count_);
-      if (record) (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
+      if (record) {
+        (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
+        if (sms != nullptr && !part.optimizer)
+          me.b.nccl_sm_s += t - stretch(from, part.seconds, slow);
+      }
     }
     if (record && opt_.record_trace) trace_part(me, part, from, t, *inside);
   }

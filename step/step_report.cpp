@@ -20,7 +20,8 @@ nlohmann::json breakdown_json(const TimeBreakdown& b) {
           {"dp_s", b.dp_s},
           {"bubble_s", b.bubble_s},
           {"optimizer_s", b.optimizer_s},
-          {"idle_s", b.idle_s}};
+          {"idle_s", b.idle_s},
+          {"nccl_sm_s", b.nccl_sm_s}};
 }
 
 TimeBreakdown breakdown_from(const nlohmann::json& j) {
@@ -33,6 +34,7 @@ TimeBreakdown breakdown_from(const nlohmann::json& j) {
   b.bubble_s = j.at("bubble_s").get<double>();
   b.optimizer_s = j.at("optimizer_s").get<double>();
   b.idle_s = j.at("idle_s").get<double>();
+  b.nccl_sm_s = j.value("nccl_sm_s", 0.0);  // absent in reports before NCCL took SMs
   return b;
 }
 

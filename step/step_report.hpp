@@ -23,6 +23,9 @@ struct TimeBreakdown {
   double bubble_s = 0;     // waiting for the peer stage to produce (pipeline bubble)
   double optimizer_s = 0;  // optimizer update (and 1-bit Adam compression)
   double idle_s = 0;       // finished, waiting for the slowest rank to end the step
+  // Part of compute_s: kernels slowed by the SMs that overlapped NCCL calls held
+  // (docs/sm-contention.md). Not a part of total() of its own.
+  double nccl_sm_s = 0;
   double total() const;
   double comm() const { return tp_s + ep_s + pp_s + dp_s; }
 };

@@ -31,6 +31,7 @@ TEST_CASE("the HGX H200 cluster preset has the H200's published figures", "[inpu
   CHECK(c.gpu.nvlink_Bps == near(450 * kGB));  // NVLink 900 GB/s bidirectional
   CHECK(c.nvlink_Bps == near(450 * kGB));      // the cluster keeps the GPU's NVLink
   CHECK(c.gpu.sm_count == 132);                // the GH100 SXM5's SMs
+  CHECK(c.gpu.architecture == GpuArch::hopper);
   // DGX H200: eight GPUs, eight single-port 400 Gb/s ConnectX-7 for the compute fabric.
   CHECK(c.gpus_per_node == 8);
   CHECK(c.nics_per_node == 8);
@@ -54,7 +55,8 @@ TEST_CASE("the HGX B200 cluster preset has the B200's published figures", "[inpu
   CHECK(c.gpu.nvlink_Bps == near(900 * kGB));  // NVLink 5: 1.8 TB/s bidirectional
   CHECK(c.nvlink_Bps == near(900 * kGB));
   CHECK(c.gpu.pcie_Bps == near(64 * kGB));  // PCIe Gen5 128 GB/s bidirectional
-  CHECK(c.gpu.sm_count == 0);               // NVIDIA gives no B200 SM count
+  CHECK(c.gpu.sm_count == 148);             // a B200 device query (NVIDIA gives none)
+  CHECK(c.gpu.architecture == GpuArch::blackwell);
   // Until Blackwell microbenchmarks exist, the kernel efficiencies are Hopper's.
   CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency.json"));
   // DGX B200: eight GPUs, 4 OSFP ports for eight single-port 400 Gb/s ConnectX-7.

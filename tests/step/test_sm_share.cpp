@@ -105,7 +105,8 @@ Scenario dp_scenario(bool sm_count, bool overlap) {
   return test::load(j);
 }
 
-// {step time, compute time, time NCCL's kernels were in flight on the stage's stream}, from a
+// {step time, compute time, time NCCL's kernels were in flight on the stage's stream, compute
+// time lost to NCCL's SMs}, from a
 // step simulated in a child process with its trace.
 std::vector<double> run_traced(const Scenario& s) {
   return sim::run_isolated_numbers([&] {
@@ -117,7 +118,7 @@ std::vector<double> run_traced(const Scenario& s) {
     for (const auto& sl : r.trace) {
       if (sl.category == "dp-stream") busy += sl.end_s - sl.start_s;
     }
-    return std::vector<double>{r.step_time_s, r.breakdown.compute_s, busy};
+    return std::vector<double>{r.step_time_s, r.breakdown.compute_s, busy, r.breakdown.nccl_sm_s};
   });
 }
 
@@ -133,6 +134,9 @@ TEST_CASE("Gradient reductions overlapping the backward pass slow it by at most 
   CHECK(extra > 0);
   CHECK(extra <= busy * kChannels / (kSms - kChannels) * (1 + 1e-9));
   CHECK(with[0] >= without[0] * (1 - 1e-12));  // the stream may still set the end
+  // The report names the loss: the kernels' nominal time plus it is the compute time.
+  CHECK(with[3] == Approx(extra).epsilon(1e-9));
+  CHECK(without[3] == 0);
 }
 
 TEST_CASE("Without overlap no compute runs beside NCCL and the SM count changes nothing") {
