@@ -265,6 +265,11 @@ struct Parallelism {
   // Data parallelism of the expert weights: the tp x cp x dp ranks of a stage / (etp x ep).
   int expert_dp() const { return tp * cp * dp / (expert_tp() * ep); }
   bool sequence_parallel = false;
+  // Without sequence parallelism, each TP rank sends 1/tp of a pipeline message and the
+  // receiving stage all-gathers it over its TP group (Megatron-LM's legacy p2p_communication
+  // scatter/gather, Narayanan et al. SC'21 section 4.1); false: every TP rank sends the whole
+  // message (Megatron-Core).
+  bool pipeline_scatter_gather = false;
   int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;

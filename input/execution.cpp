@@ -120,6 +120,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
   p.ep = static_cast<int>(int_or(n, keys, "ep", 1));
   p.etp = static_cast<int>(int_or(n, keys, "etp", 0));
   p.sequence_parallel = n.bool_or("sequence_parallel", false);
+  p.pipeline_scatter_gather = n.bool_or("pipeline_scatter_gather", false);
   p.zero_stage = static_cast<int>(int_or(n, keys, "zero_stage", 0));
   parse_zero3_implementation(n, p);
   const auto default_schedule =

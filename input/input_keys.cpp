@@ -46,6 +46,10 @@ ObjectSpec make_parallelism() {
            integer("ep", 1, 1 << 16, "expert-parallel size; needs a model with \"moe\""),
            integer("etp", 1, 1 << 12, "expert tensor-parallel size; default tp"),
            flag("sequence_parallel", "Megatron sequence parallelism; default false"),
+           flag("pipeline_scatter_gather",
+                "without sequence parallelism, each TP rank sends 1/tp of a pipeline message and "
+                "the receiver all-gathers it over TP (Megatron-LM before Megatron-Core); default "
+                "false"),
            integer("zero_stage", 0, 3, "ZeRO stage of the optimizer state sharding; default 0"),
            choice("zero3_implementation", kZero3ImplementationNames.names(),
                   "with zero_stage 3: \"fsdp\" (default) or DeepSpeed's 2021 ZeRO-3"),

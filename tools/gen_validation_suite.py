@@ -168,6 +168,19 @@ def grad_dtype_for(run, nemo, bridge):
     return None
 
 
+# Megatron-LM before Megatron-Core (megatron/p2p_communication.py, 2021-2022): with
+# scatter_gather_tensors_in_pipeline, on unless --no-scatter-gather-tensors-in-pipeline, and no
+# sequence parallelism, each TP rank sends 1/tp of a pipeline message and the receiver
+# all-gathers it over TP (Narayanan et al. SC'21 section 4.1). The runs of SC'21 (Megatron-LM
+# 2021) and of Korthikanti et al. (2022) used it; Megatron-Core's p2p_communication.py sends the
+# whole tensor.
+SCATTER_GATHER_FAMILIES = ("sc21_t1_", "sc21_t2_ptdp_", "korthikanti_")
+SCATTER_GATHER_REASON = ("Megatron-LM's pipeline scatter/gather (megatron/p2p_communication.py of "
+                         "2021-2022, on by default; SC'21 section 4.1): without sequence "
+                         "parallelism each TP rank sends 1/tp of a pipeline message and the "
+                         "receiver all-gathers it over TP")
+
+
 # DeepSpeed's default gradient bucket: reduce_bucket_size = 5e8 elements
 # (deepspeed/runtime/zero/config.py, "Number of elements reduced/allreduced at a time"), 16-bit
 # gradients. Used where a DeepSpeed run does not state its ZeRO configuration.
@@ -520,6 +533,11 @@ def scenario_for(run, presets, fills):
         scenario["training"].update(f.training)
         if f.comm:
             scenario.setdefault("comm", {}).update(f.comm)
+    par = scenario["parallelism"]
+    if (run["id"].startswith(SCATTER_GATHER_FAMILIES) and par.get("tp", 1) > 1 and
+            par.get("pp", 1) > 1 and not par.get("sequence_parallel", False)):
+        par["pipeline_scatter_gather"] = True
+        assumptions.append(SCATTER_GATHER_REASON)
     for section, values in STATED_IN_TEXT.get(run["id"], {}).items():
         scenario[section].update(values)
         assumptions.append("stated in the source's text: " + ", ".join(

@@ -85,8 +85,14 @@ Dims dims_of(const Scenario& s) {
   return d;
 }
 
-double pipeline_message_bytes(const Dims& d) {
-  return d.T * d.h * kActivationBytes / (d.sp ? d.t : 1.0);
+double pipeline_message_bytes(const Dims& d, bool scatter_gather) {
+  return d.T * d.h * kActivationBytes / (d.sp || scatter_gather ? d.t : 1.0);
+}
+
+int PassBuilder::message_gather() {
+  if (d_.tp == 1 || d_.sp || !s_.parallelism.pipeline_scatter_gather) return -1;
+  return coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "pipeline message all-gather")
+      .collective;
 }
 
 OpCost total(const Segments& segments) {

@@ -47,7 +47,9 @@ Dims dims_of(const Scenario& s);
 
 // Bytes of one pipeline message each TP rank sends: the b (S / cp) h activation of a
 // micro-batch (or its gradient) in 16-bit, split over the TP ranks with sequence parallelism.
-double pipeline_message_bytes(const Dims& d);
+// With `scatter_gather` (parallelism.pipeline_scatter_gather) and no sequence parallelism, each TP
+// rank sends 1/tp of the message.
+double pipeline_message_bytes(const Dims& d, bool scatter_gather);
 
 // A piece of a pass: a run of kernels, or a blocking TP/CP collective.
 struct Segment {
@@ -86,6 +88,9 @@ class PassBuilder {
   const std::vector<Collective>& collectives() const { return collectives_; }
   // The index of a collective of this kind, group, size (bytes) and dtype, added if new.
   int collective(CollKind kind, Group group, double bytes, Dtype dtype, const std::string& label);
+  // The TP all-gather that rebuilds a received pipeline message sent in 1/tp pieces
+  // (parallelism.pipeline_scatter_gather without sequence parallelism); -1 when there is none.
+  int message_gather();
 
   // Every repeated pass, in the order layer forward, layer backward, embedding, head.
   StepPasses step_passes();

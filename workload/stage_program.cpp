@@ -262,7 +262,9 @@ void StageBuilder::pair(const PassSlot& f, const PassSlot& b) {
 void StageBuilder::receive(const OpSite& at) {
   const bool first = at.pass == PassKind::forward ? chain_.chain_start(at.virtual_stage)
                                                   : chain_.chain_end(at.virtual_stage);
-  if (!first) ops_.recv(plan_.message_bytes, at);
+  if (first) return;
+  ops_.recv(plan_.message_bytes, at);
+  if (plan_.message_gather >= 0) ops_.tp_collective(plan_.message_gather, 0, at);
 }
 
 // The activation or gradient a pass sends on, unless it ends the chain in that direction.

@@ -18,6 +18,7 @@ struct StepPlan {
   const models::ComputeCostModel& compute;
   StepPasses passes;              // the costed repeated passes
   double message_bytes = 0;       // of one pipeline message per TP rank
+  int message_gather = -1;        // the TP all-gather after each receive (collectives), -1: none
   bool compressed_phase = false;  // 1-bit Adam's compressed phase
 };
 

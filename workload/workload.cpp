@@ -180,7 +180,11 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
 
   const models::ComputeCostModel overlapped = comm_sm_share(s, compute);
   PassBuilder passes(s, overlapped);
-  const StepPlan plan{s, overlapped, passes.step_passes(), pipeline_message_bytes(passes.dims()),
+  const StepPlan plan{s,
+                      overlapped,
+                      passes.step_passes(),
+                      pipeline_message_bytes(passes.dims(), s.parallelism.pipeline_scatter_gather),
+                      passes.message_gather(),
                       w.compressed_phase};
   w.notes = modelling_notes(s, w.compressed_phase);
   for (int stage = 0; stage < par.pp; ++stage) w.stages.push_back(build_stage_program(plan, stage));

@@ -117,7 +117,7 @@ TEST_CASE("With sequence parallelism a pipeline message is b (S / cp) h / t 16-b
   j["parallelism"]["cp"] = cp;
   const Scenario s = load(j);
   const double expected = 1.0 * 1024 / cp * 1024 * 2 / 2;
-  CHECK(pipeline_message_bytes(dims_of(s)) == expected);
+  CHECK(pipeline_message_bytes(dims_of(s), false) == expected);
   const Workload w = build_workload(s, test::compute_model(s));
   int messages = 0;
   for (const auto& st : w.stages) {
@@ -129,6 +129,40 @@ TEST_CASE("With sequence parallelism a pipeline message is b (S / cp) h / t 16-b
   }
   // Two stages, 8 micro-batches: one send and one receive each way per micro-batch.
   CHECK(messages == 4 * 8);
+}
+
+TEST_CASE("Megatron-LM's pipeline scatter/gather sends 1/t of a message and all-gathers it") {
+  // Small model, tp = 2 without sequence parallelism: a message is 1 x 1024 x 1024 x 2 B = 2 MiB.
+  // Scattered, each TP rank sends 1 MiB, and the receiver all-gathers the 2 MiB over its TP
+  // group (Narayanan et al. SC'21 section 4.1); without it every TP rank sends all 2 MiB.
+  const bool scatter = GENERATE(false, true);
+  nlohmann::json j = small_scenario(8, 2, 2, 2);
+  j["parallelism"]["sequence_parallel"] = false;
+  j["parallelism"]["pipeline_scatter_gather"] = scatter;
+  const Scenario s = load(j);
+  const double message = 1.0 * 1024 * 1024 * 2;
+  const Workload w = build_workload(s, test::compute_model(s));
+  int gathers = 0;
+  for (const auto& st : w.stages) {
+    bool after_recv = false;  // the op before was a receive
+    for (const auto& op : st.ops) {
+      if (op.kind == OpKind::send || op.kind == OpKind::recv) {
+        CHECK(op.bytes == (scatter ? message / 2 : message));
+      }
+      const bool gather = op.kind == OpKind::collective &&
+                          w.collectives.at(static_cast<std::size_t>(op.index)).label ==
+                              "pipeline message all-gather";
+      if (after_recv) CHECK(gather == scatter);
+      if (gather) {
+        CHECK(after_recv);
+        CHECK(w.collectives.at(static_cast<std::size_t>(op.index)).bytes == message);
+        ++gathers;
+      }
+      after_recv = op.kind == OpKind::recv;
+    }
+  }
+  // Two stages, 8 micro-batches: one receive each way per micro-batch.
+  CHECK(gathers == (scatter ? 2 * 8 : 0));
 }
 
 TEST_CASE("A virtual stage's gradient units run from the LM head down to the embedding") {
