@@ -7,6 +7,8 @@
 // Scenario (scenarios/NAME.json; units in key names):
 //   {"name", "description", "model": NAME|{inline}, "cluster": NAME|{inline}, "gpus",
 //    "parallelism": {"dp","tp","pp","cp","vpp","sequence_parallel","zero_stage",
+//                    "pipeline_scatter_gather" (false; Megatron-LM's 1/tp pipeline sends
+//                                               without sequence parallelism),
 //                    "ep" (expert parallelism; needs a "moe" model), "etp" (expert tensor
 //                    parallelism; default tp; both checked as Megatron-Core lays them out),
 //                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with

@@ -94,6 +94,7 @@ Json parallelism_json(const Scenario& s) {
               {"cp", p.cp},
               {"vpp", p.vpp},
               {"sequence_parallel", p.sequence_parallel},
+              {"pipeline_scatter_gather", p.pipeline_scatter_gather},
               {"zero_stage", p.zero_stage},
               {"schedule", to_string(p.schedule)},
               {"account_for_embedding_in_pipeline_split", p.embedding_in_pipeline_split},
