@@ -174,7 +174,6 @@ struct ModelSpec {
   }
 };
 
-// One GPU model. Peaks are dense (no sparsity), in FLOP/s.
 // The GPU's architecture (NVIDIA compute capability 7.0, 8.0, 9.0, 10.0): NCCL picks its tuning
 // tables, NVLink SHARP support and channel counts by it (nccl/nccl_model.hpp).
 enum class GpuArch { volta, ampere, hopper, blackwell };
@@ -183,6 +182,7 @@ inline const NameTable<GpuArch> kGpuArchNames = {{GpuArch::volta, "volta"},
                                                  {GpuArch::hopper, "hopper"},
                                                  {GpuArch::blackwell, "blackwell"}};
 
+// One GPU model. Peaks are dense (no sparsity), in FLOP/s.
 struct GpuSpec {
   std::string name;
   GpuArch architecture = GpuArch::hopper;  // "architecture"; Hopper when a GPU file omits it

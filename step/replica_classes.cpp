@@ -1,7 +1,6 @@
 // Shortcut 1: data-parallel replicas that no fault distinguishes share one replica class (one
 // actor per stage stands for all of them); each replica touched by a fault gets its own.
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 
