@@ -320,7 +320,7 @@ def why_not(run, presets, fills):
     if not run.get("usable_for_validation"):
         return "marked not usable for validation in validation/data/published_runs.json: " + (run.get("notes") or "")
     if run.get("model_type") != "dense":
-        return "mixture-of-experts model: the simulator models dense Transformers only"
+        return "mixture-of-experts run: the simulator models MoE layers (docs/moe.md), but this generator does not yet turn a run's MoE fields (experts, routed top-k, expert-parallel layout, dispatcher) into a scenario"
     reason = completion_rules.left_out(run)
     if reason:
         return reason
