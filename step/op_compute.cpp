@@ -57,7 +57,8 @@ bool Replay::flush(ClassStage& me) {
   if (blk.empty()) return true;
   const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
   const double start = sim_.now();
-  double t = lay_out(me, start, false, nullptr);
+  std::vector<double> ends;  // of each part
+  double t = lay_out(me, start, ends);
   const bool has_tp =
       std::any_of(blk.parts.begin(), blk.parts.end(), [](const auto& p) { return p.tp; });
   // A lost node stops its TP group at its next collective.
@@ -81,12 +82,12 @@ bool Replay::flush(ClassStage& me) {
     // An NCCL kernel starting or ending on the stage's streams changes the SMs left to the
     // block's kernels: the block's end is laid out again at each change.
     auto& changed = sms_[static_cast<std::size_t>(me.stage)].changed();
-    while (changed.wait_until(t)) t = std::max(sim_.now(), lay_out(me, start, false, nullptr));
+    while (changed.wait_until(t)) t = std::max(sim_.now(), lay_out(me, start, ends));
   } else {
     sim_.sleep_until(t);
   }
   std::vector<TraceSlice> inside;  // the block's kernels and collectives, for the trace
-  lay_out(me, start, true, &inside);
+  account(me, start, ends, inside);
   if (opt_.record_trace && t > start) {
     // The block, then what it is made of: the viewer nests them (same track, inside its span).
     double flops = 0;
@@ -105,27 +106,38 @@ bool Replay::flush(ClassStage& me) {
   return true;
 }
 
-double Replay::lay_out(ClassStage& me, double start, bool record, std::vector<TraceSlice>* inside) {
+double Replay::lay_out(const ClassStage& me, double start, std::vector<double>& ends) const {
   const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
   const auto& slow = ci.slow[static_cast<std::size_t>(me.stage)];
   const SmLedger* sms = sm_count_ > 0 ? &sms_[static_cast<std::size_t>(me.stage)] : nullptr;
+  ends.clear();
   double t = start;
   for (const auto& part : me.block.parts) {
-    const double from = t;
-    if (part.tp) {
-      t += part.seconds;
-      if (record) (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
-    } else {
-      t = stretch(t, part.seconds, slow, sms, sm_count_);
-      if (record) {
-        (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += t - from;
-        if (sms != nullptr && !part.optimizer)
-          me.b.nccl_sm_s += t - stretch(from, part.seconds, slow);
-      }
-    }
-    if (record && opt_.record_trace) trace_part(me, part, from, t, *inside);
+    t = part.tp ? t + part.seconds : stretch(t, part.seconds, slow, sms, sm_count_);
+    ends.push_back(t);
   }
   return t;
+}
+
+void Replay::account(ClassStage& me, double start, const std::vector<double>& ends,
+                     std::vector<TraceSlice>& inside) {
+  const auto& slow =
+      classes_[static_cast<std::size_t>(me.cls)].slow[static_cast<std::size_t>(me.stage)];
+  double from = start;
+  for (std::size_t i = 0; i < me.block.parts.size(); ++i) {
+    const Block::Part& part = me.block.parts[i];
+    const double to = ends[i];
+    if (part.tp) {
+      (part.ep ? me.b.ep_s : me.b.tp_s) += part.seconds;
+    } else {
+      (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += to - from;
+      // The kernels' time at the GPU's speed alone: the rest is the SMs NCCL held.
+      if (sm_count_ > 0 && !part.optimizer)
+        me.b.nccl_sm_s += to - stretch(from, part.seconds, slow);
+    }
+    if (opt_.record_trace) trace_part(me, part, from, to, inside);
+    from = to;
+  }
 }
 
 void Replay::trace_part(const ClassStage& me, const Block::Part& part, double from, double to,

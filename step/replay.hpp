@@ -228,9 +228,12 @@ class Replay {
   bool handle(ClassStage& me, const Op& op);
   bool on_compute(ClassStage& me, const Op& op);  // op_compute.cpp
   bool flush(ClassStage& me);
-  // The block's parts laid out from `start`, as the SMs held so far allow; the end time. With
-  // `record`, the time of each part goes into the breakdown and the trace (`inside`).
-  double lay_out(ClassStage& me, double start, bool record, std::vector<TraceSlice>* inside);
+  // The block's parts laid out from `start`, as the SMs held so far allow: the end of each part
+  // in `ends`; returns the block's end.
+  double lay_out(const ClassStage& me, double start, std::vector<double>& ends) const;
+  // The time of each laid-out part into the breakdown, and into the trace (`inside`).
+  void account(ClassStage& me, double start, const std::vector<double>& ends,
+               std::vector<TraceSlice>& inside);
   // A part of a block as a slice nested in the block's (kernels merged, each collective apart).
   void trace_part(const ClassStage& me, const Block::Part& part, double from, double to,
                   std::vector<TraceSlice>& inside) const;

@@ -130,7 +130,6 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
     // picks the protocol per call, and a merged call large enough to switch protocol (ring
     // LL128 -> Simple) has a larger latency than any of the calls it stands for.
     double merged_latency = 0;
-    nccl::CollectiveRequest first_request;
     for (const auto& gpus : groups) {
       if (gpus.size() < 2) continue;
       nccl::CollectiveRequest req;
@@ -139,7 +138,6 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
       req.bytes = call_bytes;
       req.dtype = head.calls[ci].dtype;
       req.label = label;
-      if (handles.empty()) first_request = req;
       handles.push_back(sim_.start_collective(req));
       double group_latency = 0;
       for (std::size_t k = 1; k < batch.size(); ++k) {
@@ -153,7 +151,7 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
       }
     }
     // The call's CTAs hold SMs of its GPUs from its launch to its end (sm_share.cpp).
-    const int ctas = handles.empty() || sm_count_ == 0 ? 0 : sim_.plan(first_request).channels;
+    const int ctas = handles.empty() || sm_count_ == 0 ? 0 : handles.front().result().plan.channels;
     if (ctas > 0) {
       for (int stage : stages) sms_[static_cast<std::size_t>(stage)].take(sim_.now(), ctas);
     }
