@@ -165,9 +165,30 @@ void faults_named(StepReport& r, const PreparedStep& p, const StepFaults& faults
   }
 }
 
+// Share of the step lost to NCCL's SMs above which a scenario that raised NCCL's channel count
+// is told so: a threshold for showing a note, not a modelled quantity.
+constexpr double kNcclSmNoteShare = 0.05;
+
+// NCCL_MIN_NCHANNELS (or NCCL_MIN_CTAS) raises the channels of every call, and a channel holds
+// an SM for as long as its call runs beside compute (docs/sm-contention.md).
+void nccl_sm_note(StepReport& r, const Scenario& s) {
+  const NcclSettings& n = s.comm.nccl;
+  if (n.min_channels == 0 || r.step_time_s <= 0) return;
+  const double share = r.breakdown.nccl_sm_s / r.step_time_s;
+  if (share < kNcclSmNoteShare) return;
+  const char* name = n.given.count("NCCL_MIN_NCHANNELS") ? "NCCL_MIN_NCHANNELS" : "NCCL_MIN_CTAS";
+  r.notes.push_back(std::string(name) + " raises every NCCL call to at least " +
+                    std::to_string(n.min_channels) +
+                    " channels, each holding an SM while the call overlaps compute: the "
+                    "critical path lost " +
+                    num(r.breakdown.nccl_sm_s) + " s of compute (" + num(100 * share) +
+                    "% of the step) to them; run without it to compare (docs/sm-contention.md)");
+}
+
 // What the shortcuts and options did, for the reader of the report.
 void notes(StepReport& r, const PreparedStep& p, const StepOptions& opt, const Replay& run) {
   const Scenario& s = *p.scenario;
+  nccl_sm_note(r, s);
   if (!opt.exact) {
     r.notes.push_back(
         "tensor/context-parallel collectives costed once on an idle node and reused "

@@ -106,7 +106,7 @@ Scenario dp_scenario(bool sm_count, bool overlap) {
 }
 
 // {step time, compute time, time NCCL's kernels were in flight on the stage's stream, compute
-// time lost to NCCL's SMs}, from a
+// time lost to NCCL's SMs, notes naming NCCL_MIN_NCHANNELS}, from a
 // step simulated in a child process with its trace.
 std::vector<double> run_traced(const Scenario& s) {
   return sim::run_isolated_numbers([&] {
@@ -118,7 +118,10 @@ std::vector<double> run_traced(const Scenario& s) {
     for (const auto& sl : r.trace) {
       if (sl.category == "dp-stream") busy += sl.end_s - sl.start_s;
     }
-    return std::vector<double>{r.step_time_s, r.breakdown.compute_s, busy, r.breakdown.nccl_sm_s};
+    double noted = 0;
+    for (const auto& n : r.notes) noted += n.rfind("NCCL_MIN_NCHANNELS raises", 0) == 0;
+    return std::vector<double>{r.step_time_s, r.breakdown.compute_s, busy, r.breakdown.nccl_sm_s,
+                               noted};
   });
 }
 
@@ -137,6 +140,11 @@ TEST_CASE("Gradient reductions overlapping the backward pass slow it by at most 
   // The report names the loss: the kernels' nominal time plus it is the compute time.
   CHECK(with[3] == Approx(extra).epsilon(1e-9));
   CHECK(without[3] == 0);
+  // The scenario raised the channels with NCCL_MIN_NCHANNELS: the report says what it cost
+  // when that is at least 5% of the step, once.
+  INFO("share of the step lost to NCCL's SMs: " << with[3] / with[0]);
+  CHECK(with[4] == (with[3] >= 0.05 * with[0] ? 1 : 0));
+  CHECK(without[4] == 0);
 }
 
 TEST_CASE("Without overlap no compute runs beside NCCL and the SM count changes nothing") {
@@ -144,4 +152,17 @@ TEST_CASE("Without overlap no compute runs beside NCCL and the SM count changes 
   const auto without = run_traced(dp_scenario(false, false));
   CHECK(with[0] == Approx(without[0]).epsilon(1e-12));
   CHECK(with[1] == Approx(without[1]).epsilon(1e-12));
+}
+
+TEST_CASE("A scenario that raised NCCL's channels is told what their SMs cost it") {
+  // The seed's 64-GPU pure data-parallel step sets NCCL_MIN_NCHANNELS=128 (64 after NCCL's cap,
+  // of the H800's 132 SMs) and overlaps its ZeRO-3 gathers and reductions with compute.
+  nlohmann::json j = test::scenario_json("scenarios/seed-dp-64.json");
+  const auto raised = run_traced(test::load(j));
+  REQUIRE(raised[3] >= 0.05 * raised[0]);
+  CHECK(raised[4] == 1);
+  j["comm"]["nccl"].erase("NCCL_MIN_NCHANNELS");
+  const auto automatic = run_traced(test::load(j));
+  CHECK(automatic[3] < raised[3]);
+  CHECK(automatic[4] == 0);
 }
