@@ -43,6 +43,10 @@ const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }
 
+const char* to_string(MoeExpertGemm g) {
+  return kMoeExpertGemmNames.name(g);
+}
+
 const char* to_string(FabricKind k) {
   return kFabricNames.name(k);
 }

@@ -58,6 +58,18 @@ inline bool fused(AttentionKernel k) {
 enum class MoeDispatcher { alltoall, deepep };
 inline const NameTable<MoeDispatcher> kMoeDispatcherNames = {{MoeDispatcher::alltoall, "alltoall"},
                                                              {MoeDispatcher::deepep, "deepep"}};
+// How the local experts' GEMMs are launched (the time of the GEMMs is the same; the kernels are
+// not):
+//   per_expert - one GEMM per local expert and matrix, and under FP8 one quantization of each
+//                expert's input: Transformer Engine's GroupedLinear, Megatron-Core's default
+//                expert MLP (TEGroupedMLP), on Hopper (TE 2.9 nvte_multi_tensor_gemm runs
+//                multi_stream_cublas_gemm unless NVTE_USE_CUTLASS_GROUPED_GEMM=1;
+//                multi_tensor_quantize_impl fuses the quantization for delayed scaling only);
+//   grouped    - one grouped-GEMM kernel per matrix for all local experts (CUTLASS grouped GEMM,
+//                the grouped_gemm package of Megatron-Core's legacy GroupedMLP, DeepGEMM).
+enum class MoeExpertGemm { per_expert, grouped };
+inline const NameTable<MoeExpertGemm> kMoeExpertGemmNames = {
+    {MoeExpertGemm::per_expert, "per_expert"}, {MoeExpertGemm::grouped, "grouped"}};
 inline const NameTable<FfnKind> kFfnNames = {
     {FfnKind::gelu, "gelu"}, {FfnKind::swiglu, "swiglu"}, {FfnKind::squared_relu, "squared_relu"}};
 inline const NameTable<Recompute> kRecomputeNames = {
@@ -91,6 +103,7 @@ const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
 const char* to_string(MoeDispatcher d);
+const char* to_string(MoeExpertGemm g);
 
 // The mixture-of-experts FFN of a model (Shazeer et al. 2017; GShard; DeepSeekMoE, Dai et al.
 // 2024): in each MoE layer a router picks `experts_per_token` of `num_experts` routed experts for
@@ -323,6 +336,7 @@ struct Training {
   int tp_overlap_proj_fprop_sms = 0;
   int tp_overlap_fc2_fprop_sms = 0;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  MoeExpertGemm moe_expert_gemm = MoeExpertGemm::per_expert;
   // The EP all-to-alls of one micro-batch overlapped with the compute of another, paired
   // forward and backward chunks as DualPipe runs them (DeepSeek-V3 §3.2.1) and Megatron-Core's
   // overlap_moe_expert_parallel_comm does in 1F1B: per MoE layer, max(0, all-to-all - compute)

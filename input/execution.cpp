@@ -159,6 +159,8 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =
       choice_or(n, keys, "moe_dispatcher", kMoeDispatcherNames, MoeDispatcher::alltoall);
+  t.moe_expert_gemm =
+      choice_or(n, keys, "moe_expert_gemm", kMoeExpertGemmNames, MoeExpertGemm::per_expert);
   t.moe_comm_overlap = n.bool_or("moe_comm_overlap", false);
   t.moe_comm_sms = static_cast<int>(int_or(n, keys, "moe_comm_sms", 0));
   t.optimizer_state_dtype = choice_or(n, keys, "optimizer_state_dtype", kDtypeNames, Dtype::fp32);

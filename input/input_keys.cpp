@@ -111,6 +111,9 @@ ObjectSpec make_training() {
                   "Adam's momentum and variance alone; default optimizer_state_dtype"),
            choice("moe_dispatcher", kMoeDispatcherNames.names(),
                   "how MoE tokens reach their experts; default alltoall"),
+           choice("moe_expert_gemm", kMoeExpertGemmNames.names(),
+                  "the local experts' GEMMs launched per expert (Transformer Engine on Hopper, "
+                  "the default) or as one grouped kernel"),
            flag("moe_comm_overlap", "overlap the EP dispatch and combine with compute"),
            integer("moe_comm_sms", 0, 1 << 16, "SMs the EP exchanges take from compute")}};
 }

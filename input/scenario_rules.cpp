@@ -100,6 +100,9 @@ void check_expert_simulation(const Rules& r) {
     if (t.moe_dispatcher != MoeDispatcher::alltoall) {
       r.fail("/training/moe_dispatcher", "needs a mixture-of-experts model");
     }
+    if (t.moe_expert_gemm != MoeExpertGemm::per_expert) {
+      r.fail("/training/moe_expert_gemm", "needs a mixture-of-experts model");
+    }
   } else {
     const int sms = r.s.cluster.gpu.sm_count;
     if (t.moe_comm_sms > 0 && !t.moe_comm_overlap) {

@@ -126,6 +126,7 @@ Json training_json(const Scenario& s) {
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);
+    out["moe_expert_gemm"] = to_string(t.moe_expert_gemm);
     out["moe_comm_overlap"] = t.moe_comm_overlap;
     out["moe_comm_sms"] = t.moe_comm_sms;
   }

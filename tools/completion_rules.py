@@ -370,6 +370,28 @@ def _torchtitan_defaults(run, f):
                    "kernel efficiencies are used (preset h100-hbm2e-96gb-500w)")
 
 
+# ---- Megatron-Bridge 25.11, Qwen3-30B-A3B on 16 H100 ------------------------------------------
+
+# The table prints VP 24 and MBS 2, the layout of the 25.09 performance matrix (Megatron-Bridge
+# cac49dc). The recipe of the commit that published the 25.11 table (00b7660b,
+# scripts/performance/configs/qwen/qwen3_workload_base_configs.py) has virtual pipeline 12 and no
+# micro-batch size, so Megatron-Bridge's default 1 (the MBS 2 override was removed in cb62f8620);
+# the 26.02 table re-ran that recipe as MBS 1, VP 12. The recipe is what ran, so it is used: the
+# printed layout would also need more memory than an 80 GB H100 has (check: 74.9 GiB per GPU
+# against 70.0 usable), which a published run cannot.
+BRIDGE_COMMIT = "00b7660b"
+
+
+def _bridge_qwen3_recipe(run, f):
+    f.run["micro_batch_size"] = 1
+    f.run["virtual_pipeline_stages"] = 12
+    f.notes.append("micro-batch 1 and 12 virtual stages from the qwen3_30b_a3b recipe of the "
+                   "commit that published the table (Megatron-Bridge %s: VP 12, micro-batch "
+                   "unset, default 1; re-run as MBS 1 / VP 12 in the 26.02 table), not the "
+                   "table's MBS 2 / VP 24 (the 25.09 layout), which needs 74.9 GiB per GPU "
+                   "against the 70.0 usable of an 80 GB H100" % BRIDGE_COMMIT)
+
+
 # Rules, in the order they are applied.
 RULES = [
     Rule("SC21_T2_TAKEAWAY1",
@@ -394,6 +416,9 @@ RULES = [
     Rule("TORCHTITAN_9DEC370_DEFAULTS",
          "pytorch/torchtitan %s train_configs and parallelisms defaults" % TORCHTITAN_COMMIT,
          "torchtitan_", _torchtitan_defaults),
+    Rule("BRIDGE_2511_QWEN3_RECIPE",
+         "NVIDIA-NeMo/Megatron-Bridge %s scripts/performance/configs/qwen" % BRIDGE_COMMIT,
+         "megatron_bridge_2511_qwen3_30b_a3b_", _bridge_qwen3_recipe),
 ]
 
 

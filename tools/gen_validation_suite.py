@@ -106,12 +106,33 @@ def nemo_2407_config(run):
 #                                             CommOverlapConfig(tp_comm_overlap=True)
 #   src/megatron/bridge/models/llama/llama_provider.py Llama3ModelProvider: hidden_dropout =
 #                                             attention_dropout = 0.0 (no dropout)
+#   src/megatron/bridge/models/qwen/qwen_provider.py Qwen3MoEModelProvider: hidden_dropout =
+#                                             attention_dropout = 0.0
 BRIDGE_COMMIT = "00b7660b"
 BRIDGE_2511_CONFIGS = {
-    # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None)
-    "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5),
-    "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None),
-    "megatron_bridge_2511_llama31_405b_": ("llama31_405b H100 FP8-CS", True, None),
+    # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None, model provider)
+    "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5,
+                                        "Llama3ModelProvider"),
+    "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None,
+                                         "Llama3ModelProvider"),
+    "megatron_bridge_2511_llama31_405b_": ("llama31_405b H100 FP8-CS", True, None,
+                                           "Llama3ModelProvider"),
+    "megatron_bridge_2511_qwen3_30b_a3b_": ("qwen3_30b_a3b H100 FP8-CS", False, None,
+                                            "Qwen3MoEModelProvider"),
+}
+
+# Megatron-Bridge 25.11 MoE performance runs: how the recipe of the commit that published the
+# table moves tokens (scripts/performance/configs/qwen/qwen3_llm_pretrain.py and
+# qwen3_workload_base_configs.py, 00b7660b):
+#   moe_token_dispatcher_type "alltoall"        -> moe_dispatcher alltoall
+#   overlap_moe_expert_parallel_comm True,      -> moe_comm_overlap (the exchanges of one
+#   delay_wgrad_compute True                       micro-batch hidden behind another's compute)
+#   moe_router_force_load_balancing True        -> routing_imbalance 1 (the model default)
+#   moe_grouped_gemm True                       -> the experts as one grouped GEMM (the model)
+# The recipe sets no SM count for the overlapped all-to-all; NCCL's channels for it are not
+# modelled (moe_comm_sms 0), which the case says.
+BRIDGE_2511_MOE = {
+    "qwen3_30b_a3b H100 FP8-CS": {"moe_dispatcher": "alltoall", "moe_comm_overlap": True},
 }
 # Recipes that count the input embedding and the loss as pipeline layers
 # (src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config:
@@ -315,12 +336,36 @@ def preset_of(fills, what):
     return named[-1] if named else None
 
 
+def moe_why_not(run, presets):
+    """The reason a mixture-of-experts run cannot be expressed, or None."""
+    bridge = bridge_2511_config(run)
+    if not (bridge and bridge[0] in BRIDGE_2511_MOE):
+        return ("mixture-of-experts run without a recipe this generator reads: the simulator "
+                "models MoE layers (docs/moe.md), but how this run dispatched its tokens, "
+                "overlapped its exchanges and recomputed its MoE layers is not taken from its "
+                "recipe yet; on GB200 the kernel efficiencies would also be Hopper's (none "
+                "measured on Blackwell)")
+    model = match_model(run, presets)
+    moe = next((p.get("moe") for p in presets if p["name"] == model), None)
+    if not moe or run.get("ep") is None or (
+            moe["num_experts"], moe["experts_per_token"],
+            moe["expert_ffn_hidden_size"]) != (run.get("num_experts"),
+                                               run.get("experts_per_token"),
+                                               run.get("expert_ffn_hidden_size")):
+        return ("no MoE model preset with this run's experts (%s, top-%s, expert FFN %s) and "
+                "an expert-parallel size" % (run.get("num_experts"), run.get("experts_per_token"),
+                                             run.get("expert_ffn_hidden_size")))
+    return None
+
+
 def why_not(run, presets, fills):
     """The reason a run cannot be expressed as a scenario, or None."""
     if not run.get("usable_for_validation"):
         return "marked not usable for validation in validation/data/published_runs.json: " + (run.get("notes") or "")
     if run.get("model_type") != "dense":
-        return "mixture-of-experts run: the simulator models MoE layers (docs/moe.md), but this generator does not yet turn a run's MoE fields (experts, routed top-k, expert-parallel layout, dispatcher) into a scenario"
+        reason = moe_why_not(run, presets)
+        if reason:
+            return reason
     reason = completion_rules.left_out(run)
     if reason:
         return reason
@@ -465,6 +510,8 @@ def scenario_for(run, presets, fills):
         parallelism["zero3_implementation"] = "deepspeed-2021"
     if vpp > 1:
         parallelism["vpp"] = vpp
+    if (run.get("ep") or 1) > 1:
+        parallelism["ep"] = run["ep"]
     if bridge and bridge[0] in BRIDGE_2511_PIPELINE_SPLIT:
         parallelism["account_for_embedding_in_pipeline_split"] = True
         parallelism["account_for_loss_in_pipeline_split"] = True
@@ -514,6 +561,17 @@ def scenario_for(run, presets, fills):
                                    else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    moe = BRIDGE_2511_MOE.get(bridge[0]) if bridge else None
+    if moe:
+        scenario["training"].update(moe)
+        assumptions.append("MoE as the %s recipe sets it (Megatron-Bridge %s): the all-to-all "
+                           "dispatcher, the expert-parallel exchanges overlapped with another "
+                           "micro-batch's compute (overlap_moe_expert_parallel_comm with "
+                           "delay_wgrad_compute), tokens force-balanced over the experts "
+                           "(moe_router_force_load_balancing: routing imbalance 1), grouped "
+                           "GEMMs; not modelled: the SMs the overlapped all-to-all holds (none "
+                           "taken) and FP8 parameter all-gathers (fp8_param_gather: BF16 "
+                           "all-gathers)" % (bridge[0], BRIDGE_COMMIT))
     if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
         scenario["training"]["optimizer_state_dtype"] = NEMO_2407_OPTIM_DTYPE[nemo[0]]
         assumptions.append("Adam state in %s (optim.dtype in the NeMo launcher config %s: Apex "
@@ -523,7 +581,7 @@ def scenario_for(run, presets, fills):
         scenario["training"]["dropout"] = False
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
             "the NeMo launcher config " + nemo[0] if nemo else
-            "Megatron-Bridge %s Llama3ModelProvider" % BRIDGE_COMMIT))
+            "Megatron-Bridge %s %s" % (BRIDGE_COMMIT, bridge[3])))
     grad = grad_dtype_for(run, nemo, bridge)
     if grad:
         scenario.setdefault("comm", {})["grad_dtype"] = grad[0]

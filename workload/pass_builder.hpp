@@ -179,6 +179,8 @@ class PassBuilder {
   // One local expert's GEMMs on the busiest GPU's tokens (te rows).
   models::GemmShape expert_in() const;
   models::GemmShape expert_out() const;
+  models::OpCost expert_gemm(const models::GemmShape& g) const;
+  models::OpCost expert_fp8_cast(double elements) const;
   // Matrices fused in an FFN's input GEMM: gate and up with SwiGLU, one otherwise.
   double ffn_in_matrices() const { return d_.ffn == FfnKind::swiglu ? 2.0 : 1.0; }
   double expert_tokens() const;

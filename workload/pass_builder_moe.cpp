@@ -26,11 +26,27 @@ GemmShape PassBuilder::expert_out() const {
   return {expert_tokens(), d_.h, d_.fe / d_.et};
 }
 
+// One matrix of the local experts: El products of the per-expert shape, each at the efficiency
+// a GEMM of that shape reaches (so few tokens per expert give the small-m efficiency the
+// calibration measured), in one grouped launch or one launch per expert
+// (training.moe_expert_gemm; core/scenario.hpp names the sources).
+OpCost PassBuilder::expert_gemm(const GemmShape& g) const {
+  OpCost c = c_.batched_gemm(g, d_.precision, d_.El);
+  if (s_.training.moe_expert_gemm == MoeExpertGemm::per_expert) c += c_.launches(d_.El - 1);
+  return c;
+}
+
+// The FP8 quantization of the local experts' inputs (of `elements` in all): one kernel, or one
+// per expert when each expert's GEMM is launched on its own.
+OpCost PassBuilder::expert_fp8_cast(double elements) const {
+  OpCost c = fp8_cast(elements);
+  if (c.kernels > 0 && s_.training.moe_expert_gemm == MoeExpertGemm::per_expert) {
+    c += c_.launches(d_.El - 1);
+  }
+  return c;
+}
+
 // Router, permutation, dispatch, experts, combine, unpermutation, then the shared experts.
-// The local experts run as one grouped GEMM per matrix (Megatron-Core GroupedMLP, CUTLASS
-// grouped GEMM): El products of the per-expert shape in one launch, each at the efficiency a
-// GEMM of that shape reaches, so few tokens per expert give the small-m efficiency the
-// calibration measured.
 void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += mem(kNormForwardPasses * d.Ts * d.h);
@@ -41,11 +57,11 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   token_exchange(out, true, "MoE dispatch");
   expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
-  c += fp8_cast(te * d.h);
-  c += c_.batched_gemm(expert_in(), d.precision, d.El);
+  c += expert_fp8_cast(te * d.h);
+  c += expert_gemm(expert_in());
   c += mem(activation_passes(d.ffn, PassKind::forward) * te * d.fe / d.et);
-  c += fp8_cast(te * d.fe / d.et);
-  c += c_.batched_gemm(expert_out(), d.precision, d.El);
+  c += expert_fp8_cast(te * d.fe / d.et);
+  c += expert_gemm(expert_out());
   flush(out, c);
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE combine");
@@ -62,13 +78,13 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c, BackwardPart part
   token_exchange(out, true, "MoE combine backward");
   expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
-  c += fp8_cast(te * d.h);
-  c += c_.batched_gemm(dgrad(expert_out()), d.precision, d.El);
-  if (whole) c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
+  c += expert_fp8_cast(te * d.h);
+  c += expert_gemm(dgrad(expert_out()));
+  if (whole) c += expert_gemm(wgrad(expert_out()));
   c += mem(activation_passes(d.ffn, PassKind::backward) * te * d.fe / d.et);
-  c += fp8_cast(te * d.fe / d.et);
-  c += c_.batched_gemm(dgrad(expert_in()), d.precision, d.El);
-  if (whole) c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  c += expert_fp8_cast(te * d.fe / d.et);
+  c += expert_gemm(dgrad(expert_in()));
+  if (whole) c += expert_gemm(wgrad(expert_in()));
   flush(out, c);
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE dispatch backward");
@@ -87,8 +103,8 @@ OpCost PassBuilder::moe_weight_grad() const {
   if (d.fs > 0) {
     for (const GemmShape& g : {shared_out(), shared_in()}) c += c_.gemm(wgrad(g), d.precision);
   }
-  c += c_.batched_gemm(wgrad(expert_out()), d.precision, d.El);
-  c += c_.batched_gemm(wgrad(expert_in()), d.precision, d.El);
+  c += expert_gemm(wgrad(expert_out()));
+  c += expert_gemm(wgrad(expert_in()));
   c += c_.gemm(wgrad(router()), head_dtype());
   return c;
 }

@@ -211,6 +211,7 @@ TEST_CASE("The MoE simulation settings load, and what is not simulated is refuse
   doc["training"]["moe_dispatcher"] = "deepep";
   doc["training"]["moe_comm_overlap"] = true;
   doc["training"]["moe_comm_sms"] = 20;
+  doc["training"]["moe_expert_gemm"] = "grouped";
   doc["model"]["moe"]["expert_groups"] = 4;
   doc["model"]["moe"]["groups_per_token"] = 2;
   doc["model"]["moe"]["sources"]["expert_groups"] = "t";
@@ -219,6 +220,11 @@ TEST_CASE("The MoE simulation settings load, and what is not simulated is refuse
   CHECK(s.training.moe_dispatcher == MoeDispatcher::deepep);
   CHECK(s.training.moe_comm_overlap);
   CHECK(s.training.moe_comm_sms == 20);
+  CHECK(s.training.moe_expert_gemm == MoeExpertGemm::grouped);
+  CHECK(load(moe_scenario()).training.moe_expert_gemm == MoeExpertGemm::per_expert);
+  json bad_gemm = doc;
+  bad_gemm["training"]["moe_expert_gemm"] = "cutlass";
+  expect_error(bad_gemm, "/training/moe_expert_gemm", "per_expert");
   CHECK(s.model.moe->expert_groups == 4);
   CHECK(s.model.moe->groups_per_token == 2);
 
@@ -257,6 +263,10 @@ TEST_CASE("The MoE simulation settings load, and what is not simulated is refuse
   dense["parallelism"].erase("ep");
   dense["training"].erase("moe_comm_sms");
   expect_error(dense, "/training/moe_comm_overlap", "mixture-of-experts");
+  json dense_gemm = dense;
+  dense_gemm["training"].erase("moe_comm_overlap");
+  dense_gemm["training"].erase("moe_dispatcher");
+  expect_error(dense_gemm, "/training/moe_expert_gemm", "mixture-of-experts");
 }
 
 TEST_CASE("Recompute modules and the FP8 activation cache load and fail at their paths") {

@@ -121,6 +121,34 @@ TEST_CASE("A split MoE backward leaves the weight-gradient GEMMs to W, the all-t
   CHECK(ep_exchanges(b, weight) == 0);
 }
 
+TEST_CASE("Experts launched one by one add launches, not GEMM time", "[workload][moe]") {
+  // ep 8: El = 16 / 8 = 2 local experts. Per expert instead of grouped, each of the forward's
+  // two expert matrices takes El launches instead of one, and so does each FP8 quantization
+  // of the experts' inputs (two in the forward). The backward: two dgrad and two wgrad
+  // matrices, two quantizations. Each extra launch is one kernel gap.
+  Scenario grouped = moe_scenario(8);
+  grouped.training.moe_expert_gemm = MoeExpertGemm::grouped;
+  Scenario per_expert = grouped;
+  per_expert.training.moe_expert_gemm = MoeExpertGemm::per_expert;
+  const auto compute = clustersim::test::compute_model(grouped);
+  const double gap = compute.kernel_gap_s();
+  REQUIRE(gap > 0);
+  const double El = 2;
+  for (const Dtype precision : {Dtype::bf16, Dtype::fp8}) {
+    grouped.training.precision = per_expert.training.precision = precision;
+    PassBuilder g(grouped, compute);
+    PassBuilder p(per_expert, compute);
+    const models::OpCost gf = total(g.moe_layer_forward()), pf = total(p.moe_layer_forward());
+    const models::OpCost gb = total(g.moe_layer_backward()), pb = total(p.moe_layer_backward());
+    const double casts = precision == Dtype::fp8 ? 2 : 0;
+    CHECK(pf.kernels - gf.kernels == Approx((2 + casts) * (El - 1)));
+    CHECK(pb.kernels - gb.kernels == Approx((4 + casts) * (El - 1)));
+    CHECK(pf.time_s - gf.time_s == Approx((2 + casts) * (El - 1) * gap).epsilon(1e-9));
+    CHECK(pf.flops == Approx(gf.flops).epsilon(1e-12));
+    CHECK(pf.compute_s == Approx(gf.compute_s).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradients",
           "[workload][moe]") {
   const Scenario dense = [] {
