@@ -30,12 +30,13 @@ const std::vector<std::string> kAxisNames = {
     "gpus", "layouts", "micro_batch", "global_batch", "zero_stage", "recompute",
     "sequence_parallel", "grad_dtype", "compression", "nics_per_node", "oversubscription",
     "cluster", "model", "gpu", "nvlink_GBps", "nic_Gbps", "ep", "moe_dispatcher",
-    "moe_comm_overlap"};
+    "moe_expert_gemm", "moe_comm_overlap"};
 // clang-format on
 
 // Parameters of a point that a results row has only when their axis is in the sweep file.
 const std::vector<std::string> kOptionalParameters = {
-    "nic_Gbps", "nvlink_GBps", "gpu", "ep", "moe_dispatcher", "moe_comm_overlap", "what_if"};
+    "nic_Gbps",        "nvlink_GBps",      "gpu",    "ep", "moe_dispatcher",
+    "moe_expert_gemm", "moe_comm_overlap", "what_if"};
 
 // Axes that change the cluster's cited hardware: with any of them, a row says whether the
 // point is a what-if (hardware_axes.hpp).
@@ -130,6 +131,9 @@ void validate_hardware_and_moe_axes(const JsonNode& axes) {
   }
   if (const auto n = axes.find("moe_dispatcher")) {
     for (const auto& v : axis_values(*n)) v.as_enum(kMoeDispatcherNames.names());
+  }
+  if (const auto n = axes.find("moe_expert_gemm")) {
+    for (const auto& v : axis_values(*n)) v.as_enum(kMoeExpertGemmNames.names());
   }
   if (const auto n = axes.find("moe_comm_overlap")) {
     for (const auto& v : axis_values(*n)) v.as_bool();
@@ -311,6 +315,7 @@ std::string fragment(const std::string& key, const json& v) {
   if (key == "nvlink_GBps") return "NVLink " + text(v) + "GB/s";
   if (key == "ep") return "EP" + text(v);
   if (key == "moe_dispatcher") return "dispatch:" + text(v);
+  if (key == "moe_expert_gemm") return "experts:" + text(v);
   if (key == "moe_comm_overlap") return v == true ? "EP-overlap" : "no-EP-overlap";
   return text(v);  // cluster, model, gpu
 }
@@ -354,6 +359,7 @@ void assign_labels(std::vector<SweepPoint>& points) {
                                           "grad_dtype",
                                           "compression",
                                           "moe_dispatcher",
+                                          "moe_expert_gemm",
                                           "moe_comm_overlap",
                                           "nics_per_node",
                                           "nic_Gbps",
@@ -560,6 +566,9 @@ void add_hardware_and_moe_axes(const SweepSpec& spec, std::vector<Expand>& dims)
   if (axes.contains("moe_dispatcher")) {
     dims.push_back(set_each("/training/moe_dispatcher", axes.at("moe_dispatcher")));
   }
+  if (axes.contains("moe_expert_gemm")) {
+    dims.push_back(set_each("/training/moe_expert_gemm", axes.at("moe_expert_gemm")));
+  }
   if (axes.contains("moe_comm_overlap")) {
     // The SMs set aside for overlapped exchanges apply with the overlap only.
     dims.push_back(set_each("/training/moe_comm_overlap", axes.at("moe_comm_overlap"),
@@ -660,6 +669,7 @@ json sweep_parameters(const SweepSpec& spec, const json& s,
       {"gpu", gpu.is_object() ? gpu.value("name", json("")) : gpu},
       {"ep", value_or("/parallelism/ep", 1)},
       {"moe_dispatcher", value_or("/training/moe_dispatcher", "alltoall")},
+      {"moe_expert_gemm", value_or("/training/moe_expert_gemm", "per_expert")},
       {"moe_comm_overlap", value_or("/training/moe_comm_overlap", false)}};
   for (const auto& [name, value] : optional.items()) {
     if (spec.axes.contains(name)) p[name] = value;

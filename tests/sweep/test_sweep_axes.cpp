@@ -1,6 +1,6 @@
 // The hardware axes (nic_Gbps, nvlink_GBps, gpu) and the MoE axes (ep, moe_dispatcher,
-// moe_comm_overlap) of sweep files: enumeration, where each value lands, what-if marking,
-// error rows, result columns, bad values.
+// moe_expert_gemm, moe_comm_overlap) of sweep files: enumeration, where each value lands, what-if
+// marking, error rows, result columns, bad values.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -218,6 +218,23 @@ TEST_CASE(
   CHECK(points[0].label == "DP128 TP1 PP16 EP8 dispatch:alltoall EP-overlap");
   // No hardware axis: no what_if column.
   CHECK_FALSE(points[0].parameters.contains("what_if"));
+}
+
+TEST_CASE("The expert GEMM axis lands in the scenario, its label and its column") {
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/deepseek-v3-2048-h800.json",
+      "axes": {"moe_expert_gemm": ["per_expert", "grouped"]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].label == "DP128 TP1 PP16 experts:per_expert");
+  CHECK(points[1].label == "DP128 TP1 PP16 experts:grouped");
+  for (const auto& p : points) {
+    std::optional<Scenario> s;
+    REQUIRE_FALSE(screen_point(spec, p, "k", {}, s).has_value());
+    CHECK(kMoeExpertGemmNames.name(s->training.moe_expert_gemm) == p.parameters["moe_expert_gemm"]);
+  }
+  CHECK_THROWS_WITH(spec_from(R"({"base": "scenarios/deepseek-v3-2048-h800.json",
+      "axes": {"moe_expert_gemm": ["cutlass"]}})"),
+                    Catch::Contains("/axes/moe_expert_gemm/0") && Catch::Contains("per_expert"));
 }
 
 TEST_CASE("the new axes are result columns only when the sweep has them") {
