@@ -99,12 +99,14 @@ struct FluidState {
     }
   }
 
-  // Runs the current rates until the next flow ends; returns the time that took.
-  double advance() {
+  // Runs the current rates until the next flow ends, or for at most `limit` seconds; returns
+  // the time that took.
+  double advance(double limit = kInf) {
     double dt = kInf;
     for (std::size_t f = 0; f < flows.size(); ++f) {
       if (active[f] && rate[f] > 0) dt = std::min(dt, remaining[f] / rate[f]);
     }
+    dt = std::min(dt, limit);
     if (!std::isfinite(dt)) return kInf;
     for (std::size_t f = 0; f < flows.size(); ++f) {
       if (!active[f]) continue;
@@ -131,6 +133,23 @@ double fluid_makespan_s(const std::vector<FluidFlow>& flows,
     now += dt;
   }
   return now;
+}
+
+std::vector<double> fluid_remaining(const std::vector<FluidFlow>& flows,
+                                    const std::function<double(int link)>& capacity,
+                                    double elapsed_s) {
+  FluidState state(flows, capacity);
+  double now = 0;
+  while (state.n_active > 0 && now < elapsed_s) {
+    state.fill_rates();
+    const double dt = state.advance(elapsed_s - now);
+    if (!std::isfinite(dt)) break;
+    now += dt;
+  }
+  for (std::size_t f = 0; f < flows.size(); ++f) {
+    if (!state.active[f]) state.remaining[f] = 0;
+  }
+  return state.remaining;
 }
 
 }  // namespace clustersim::nccl

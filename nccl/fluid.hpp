@@ -22,4 +22,10 @@ struct FluidFlow {
 double fluid_makespan_s(const std::vector<FluidFlow>& flows,
                         const std::function<double(int link)>& capacity);
 
+// The wire bytes each flow still has to send after `elapsed_s` seconds of the same sharing, all
+// starting at 0 (0 for a flow that has ended).
+std::vector<double> fluid_remaining(const std::vector<FluidFlow>& flows,
+                                    const std::function<double(int link)>& capacity,
+                                    double elapsed_s);
+
 }  // namespace clustersim::nccl

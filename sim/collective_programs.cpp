@@ -5,7 +5,9 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
+#include "nccl/fluid.hpp"
 #include "sim/detail/simulation_impl.hpp"
 
 namespace clustersim::sim {
@@ -51,24 +53,50 @@ sg4::ActorPtr Simulation::Impl::receiver(int endpoint) {
 }
 
 // Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
-// bandwidth time when nothing else limits it. Each source endpoint's flows are one job for an
-// idle bulk worker on its host; the job that ends last ends the collective (end_bulk). Runs in
-// SimGrid's maestro (a timer, see launch), so the workers, receivers and mailboxes it sets up
-// are complete before any actor runs: an actor would let others run at each call into SimGrid,
-// in the middle of that set-up.
+// bandwidth time when nothing else limits it. Alone on the network, the collective is timed by
+// the max-min sharing of its own flows (start_alone); otherwise, or once another collective
+// starts, its flows are posted (post_bulk). Runs in SimGrid's maestro (a timer, see launch), so
+// the workers, receivers and mailboxes it sets up are complete before any actor runs: an actor
+// would let others run at each call into SimGrid, in the middle of that set-up.
 void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
   const Decomposition& d = *st->dec;
   const double eff = d.plan.wire_efficiency;
-  const int slot = st->slot;
-  std::map<int, std::vector<std::pair<const nccl::BulkFlow*, sg4::Mailbox*>>> out;
-  for (const auto& f : d.bulk_flows) out[f.src].emplace_back(&f, bulk_mailbox(slot, f.dst));
   st->result.flows += static_cast<long long>(d.bulk_flows.size());
   totals.flows += static_cast<long long>(d.bulk_flows.size());
   for (const auto& f : d.bulk_flows) st->result.wire_bytes += f.payload / eff;
+  if (d.bulk_flows.empty()) {
+    mark_done(*st);
+    return;
+  }
+  if (alone_allowed && flowing == 0 && !alone.st && d.bulk_flows.size() <= detail::kFluidMaxFlows &&
+      start_alone(st)) {
+    return;
+  }
+  if (alone.st) materialize_alone();
+  post_bulk(st);
+}
+
+// Each source endpoint's flows are one job for an idle bulk worker on its host; the job that
+// ends last ends the collective (end_bulk).
+void Simulation::Impl::post_bulk(const std::shared_ptr<CollectiveState>& st,
+                                 const std::vector<double>* wire_left) {
+  const Decomposition& d = *st->dec;
+  const double eff = d.plan.wire_efficiency;
+  const int slot = st->slot;
+  // (flow, its mailbox, the payload it still sends)
+  std::map<int, std::vector<std::tuple<const nccl::BulkFlow*, sg4::Mailbox*, double>>> out;
+  for (std::size_t i = 0; i < d.bulk_flows.size(); ++i) {
+    const auto& f = d.bulk_flows[i];
+    const double wire = f.payload / eff;
+    const double left = wire_left ? std::min(wire, (*wire_left)[i]) : wire;
+    if (left < wire) pf->account(f.src, f.dst, wire - left);
+    if (left > 0) out[f.src].emplace_back(&f, bulk_mailbox(slot, f.dst), left * eff);
+  }
   if (out.empty()) {
     mark_done(*st);
     return;
   }
+  ++flowing;
   st->senders_left = static_cast<int>(out.size());
   const double t = d.bulk_bw_time_s;
   for (auto& [e, flows] : out) {
@@ -76,15 +104,63 @@ void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
     w->job = [this, st, t, eff, o = std::move(flows)] {
       std::vector<Put> puts;
       puts.reserve(o.size());
-      for (const auto& [f, m] : o) {
-        puts.push_back(
-            post_put_into(m, f->src, f->dst, f->payload, t > 0 ? f->payload / t : 0, eff));
+      for (const auto& [f, m, payload] : o) {
+        puts.push_back(post_put_into(m, f->src, f->dst, payload, t > 0 ? f->payload / t : 0, eff));
       }
       for (auto& p : puts) finish_put(p);
       if (--st->senders_left == 0) end_bulk(st);
     };
     w->wake->release();
   }
+}
+
+std::vector<nccl::FluidFlow> Simulation::Impl::fluid_flows(const Decomposition& d) const {
+  const double eff = d.plan.wire_efficiency;
+  const double t_bw = d.bulk_bw_time_s;
+  std::vector<nccl::FluidFlow> flows;
+  flows.reserve(d.bulk_flows.size());
+  for (const auto& f : d.bulk_flows) {
+    flows.push_back({planner->router().route(f.src, f.dst), f.payload / eff,
+                     t_bw > 0 ? f.payload / t_bw / eff : 0});
+  }
+  return flows;
+}
+
+bool Simulation::Impl::start_alone(const std::shared_ptr<CollectiveState>& st) {
+  auto it = alone_makespan.find(st->dec);
+  if (it == alone_makespan.end()) {
+    const double t = nccl::fluid_makespan_s(fluid_flows(*st->dec),
+                                            [this](int link) { return capacity_Bps(link); });
+    it = alone_makespan.emplace(st->dec, t).first;
+  }
+  if (!std::isfinite(it->second)) return false;
+  alone = {st, sg4::Engine::get_clock()};
+  at(alone.start_s + it->second, [this, st] {
+    if (alone.st != st) return;  // its flows were posted when another collective started
+    alone.st.reset();
+    const double eff = st->dec->plan.wire_efficiency;
+    for (const auto& f : st->dec->bulk_flows) pf->account(f.src, f.dst, f.payload / eff);
+    ++totals.alone;
+    mark_done(*st);
+  });
+  return true;
+}
+
+void Simulation::Impl::materialize_alone() {
+  const std::shared_ptr<CollectiveState> st = std::move(alone.st);
+  alone.st.reset();
+  const std::vector<double> left = nccl::fluid_remaining(
+      fluid_flows(*st->dec), [this](int link) { return capacity_Bps(link); },
+      sg4::Engine::get_clock() - alone.start_s);
+  post_bulk(st, &left);
+}
+
+void Simulation::Impl::stop_alone() {
+  alone_allowed = false;
+  if (alone.st)
+    detail::call_at(sg4::Engine::get_clock(), [this] {
+      if (alone.st) materialize_alone();
+    });
 }
 
 // The last flow of a bulk collective ended: SimGrid's finished puts leave its mailboxes (they
@@ -97,6 +173,7 @@ void Simulation::Impl::end_bulk(const std::shared_ptr<CollectiveState>& st) {
   std::sort(dsts.begin(), dsts.end());
   dsts.erase(std::unique(dsts.begin(), dsts.end()), dsts.end());
   for (int dst : dsts) bulk_mailbox(st->slot, dst)->clear();
+  --flowing;
   mark_done(*st);
 }
 

@@ -46,14 +46,6 @@ const CollectiveResult& CollectiveHandle::result() const {
   return state_->result;
 }
 
-namespace {
-
-// Analytic uncontended time: beyond this many flows the bottleneck bound replaces the
-// progressive-filling computation (exact for the symmetric patterns of one collective).
-constexpr std::size_t kFluidMaxFlows = 20000;
-
-}  // namespace
-
 int Simulation::Impl::take_slot() {
   if (!free_slots.empty()) {
     const int s = free_slots.back();
@@ -107,6 +99,7 @@ void Simulation::Impl::launch(const std::shared_ptr<CollectiveState>& st) {
     detail::call_at(st->result.start_s + plan.latency_s, [this, st] { run_bulk(st); });
     return;
   }
+  stop_alone();  // step flows start from actors; no analytic timing beside them
   helper(st->request.gpus.front(), "collective", [this, st] {
     run_step(st);
     mark_done(*st);
@@ -132,17 +125,9 @@ double Simulation::Impl::uncontended(const CollectiveRequest& r, const Decomposi
   const double eff = d.plan.wire_efficiency;
   const double t_bw = d.bulk_bw_time_s;
   double makespan = 0;
-  const auto capacity = [this](int link) {
-    return pf->graph.link(link).bandwidth_Bps * options.network.bandwidth_factor;
-  };
-  if (d.bulk_flows.size() <= kFluidMaxFlows) {
-    std::vector<nccl::FluidFlow> flows;
-    flows.reserve(d.bulk_flows.size());
-    for (const auto& f : d.bulk_flows) {
-      flows.push_back({planner->router().route(f.src, f.dst), f.payload / eff,
-                       t_bw > 0 ? f.payload / t_bw / eff : 0});
-    }
-    makespan = nccl::fluid_makespan_s(flows, capacity);
+  const auto capacity = [this](int link) { return capacity_Bps(link); };
+  if (d.bulk_flows.size() <= detail::kFluidMaxFlows) {
+    makespan = nccl::fluid_makespan_s(fluid_flows(d), capacity);
   } else {
     std::map<std::pair<int, int>, double> load;
     for (const auto& f : d.bulk_flows) {
@@ -156,6 +141,10 @@ double Simulation::Impl::uncontended(const CollectiveRequest& r, const Decomposi
   const double t = d.plan.latency_s + makespan;
   uncontended_cache.emplace(key, t);
   return t;
+}
+
+double Simulation::Impl::capacity_Bps(int link) const {
+  return pf->graph.link(link).bandwidth_Bps * options.network.bandwidth_factor;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,6 +164,8 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
         graph, impl_->options.network, impl_->transport.p2p_nvlink, impl_->options.engine);
   }
   impl_->pf = &impl_->platform->impl();
+  impl_->alone_allowed =
+      impl_->options.analytic_when_alone && impl_->options.granularity == nccl::Granularity::bulk;
   impl_->idle_bulk_workers.resize(impl_->pf->hosts.size());
   impl_->receivers.resize(impl_->pf->hosts.size());
   // Every actor SimGrid creates in this process: the callers' and the engine's own.
@@ -348,6 +339,7 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
                                 "\" must be in (0, 1]");
   }
   Impl* impl = impl_.get();
+  impl->stop_alone();  // the analytic sharing assumes every link at its capacity
   impl->at(from_s, [impl, id, factor] {
     impl->pf->factor[static_cast<std::size_t>(id)] = factor;
     impl->pf->refresh_link(id);
@@ -363,6 +355,7 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
 void Simulation::set_link_down(const std::string& link, double from_s, double until_s) {
   const int id = impl_->link_id(link);
   Impl* impl = impl_.get();
+  impl->stop_alone();
   impl->at(from_s, [impl, id] { impl->link_down_now(id); });
   if (until_s > 0) impl->at(until_s, [impl, id] { impl->link_up_now(id); });
 }

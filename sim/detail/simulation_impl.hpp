@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "nccl/fluid.hpp"
 #include "nccl/planner.hpp"
 #include "sim/detail/simgrid_platform.hpp"
 #include "sim/simulation.hpp"
@@ -51,6 +52,11 @@ struct CollectiveState {
     if (live) --*live;
   }
 };
+
+// Analytic uncontended time: beyond this many flows the bottleneck bound replaces the
+// progressive-filling computation (exact for the symmetric patterns of one collective), and a
+// collective alone on the network is simulated with flows.
+constexpr std::size_t kFluidMaxFlows = 20000;
 
 // The largest slot and pattern numbers a mailbox key can hold (16 bits each).
 constexpr int kMaxKeyField = 0xffff;
@@ -113,6 +119,17 @@ struct Simulation::Impl {
   bool deadlocked = false;  // SimGrid found actors blocked with nothing left to happen
   void* sink = nullptr;
 
+  // ---- a bulk collective alone on the network (options.analytic_when_alone) ----
+  int flowing = 0;             // collectives whose flows are posted and have not all ended
+  bool alone_allowed = false;  // the option, bulk granularity, no link fault scheduled
+  struct Alone {
+    std::shared_ptr<CollectiveState> st;  // the collective timed analytically, if any
+    double start_s = 0;                   // when its flows would have started
+  } alone;
+  // Makespan of a decomposition's flows alone on the network (decompositions are shared by
+  // equal requests, so equal collectives share an entry).
+  std::map<std::shared_ptr<const Decomposition>, double> alone_makespan;
+
   // ---- flows ----
   sg4::Mailbox* mailbox(int slot, int pattern, int src, int dst);
 
@@ -159,6 +176,19 @@ struct Simulation::Impl {
   // bandwidth time when nothing else limits it. Each source endpoint's flows are a job for an
   // idle bulk worker on its host; the last job to end ends the collective.
   void run_bulk(const std::shared_ptr<CollectiveState>& st);
+  // Posts a bulk collective's flows; with wire_left, each flow's wire bytes still to send (the
+  // rest is accounted now).
+  void post_bulk(const std::shared_ptr<CollectiveState>& st,
+                 const std::vector<double>* wire_left = nullptr);
+  // Times st analytically (no other collective has flows); false when its flows can never end.
+  bool start_alone(const std::shared_ptr<CollectiveState>& st);
+  // Posts the flows of the collective timed alone with what they have left to send: another
+  // one is about to share the network. Runs in the maestro.
+  void materialize_alone();
+  // No more collectives timed alone (a fault, a step-granularity collective).
+  void stop_alone();
+  double capacity_Bps(int link) const;
+  std::vector<nccl::FluidFlow> fluid_flows(const Decomposition& d) const;
   detail::BulkWorker* idle_bulk_worker(int endpoint);
   sg4::ActorPtr receiver(int endpoint);
   void end_bulk(const std::shared_ptr<CollectiveState>& st);

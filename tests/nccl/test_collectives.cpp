@@ -49,3 +49,23 @@ TEST_CASE("Max-min sharing: two flows on one link share it, a capped flow leaves
   CHECK(fluid_makespan_s({{{{0, Direction::up}}, 300, 0}, {{{0, Direction::up}}, 100, 0}}, cap) ==
         Approx(4.0));
 }
+
+TEST_CASE("Max-min sharing: what each flow has left after a given time", "[nccl]") {
+  using topologies::Direction;
+  const auto cap = [](int) { return 100.0; };
+  const std::vector<FluidFlow> flows = {{{{0, Direction::up}}, 300, 0},
+                                        {{{0, Direction::up}}, 100, 0}};
+  // 50 B/s each until the small one ends at 2 s, then 100 B/s for the big one.
+  auto left = fluid_remaining(flows, cap, 1.0);
+  CHECK(left[0] == Approx(250));
+  CHECK(left[1] == Approx(50));
+  left = fluid_remaining(flows, cap, 3.0);
+  CHECK(left[0] == Approx(100));
+  CHECK(left[1] == 0);
+  left = fluid_remaining(flows, cap, 10.0);
+  CHECK(left[0] == 0);
+  CHECK(left[1] == 0);
+  left = fluid_remaining(flows, cap, 0.0);
+  CHECK(left[0] == 300);
+  CHECK(left[1] == 100);
+}

@@ -657,7 +657,9 @@ TEST_CASE(
   a2a.gpus = gpu_range(0, n);
   a2a.bytes = S;
   const auto v = run_isolated_numbers([&] {
-    Simulation sim(graph, SimulationOptions{});
+    SimulationOptions o;
+    o.analytic_when_alone = false;  // the flows' own machinery, even for a lone collective
+    Simulation sim(graph, o);
     std::vector<double> out;
     const auto actors = [&] { out.push_back(static_cast<double>(sim.totals().actors)); };
     sim.spawn(0, "driver", [&] {
@@ -687,6 +689,61 @@ TEST_CASE(
   CHECK(v[5] == 1 + n);
   CHECK(v[8] == 1 + 2 * n);
   CHECK(v[10] == 1 + 2 * n);
+}
+
+TEST_CASE("A collective alone on the network is timed without flows, and joins them exactly",
+          "[sim][speed]") {
+  // The all-to-all of the test above: T alone. A second one started at T/2 shares every NIC:
+  // the first sends its other half at half rate and ends at T/2 + T; the second has sent a half
+  // by then and ends at 2T. Timed alone, the first posts its flows with half of every flow left
+  // when the second starts; the end times are those of flows from the start, and no actor runs
+  // a flow of a collective that stayed alone.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = gpu_range(0, n);
+  a2a.bytes = S;
+  const auto run = [&](bool analytic) {
+    return run_isolated_numbers([&] {
+      SimulationOptions o;
+      o.analytic_when_alone = analytic;
+      Simulation sim(graph, o);
+      std::vector<double> out;
+      sim.spawn(0, "driver", [&] {
+        out.push_back(sim.collective(a2a).time_s());
+        out.push_back(static_cast<double>(sim.totals().actors));
+        const double t0 = sim.now();
+        auto first = sim.start_collective(a2a);
+        sim.sleep_for(T / 2);
+        auto second = sim.start_collective(a2a);
+        out.push_back(sim.wait(first).end_s - t0);
+        out.push_back(sim.wait(second).end_s - t0);
+      });
+      sim.run();
+      out.push_back(static_cast<double>(sim.totals().flows));
+      double bytes = 0;
+      for (const auto& l : sim.link_usage().links) bytes += l.bytes_up + l.bytes_down;
+      out.push_back(bytes);
+      return out;
+    });
+  };
+  const auto alone = run(true);
+  const auto flows = run(false);
+  REQUIRE(alone.size() == 6);
+  REQUIRE(flows.size() == 6);
+  CHECK(alone[0] == Approx(T).epsilon(0.01));
+  CHECK(alone[1] == 1);  // the driver only
+  CHECK(flows[1] == 1 + n);
+  CHECK(alone[2] == Approx(1.5 * T).epsilon(0.01));
+  CHECK(alone[3] == Approx(2 * T).epsilon(0.01));
+  for (std::size_t i : {0, 2, 3}) CHECK(alone[i] == Approx(flows[i]).epsilon(1e-9));
+  CHECK(alone[4] == flows[4]);                         // flows counted either way
+  CHECK(alone[5] == Approx(flows[5]).epsilon(1e-12));  // and every byte on its links
 }
 
 TEST_CASE("A finished transfer's state is released once no handle holds it", "[sim]") {
