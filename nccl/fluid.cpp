@@ -3,133 +3,130 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <utility>
 
 namespace clustersim::nccl {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Flows, the (link, direction) resources they cross, and their progress.
-struct FluidState {
-  const std::vector<FluidFlow>& flows;
-  std::vector<double> cap;                 // per resource, bytes/s
-  std::vector<std::vector<int>> flow_res;  // per flow: its resources
-  std::vector<double> remaining;           // per flow, wire bytes
-  std::vector<char> active;
-  std::size_t n_active = 0;
-  std::vector<double> rate;  // per flow, set by fill_rates
-  std::vector<double> left;  // per resource, scratch
-  std::vector<int> users;    // per resource, scratch
-  std::vector<char> fixed;   // per flow, scratch
-
-  FluidState(const std::vector<FluidFlow>& f, const std::function<double(int link)>& capacity)
-      : flows(f), flow_res(f.size()) {
-    std::map<std::pair<int, int>, int> res_index;
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-      for (const auto& h : flows[i].route) {
-        auto [it, fresh] = res_index.emplace(std::make_pair(h.link, static_cast<int>(h.dir)),
-                                             static_cast<int>(cap.size()));
-        if (fresh) cap.push_back(capacity(h.link));
-        flow_res[i].push_back(it->second);
-      }
-    }
-    remaining.resize(flows.size());
-    active.assign(flows.size(), 0);
-    for (std::size_t i = 0; i < flows.size(); ++i) {
-      remaining[i] = flows[i].wire_bytes;
-      if (remaining[i] > 0) {
-        active[i] = 1;
-        ++n_active;
-      }
-    }
-    rate.resize(flows.size());
-    left.resize(cap.size());
-    users.resize(cap.size());
-    fixed.resize(flows.size());
-  }
-
-  bool open(std::size_t f) const { return active[f] && !fixed[f]; }
-
-  // The largest common rate increase before a resource saturates or a flow reaches its cap.
-  double increment(double level) {
-    std::fill(users.begin(), users.end(), 0);
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      if (open(f)) {
-        for (int r : flow_res[f]) ++users[static_cast<std::size_t>(r)];
-      }
-    }
-    double inc = kInf;
-    for (std::size_t r = 0; r < cap.size(); ++r) {
-      if (users[r] > 0) inc = std::min(inc, left[r] / users[r]);
-    }
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      if (open(f) && flows[f].rate_cap_Bps > 0) inc = std::min(inc, flows[f].rate_cap_Bps - level);
-    }
-    return std::isfinite(inc) ? inc : 0;
-  }
-
-  // Progressive filling: raise all unfixed rates together until a resource saturates or a
-  // flow reaches its cap; fix those flows; repeat.
-  void fill_rates() {
-    std::fill(rate.begin(), rate.end(), 0.0);
-    std::fill(fixed.begin(), fixed.end(), 0);
-    left = cap;
-    std::size_t unfixed = n_active;
-    double level = 0;
-    while (unfixed > 0) {
-      const double inc = increment(level);
-      level += inc;
-      for (std::size_t r = 0; r < cap.size(); ++r) left[r] -= inc * users[r];
-      for (std::size_t f = 0; f < flows.size(); ++f) {
-        if (!open(f)) continue;
-        bool saturated = flows[f].rate_cap_Bps > 0 && level >= flows[f].rate_cap_Bps * (1 - 1e-12);
-        for (int r : flow_res[f]) {
-          saturated = saturated ||
-                      left[static_cast<std::size_t>(r)] <= cap[static_cast<std::size_t>(r)] * 1e-12;
-        }
-        if (saturated || inc == 0) {
-          fixed[f] = 1;
-          rate[f] = level;
-          --unfixed;
-        }
-      }
-    }
-  }
-
-  // Runs the current rates until the next flow ends, or for at most `limit` seconds; returns
-  // the time that took.
-  double advance(double limit = kInf) {
-    double dt = kInf;
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      if (active[f] && rate[f] > 0) dt = std::min(dt, remaining[f] / rate[f]);
-    }
-    dt = std::min(dt, limit);
-    if (!std::isfinite(dt)) return kInf;
-    for (std::size_t f = 0; f < flows.size(); ++f) {
-      if (!active[f]) continue;
-      remaining[f] -= rate[f] * dt;
-      if (remaining[f] <= flows[f].wire_bytes * 1e-9) {
-        active[f] = 0;
-        --n_active;
-      }
-    }
-    return dt;
-  }
-};
+// A flow with no more than this share of its bytes left has ended (rounding of rate x time).
+constexpr double kEndedShare = 1e-9;
+// A resource with no more than this share of its capacity left is saturated.
+constexpr double kSaturatedShare = 1e-12;
 
 }  // namespace
 
+FluidNetwork::FluidNetwork(std::function<double(int link)> capacity)
+    : capacity_(std::move(capacity)) {}
+
+std::size_t FluidNetwork::add(const FluidFlow& flow) {
+  const std::size_t f = wire_.size();
+  std::vector<int> res;
+  res.reserve(flow.route.size());
+  for (const auto& h : flow.route) {
+    auto [it, fresh] = resource_of_.emplace(std::make_pair(h.link, static_cast<int>(h.dir)),
+                                            static_cast<int>(cap_.size()));
+    if (fresh) {
+      cap_.push_back(capacity_(h.link));
+      left_.push_back(0);
+      users_.push_back(0);
+    }
+    res.push_back(it->second);
+  }
+  resources_.push_back(std::move(res));
+  wire_.push_back(flow.wire_bytes);
+  rate_cap_.push_back(flow.rate_cap_Bps);
+  remaining_.push_back(flow.wire_bytes > 0 ? flow.wire_bytes : 0);
+  rate_.push_back(0);
+  is_active_.push_back(flow.wire_bytes > 0 ? 1 : 0);
+  if (flow.wire_bytes > 0) active_.push_back(f);
+  return f;
+}
+
+// Progressive filling: raise all unfixed rates together until a resource saturates or a flow
+// reaches its cap; fix those flows; repeat.
+void FluidNetwork::share() {
+  std::vector<std::size_t> open = active_, still;
+  std::vector<int> touched;
+  for (std::size_t f : open) {
+    rate_[f] = 0;
+    for (int r : resources_[f])
+      left_[static_cast<std::size_t>(r)] = cap_[static_cast<std::size_t>(r)];
+  }
+  double level = 0;
+  while (!open.empty()) {
+    touched.clear();
+    for (std::size_t f : open) {
+      for (int r : resources_[f]) {
+        if (users_[static_cast<std::size_t>(r)]++ == 0) touched.push_back(r);
+      }
+    }
+    double inc = kInf;
+    for (int r : touched) {
+      const auto i = static_cast<std::size_t>(r);
+      inc = std::min(inc, left_[i] / users_[i]);
+    }
+    for (std::size_t f : open) {
+      if (rate_cap_[f] > 0) inc = std::min(inc, rate_cap_[f] - level);
+    }
+    if (!std::isfinite(inc)) inc = 0;
+    level += inc;
+    for (int r : touched) {
+      const auto i = static_cast<std::size_t>(r);
+      left_[i] -= inc * users_[i];
+    }
+    still.clear();
+    for (std::size_t f : open) {
+      bool saturated = rate_cap_[f] > 0 && level >= rate_cap_[f] * (1 - kSaturatedShare);
+      for (int r : resources_[f]) {
+        const auto i = static_cast<std::size_t>(r);
+        saturated = saturated || left_[i] <= cap_[i] * kSaturatedShare;
+      }
+      if (saturated || inc == 0) {
+        rate_[f] = level;
+      } else {
+        still.push_back(f);
+      }
+    }
+    for (int r : touched) users_[static_cast<std::size_t>(r)] = 0;
+    open.swap(still);
+  }
+}
+
+double FluidNetwork::next_end() const {
+  double dt = kInf;
+  for (std::size_t f : active_) {
+    if (rate_[f] > 0) dt = std::min(dt, remaining_[f] / rate_[f]);
+  }
+  return dt;
+}
+
+void FluidNetwork::run(double dt, std::vector<std::size_t>* ended) {
+  std::size_t kept = 0;
+  for (std::size_t f : active_) {
+    remaining_[f] -= rate_[f] * dt;
+    if (remaining_[f] <= wire_[f] * kEndedShare) {
+      remaining_[f] = 0;
+      rate_[f] = 0;
+      is_active_[f] = 0;
+      if (ended) ended->push_back(f);
+    } else {
+      active_[kept++] = f;
+    }
+  }
+  active_.resize(kept);
+}
+
 double fluid_makespan_s(const std::vector<FluidFlow>& flows,
                         const std::function<double(int link)>& capacity) {
-  FluidState state(flows, capacity);
+  FluidNetwork net(capacity);
+  for (const auto& f : flows) net.add(f);
   double now = 0;
-  while (state.n_active > 0) {
-    state.fill_rates();
-    const double dt = state.advance();
+  while (net.active_count() > 0) {
+    net.share();
+    const double dt = net.next_end();
     if (!std::isfinite(dt)) return kInf;
+    net.run(dt);
     now += dt;
   }
   return now;
@@ -138,18 +135,19 @@ double fluid_makespan_s(const std::vector<FluidFlow>& flows,
 std::vector<double> fluid_remaining(const std::vector<FluidFlow>& flows,
                                     const std::function<double(int link)>& capacity,
                                     double elapsed_s) {
-  FluidState state(flows, capacity);
+  FluidNetwork net(capacity);
+  for (const auto& f : flows) net.add(f);
   double now = 0;
-  while (state.n_active > 0 && now < elapsed_s) {
-    state.fill_rates();
-    const double dt = state.advance(elapsed_s - now);
+  while (net.active_count() > 0 && now < elapsed_s) {
+    net.share();
+    const double dt = std::min(net.next_end(), elapsed_s - now);
     if (!std::isfinite(dt)) break;
+    net.run(dt);
     now += dt;
   }
-  for (std::size_t f = 0; f < flows.size(); ++f) {
-    if (!state.active[f]) state.remaining[f] = 0;
-  }
-  return state.remaining;
+  std::vector<double> left(flows.size());
+  for (std::size_t f = 0; f < flows.size(); ++f) left[f] = net.remaining(f);
+  return left;
 }
 
 }  // namespace clustersim::nccl

@@ -2,10 +2,13 @@
 // long-lived workers) and step granularity (NCCL's per-step structure: rings, trees, NVLS,
 // direct transfers).
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "nccl/fluid.hpp"
 #include "sim/detail/simulation_impl.hpp"
@@ -53,11 +56,11 @@ sg4::ActorPtr Simulation::Impl::receiver(int endpoint) {
 }
 
 // Bulk: one flow per (src, dst) pair, all concurrent, capped so that each ends at the model's
-// bandwidth time when nothing else limits it. Alone on the network, the collective is timed by
-// the max-min sharing of its own flows (start_alone); otherwise, or once another collective
-// starts, its flows are posted (post_bulk). Runs in SimGrid's maestro (a timer, see launch), so
-// the workers, receivers and mailboxes it sets up are complete before any actor runs: an actor
-// would let others run at each call into SimGrid, in the middle of that set-up.
+// bandwidth time when nothing else limits it. While no flow is posted to SimGrid, collectives are
+// timed by the engine's own max-min sharing of their flows (the pool); otherwise, or once one
+// cannot join the pool, their flows are posted (post_bulk). Runs in SimGrid's maestro (a timer, see
+// launch), so the workers, receivers and mailboxes it sets up are complete before any actor runs:
+// an actor would let others run at each call into SimGrid, in the middle of that set-up.
 void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
   const Decomposition& d = *st->dec;
   const double eff = d.plan.wire_efficiency;
@@ -68,11 +71,12 @@ void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
     mark_done(*st);
     return;
   }
-  if (alone_allowed && flowing == 0 && !alone.st && d.bulk_flows.size() <= detail::kFluidMaxFlows &&
-      start_alone(st)) {
+  if (pool_allowed && flowing == 0 && pool.members.size() < detail::kPoolMaxMembers &&
+      pool.flows + d.bulk_flows.size() <= detail::kFluidMaxFlows) {
+    pool_join(st);
     return;
   }
-  if (alone.st) materialize_alone();
+  if (!pool.members.empty()) pool_materialize();
   post_bulk(st);
 }
 
@@ -126,41 +130,87 @@ std::vector<nccl::FluidFlow> Simulation::Impl::fluid_flows(const Decomposition& 
   return flows;
 }
 
-bool Simulation::Impl::start_alone(const std::shared_ptr<CollectiveState>& st) {
-  auto it = alone_makespan.find(st->dec);
-  if (it == alone_makespan.end()) {
-    const double t = nccl::fluid_makespan_s(fluid_flows(*st->dec),
-                                            [this](int link) { return capacity_Bps(link); });
-    it = alone_makespan.emplace(st->dec, t).first;
+void Simulation::Impl::pool_join(const std::shared_ptr<CollectiveState>& st) {
+  pool_run(sg4::Engine::get_clock() - pool.t);
+  if (!pool.net) {
+    pool.net =
+        std::make_unique<nccl::FluidNetwork>([this](int link) { return capacity_Bps(link); });
+    pool.t = sg4::Engine::get_clock();
   }
-  if (!std::isfinite(it->second)) return false;
-  alone = {st, sg4::Engine::get_clock()};
-  at(alone.start_s + it->second, [this, st] {
-    if (alone.st != st) return;  // its flows were posted when another collective started
-    alone.st.reset();
+  const long long id = pool.next_id++;
+  Pooled m{st, pool.net->size(), 0};
+  for (const auto& f : fluid_flows(*st->dec)) {
+    const std::size_t k = pool.net->add(f);
+    pool.owner.push_back(id);
+    m.flows_left += pool.net->active(k) ? 1 : 0;
+  }
+  pool.flows += static_cast<std::size_t>(m.flows_left);
+  pool.members.emplace(id, std::move(m));
+  pool_schedule();
+}
+
+// Runs the pool's current rates for dt seconds; members whose flows have all ended are done.
+void Simulation::Impl::pool_run(double dt) {
+  pool.t = sg4::Engine::get_clock();
+  if (!pool.net) return;
+  std::vector<std::size_t> ended;
+  if (dt > 0) pool.net->run(dt, &ended);
+  pool.flows -= ended.size();
+  for (std::size_t f : ended) {
+    auto it = pool.members.find(pool.owner[f]);
+    if (--it->second.flows_left > 0) continue;
+    const std::shared_ptr<CollectiveState> st = std::move(it->second.st);
+    pool.members.erase(it);
     const double eff = st->dec->plan.wire_efficiency;
-    for (const auto& f : st->dec->bulk_flows) pf->account(f.src, f.dst, f.payload / eff);
-    ++totals.alone;
+    for (const auto& b : st->dec->bulk_flows) pf->account(b.src, b.dst, b.payload / eff);
+    ++totals.analytic;
     mark_done(*st);
+  }
+  if (pool.members.empty()) {
+    pool.net.reset();
+    pool.owner.clear();
+  }
+}
+
+// Shares the pool's links again and times its next flow end.
+void Simulation::Impl::pool_schedule() {
+  const long long gen = ++pool.generation;
+  if (pool.members.empty()) return;
+  pool.net->share();
+  const double dt = pool.net->next_end();
+  if (!std::isfinite(dt)) {  // a flow that cannot move: SimGrid's flows say it as they always did
+    pool_materialize();
+    return;
+  }
+  detail::call_at(pool.t + dt, [this, gen, dt] {
+    if (gen != pool.generation) return;  // the pool changed since: a later timer is set
+    pool_run(dt);
+    pool_schedule();
   });
-  return true;
 }
 
-void Simulation::Impl::materialize_alone() {
-  const std::shared_ptr<CollectiveState> st = std::move(alone.st);
-  alone.st.reset();
-  const std::vector<double> left = nccl::fluid_remaining(
-      fluid_flows(*st->dec), [this](int link) { return capacity_Bps(link); },
-      sg4::Engine::get_clock() - alone.start_s);
-  post_bulk(st, &left);
+void Simulation::Impl::pool_materialize() {
+  pool_run(sg4::Engine::get_clock() - pool.t);
+  ++pool.generation;
+  for (auto& [id, m] : pool.members) {
+    const std::size_t n = m.st->dec->bulk_flows.size();
+    std::vector<double> left(n);
+    for (std::size_t i = 0; i < n; ++i) left[i] = pool.net->remaining(m.first + i);
+    post_bulk(m.st, &left);
+  }
+  pool.members.clear();
+  pool.net.reset();
+  pool.owner.clear();
+  pool.flows = 0;
 }
 
-void Simulation::Impl::stop_alone() {
-  alone_allowed = false;
-  if (alone.st)
+void Simulation::Impl::stop_pool() {
+  pool_allowed = false;
+  if (!pool.members.empty()) {
     detail::call_at(sg4::Engine::get_clock(), [this] {
-      if (alone.st) materialize_alone();
+      if (!pool.members.empty()) pool_materialize();
     });
+  }
 }
 
 // The last flow of a bulk collective ended: SimGrid's finished puts leave its mailboxes (they

@@ -99,7 +99,7 @@ void Simulation::Impl::launch(const std::shared_ptr<CollectiveState>& st) {
     detail::call_at(st->result.start_s + plan.latency_s, [this, st] { run_bulk(st); });
     return;
   }
-  stop_alone();  // step flows start from actors; no analytic timing beside them
+  stop_pool();  // step flows start from actors; no analytic sharing beside them
   helper(st->request.gpus.front(), "collective", [this, st] {
     run_step(st);
     mark_done(*st);
@@ -164,8 +164,8 @@ Simulation::Simulation(const topologies::ClusterGraph& graph, SimulationOptions 
         graph, impl_->options.network, impl_->transport.p2p_nvlink, impl_->options.engine);
   }
   impl_->pf = &impl_->platform->impl();
-  impl_->alone_allowed =
-      impl_->options.analytic_when_alone && impl_->options.granularity == nccl::Granularity::bulk;
+  impl_->pool_allowed =
+      impl_->options.analytic_sharing && impl_->options.granularity == nccl::Granularity::bulk;
   impl_->idle_bulk_workers.resize(impl_->pf->hosts.size());
   impl_->receivers.resize(impl_->pf->hosts.size());
   // Every actor SimGrid creates in this process: the callers' and the engine's own.
@@ -339,7 +339,7 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
                                 "\" must be in (0, 1]");
   }
   Impl* impl = impl_.get();
-  impl->stop_alone();  // the analytic sharing assumes every link at its capacity
+  impl->stop_pool();  // the analytic sharing assumes every link at its capacity
   impl->at(from_s, [impl, id, factor] {
     impl->pf->factor[static_cast<std::size_t>(id)] = factor;
     impl->pf->refresh_link(id);
@@ -355,7 +355,7 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
 void Simulation::set_link_down(const std::string& link, double from_s, double until_s) {
   const int id = impl_->link_id(link);
   Impl* impl = impl_.get();
-  impl->stop_alone();
+  impl->stop_pool();
   impl->at(from_s, [impl, id] { impl->link_down_now(id); });
   if (until_s > 0) impl->at(until_s, [impl, id] { impl->link_up_now(id); });
 }

@@ -55,11 +55,12 @@ struct SimulationOptions {
   // SimGrid's actor settings (stack size, guard pages, context factory), fixed when the engine
   // is created; the defaults are the fast ones (sim/platform.hpp).
   EngineOptions engine;
-  // A bulk collective that starts while no other collective has flows on the network is timed
-  // by the analytic max-min sharing SimGrid would compute (nccl/fluid.hpp), with no flows,
-  // until another one starts: its flows are then posted with what they still have to send
-  // (sim/README.md, "Alone on the network"). Off without faults only; false: always flows.
-  bool analytic_when_alone = true;
+  // Bulk collectives that start while no flow is posted to SimGrid are timed by the max-min
+  // sharing SimGrid would compute (nccl/fluid.hpp), up to kPoolMaxMembers at once, with no
+  // flows; when one cannot join, their flows are posted with what each still has to send
+  // (sim/README.md, "Analytic sharing"). Only without link faults, at bulk granularity;
+  // false: always flows.
+  bool analytic_sharing = true;
 };
 
 namespace detail {
@@ -166,9 +167,9 @@ class Simulation {
   // the state of a collective lives only while a handle to it or its flows do.
   struct Totals {
     long long collectives = 0;
-    long long flows = 0;   // flows of bulk collectives, with those of collectives timed alone
-    long long actors = 0;  // SimGrid actors created so far: the callers' and the engine's
-    long long alone = 0;   // collectives that ran alone on the network from start to end
+    long long flows = 0;     // flows of bulk collectives, with those shared analytically
+    long long actors = 0;    // SimGrid actors created so far: the callers' and the engine's
+    long long analytic = 0;  // collectives shared analytically from start to end
   };
   Totals totals() const;
   // Collectives and transfers whose state is still held: by a handle, by its running flows, or

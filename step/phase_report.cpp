@@ -135,11 +135,12 @@ void links(StepReport& r, const StepOptions& opt, const Replay& run, const sim::
   const sim::Simulation::Totals totals = sim.totals();
   r.collectives = totals.collectives;
   r.flows = totals.flows;
-  if (totals.alone > 0) {
-    r.notes.push_back(std::to_string(totals.alone) + " of the " +
+  if (totals.analytic > 0) {
+    r.notes.push_back(std::to_string(totals.analytic) + " of the " +
                       std::to_string(totals.collectives) +
-                      " collectives and transfers ran alone on the network: timed by the "
-                      "max-min sharing of their own flows, with none simulated (sim/README.md)");
+                      " collectives and transfers ran while no flow was posted to SimGrid: "
+                      "timed by the same max-min sharing, computed by the engine "
+                      "(sim/README.md)");
   }
 }
 

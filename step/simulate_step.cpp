@@ -33,7 +33,7 @@ StepReport simulate_phase(const Scenario& s, const StepCalibrations& calibration
   sim::SimulationOptions so;
   so.nccl = s.comm.nccl;
   so.engine.stack_guard = opt.actor_stack_guard;
-  so.analytic_when_alone = !opt.exact;
+  so.analytic_sharing = !opt.exact;
   so.network_calibration = prepared.network;
   sim::Simulation sim(prepared.graph, so);
   StepFaults net_faults;  // links and lost nodes go to the engine; slow GPUs are the replay's

@@ -57,6 +57,9 @@ struct CollectiveState {
 // progressive-filling computation (exact for the symmetric patterns of one collective), and a
 // collective alone on the network is simulated with flows.
 constexpr std::size_t kFluidMaxFlows = 20000;
+// The analytic pool re-shares all of its flows at every start and end; beyond this many
+// collectives at once its flows are posted to SimGrid, whose solver updates only what changed.
+constexpr std::size_t kPoolMaxMembers = 4;
 
 // The largest slot and pattern numbers a mailbox key can hold (16 bits each).
 constexpr int kMaxKeyField = 0xffff;
@@ -119,16 +122,24 @@ struct Simulation::Impl {
   bool deadlocked = false;  // SimGrid found actors blocked with nothing left to happen
   void* sink = nullptr;
 
-  // ---- a bulk collective alone on the network (options.analytic_when_alone) ----
-  int flowing = 0;             // collectives whose flows are posted and have not all ended
-  bool alone_allowed = false;  // the option, bulk granularity, no link fault scheduled
-  struct Alone {
-    std::shared_ptr<CollectiveState> st;  // the collective timed analytically, if any
-    double start_s = 0;                   // when its flows would have started
-  } alone;
-  // Makespan of a decomposition's flows alone on the network (decompositions are shared by
-  // equal requests, so equal collectives share an entry).
-  std::map<std::shared_ptr<const Decomposition>, double> alone_makespan;
+  // ---- bulk collectives shared analytically (options.analytic_sharing; sim/README.md) ----
+  int flowing = 0;            // collectives whose flows are posted and have not all ended
+  bool pool_allowed = false;  // the option, bulk granularity, no link fault scheduled
+  struct Pooled {
+    std::shared_ptr<CollectiveState> st;
+    std::size_t first = 0;  // its first flow in the pool's network
+    int flows_left = 0;
+  };
+  // Collectives timed by the engine's own max-min sharing while no flow is posted to SimGrid.
+  struct Pool {
+    std::unique_ptr<nccl::FluidNetwork> net;
+    std::map<long long, Pooled> members;  // by the order they joined
+    std::vector<long long> owner;         // per flow of net: its member
+    std::size_t flows = 0;                // active flows
+    double t = 0;                         // when net's rates were last run up to
+    long long next_id = 0;
+    long long generation = 0;  // the pending timer's; older timers do nothing
+  } pool;
 
   // ---- flows ----
   sg4::Mailbox* mailbox(int slot, int pattern, int src, int dst);
@@ -180,13 +191,15 @@ struct Simulation::Impl {
   // rest is accounted now).
   void post_bulk(const std::shared_ptr<CollectiveState>& st,
                  const std::vector<double>* wire_left = nullptr);
-  // Times st analytically (no other collective has flows); false when its flows can never end.
-  bool start_alone(const std::shared_ptr<CollectiveState>& st);
-  // Posts the flows of the collective timed alone with what they have left to send: another
-  // one is about to share the network. Runs in the maestro.
-  void materialize_alone();
-  // No more collectives timed alone (a fault, a step-granularity collective).
-  void stop_alone();
+  // The pool (runs in the maestro): st joins it; the pool's rates run up to now; they are
+  // shared again and the next flow end is timed; every member's flows are posted to SimGrid
+  // with what each still has to send (a collective that cannot join is about to start flows).
+  void pool_join(const std::shared_ptr<CollectiveState>& st);
+  void pool_run(double dt);
+  void pool_schedule();
+  void pool_materialize();
+  // No more analytic sharing (a fault, a step-granularity collective).
+  void stop_pool();
   double capacity_Bps(int link) const;
   std::vector<nccl::FluidFlow> fluid_flows(const Decomposition& d) const;
   detail::BulkWorker* idle_bulk_worker(int endpoint);

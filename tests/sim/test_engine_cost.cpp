@@ -1,0 +1,191 @@
+// What a collective costs the engine rather than what it simulates: actors reused by bulk
+// collectives, collectives timed by the engine's own max-min sharing while no flow is posted to
+// SimGrid (against the same collectives as flows, and against hand formulas), and the states a
+// long simulation keeps. Every simulation runs in a child process (sim/README.md).
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "sim_test_support.hpp"
+
+using namespace clustersim;
+using namespace clustersim::nccl;
+using namespace clustersim::sim;
+using namespace clustersim::sim::testing;
+
+TEST_CASE(
+    "Bulk collectives reuse the engine's actors: none per collective once each endpoint has one",
+    "[sim][speed]") {
+  // One GPU per node behind its own 50 GB/s NIC: an all-to-all of S bytes per rank sends
+  // (n-1)/n S out of every NIC, so it takes T = (n-1)/n S / 50 GB/s on an idle fabric, and two
+  // at once on the same GPUs share every NIC and both take 2T. The engine creates its actors on
+  // an endpoint's first use, as many as it has collectives at once, and none afterwards.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = gpu_range(0, n);
+  a2a.bytes = S;
+  const auto v = run_isolated_numbers([&] {
+    SimulationOptions o;
+    o.analytic_sharing = false;  // the flows' own machinery, even for a lone collective
+    Simulation sim(graph, o);
+    std::vector<double> out;
+    const auto actors = [&] { out.push_back(static_cast<double>(sim.totals().actors)); };
+    sim.spawn(0, "driver", [&] {
+      for (int i = 0; i < 3; ++i) {
+        out.push_back(sim.collective(a2a).time_s());
+        actors();
+      }
+      auto h1 = sim.start_collective(a2a);
+      auto h2 = sim.start_collective(a2a);
+      out.push_back(sim.wait(h1).time_s());
+      out.push_back(sim.wait(h2).time_s());
+      actors();
+      out.push_back(sim.collective(a2a).time_s());
+      actors();
+    });
+    sim.run();
+    return out;
+  });
+  REQUIRE(v.size() == 11);
+  for (int i : {0, 2, 4, 9}) CHECK(v[static_cast<std::size_t>(i)] == Approx(T).epsilon(0.01));
+  CHECK(v[6] == Approx(2 * T).epsilon(0.01));
+  CHECK(v[7] == Approx(2 * T).epsilon(0.01));
+  // The driver and one actor per endpoint (each sends), the same after three collectives (an
+  // actor per endpoint and collective would be 1 + 3n), one more per endpoint for the second
+  // of two at once, and none for the last one.
+  CHECK(v[1] == 1 + n);
+  CHECK(v[5] == 1 + n);
+  CHECK(v[8] == 1 + 2 * n);
+  CHECK(v[10] == 1 + 2 * n);
+}
+
+TEST_CASE("Collectives shared analytically end when their flows would", "[sim][speed]") {
+  // The all-to-all of the test above: T alone. A second one started at T/2 shares every NIC:
+  // the first sends its other half at half rate and ends at T/2 + T; the second has sent a half
+  // by then and ends at 2T. Shared by the engine's own max-min computation, the end times are
+  // those of SimGrid's flows, and no actor runs a flow.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = gpu_range(0, n);
+  a2a.bytes = S;
+  const auto run = [&](bool analytic) {
+    return run_isolated_numbers([&] {
+      SimulationOptions o;
+      o.analytic_sharing = analytic;
+      Simulation sim(graph, o);
+      std::vector<double> out;
+      sim.spawn(0, "driver", [&] {
+        out.push_back(sim.collective(a2a).time_s());
+        out.push_back(static_cast<double>(sim.totals().actors));
+        const double t0 = sim.now();
+        auto first = sim.start_collective(a2a);
+        sim.sleep_for(T / 2);
+        auto second = sim.start_collective(a2a);
+        out.push_back(sim.wait(first).end_s - t0);
+        out.push_back(sim.wait(second).end_s - t0);
+      });
+      sim.run();
+      out.push_back(static_cast<double>(sim.totals().flows));
+      double bytes = 0;
+      for (const auto& l : sim.link_usage().links) bytes += l.bytes_up + l.bytes_down;
+      out.push_back(bytes);
+      return out;
+    });
+  };
+  const auto alone = run(true);
+  const auto flows = run(false);
+  REQUIRE(alone.size() == 6);
+  REQUIRE(flows.size() == 6);
+  CHECK(alone[0] == Approx(T).epsilon(0.01));
+  CHECK(alone[1] == 1);  // the driver only
+  CHECK(flows[1] == 1 + n);
+  CHECK(alone[2] == Approx(1.5 * T).epsilon(0.01));
+  CHECK(alone[3] == Approx(2 * T).epsilon(0.01));
+  for (std::size_t i : {0, 2, 3}) CHECK(alone[i] == Approx(flows[i]).epsilon(1e-9));
+  CHECK(alone[4] == flows[4]);                         // flows counted either way
+  CHECK(alone[5] == Approx(flows[5]).epsilon(1e-12));  // and every byte on its links
+}
+
+TEST_CASE("Analytically shared collectives hand over to flows with what each has left",
+          "[sim][speed]") {
+  // Six all-to-alls of different sizes started T/5 apart on 16 single-GPU nodes: the pool
+  // takes four; the fifth cannot join, so the four post their flows with what each has left,
+  // and everything after runs as flows. A transfer between two GPUs at 3T hands over again.
+  // Every end time is the one of flows from the start, to SimGrid's own precision: it updates
+  // simulated times to a numerical precision of 1e-9 s (its precision/timing setting); the two
+  // differ by a few 1e-10 s here.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  const auto run = [&](bool analytic) {
+    return run_isolated_numbers([&] {
+      SimulationOptions o;
+      o.analytic_sharing = analytic;
+      Simulation sim(graph, o);
+      std::vector<double> out(7);
+      sim.spawn(0, "driver", [&] {
+        std::vector<CollectiveHandle> hs;
+        for (int i = 0; i < 6; ++i) {
+          CollectiveRequest a2a;
+          a2a.op = CollectiveOp::all_to_all;
+          a2a.gpus = gpu_range(0, n);
+          a2a.bytes = S * (1 + 0.25 * i);
+          hs.push_back(sim.start_collective(a2a));
+          sim.sleep_for(T / 5);
+        }
+        for (std::size_t i = 0; i < hs.size(); ++i) out[i] = sim.wait(hs[i]).end_s;
+        sim.sleep_until(3 * T);
+        out[6] = sim.wait(sim.start_send(0, 1, S)).end_s;
+      });
+      sim.run();
+      return out;
+    });
+  };
+  const auto shared = run(true);
+  const auto flows = run(false);
+  REQUIRE(shared.size() == flows.size());
+  for (std::size_t i = 0; i < shared.size(); ++i) {
+    INFO("collective " << i);
+    CHECK(shared[i] == Approx(flows[i]).epsilon(0).margin(5e-9));
+  }
+}
+
+TEST_CASE("A finished transfer's state is released once no handle holds it", "[sim]") {
+  // 1000 transfers one after the other, each handle dropped after its wait: all are counted,
+  // none is kept, so a long step holds only what is in flight.
+  const auto spec = test_cluster({.nodes = 2, .gpus_per_node = 1});
+  const auto graph = topologies::ClusterGraph::build(spec, 2);
+  const auto v = run_isolated_numbers([&] {
+    Simulation sim(graph, SimulationOptions{});
+    double most_alive = 0;
+    sim.spawn(0, "sender", [&] {
+      for (int i = 0; i < 1000; ++i) {
+        const CollectiveHandle h = sim.start_send(0, 1, 1 * MiB);
+        most_alive = std::max(most_alive, static_cast<double>(sim.live_collectives()));
+        sim.wait(h);
+      }
+    });
+    sim.run();
+    return std::vector<double>{static_cast<double>(sim.totals().collectives), most_alive,
+                               static_cast<double>(sim.live_collectives())};
+  });
+  CHECK(v[0] == 1000);
+  // The one in flight, and the one before it until the engine reaps the helper actor that ran
+  // its flow (a kept state would make this 1000).
+  CHECK(v[1] <= 2);
+  CHECK(v[2] == 0);
+}
