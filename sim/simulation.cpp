@@ -339,7 +339,8 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
                                 "\" must be in (0, 1]");
   }
   Impl* impl = impl_.get();
-  impl->stop_pool();  // the analytic sharing assumes every link at its capacity
+  // The analytic sharing assumes every link at its capacity: none from the fault on.
+  impl->at(from_s, [impl] { impl->stop_pool(); });
   impl->at(from_s, [impl, id, factor] {
     impl->pf->factor[static_cast<std::size_t>(id)] = factor;
     impl->pf->refresh_link(id);
@@ -355,7 +356,7 @@ void Simulation::set_link_bandwidth_factor(const std::string& link, double facto
 void Simulation::set_link_down(const std::string& link, double from_s, double until_s) {
   const int id = impl_->link_id(link);
   Impl* impl = impl_.get();
-  impl->stop_pool();
+  impl->at(from_s, [impl] { impl->stop_pool(); });
   impl->at(from_s, [impl, id] { impl->link_down_now(id); });
   if (until_s > 0) impl->at(until_s, [impl, id] { impl->link_up_now(id); });
 }

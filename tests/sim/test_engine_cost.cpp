@@ -164,6 +164,50 @@ TEST_CASE("Analytically shared collectives hand over to flows with what each has
   }
 }
 
+TEST_CASE("A link fault ends the analytic sharing when it happens, not before", "[sim][speed]") {
+  // An all-to-all alone (T), then one during which node 3's NIC drops to half its bandwidth
+  // at T/2, then a link fault scheduled long after the last: the first is shared analytically;
+  // the second hands over to flows at the fault; the end times are those of flows throughout.
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const int n = 16;
+  const double T = (n - 1.0) / n * S / B;
+  const auto graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  CollectiveRequest a2a;
+  a2a.op = CollectiveOp::all_to_all;
+  a2a.gpus = gpu_range(0, n);
+  a2a.bytes = S;
+  const auto run = [&](bool analytic) {
+    return run_isolated_numbers([&] {
+      SimulationOptions o;
+      o.analytic_sharing = analytic;
+      Simulation sim(graph, o);
+      sim.set_link_down("node5/nic0-leaf", 1000.0, 1001.0);
+      std::vector<double> out;
+      sim.spawn(0, "driver", [&] {
+        out.push_back(sim.collective(a2a).time_s());
+        out.push_back(static_cast<double>(sim.totals().analytic));
+        const double t0 = sim.now();
+        sim.set_link_bandwidth_factor("node3/nic0-leaf", 0.5, t0 + T / 2);
+        out.push_back(sim.collective(a2a).end_s - t0);
+      });
+      sim.run();
+      return out;
+    });
+  };
+  const auto shared = run(true);
+  const auto flows = run(false);
+  REQUIRE(shared.size() == 3);
+  REQUIRE(flows.size() == 3);
+  CHECK(shared[1] == 1);  // the first, before any fault
+  CHECK(flows[1] == 0);
+  CHECK(shared[0] == Approx(T).epsilon(0.01));
+  // Node 3 sends and receives the second half of its bytes at half rate: T/2 + T.
+  CHECK(shared[2] == Approx(1.5 * T).epsilon(0.01));
+  for (std::size_t i : {0, 2}) CHECK(shared[i] == Approx(flows[i]).epsilon(0).margin(5e-9));
+}
+
 TEST_CASE("A finished transfer's state is released once no handle holds it", "[sim]") {
   // 1000 transfers one after the other, each handle dropped after its wait: all are counted,
   // none is kept, so a long step holds only what is in flight.
