@@ -71,8 +71,9 @@ void Simulation::Impl::run_bulk(const std::shared_ptr<CollectiveState>& st) {
     mark_done(*st);
     return;
   }
-  if (pool_allowed && flowing == 0 && pool.members.size() < detail::kPoolMaxMembers &&
-      pool.flows + d.bulk_flows.size() <= detail::kFluidMaxFlows) {
+  const std::size_t flows = pool.flows + d.bulk_flows.size();
+  if (pool_allowed && flowing == 0 && flows <= detail::kFluidMaxFlows &&
+      (pool.members.size() + 1) * flows <= detail::kPoolMaxWork) {
     pool_join(st);
     return;
   }

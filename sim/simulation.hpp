@@ -56,7 +56,7 @@ struct SimulationOptions {
   // is created; the defaults are the fast ones (sim/platform.hpp).
   EngineOptions engine;
   // Bulk collectives that start while no flow is posted to SimGrid are timed by the max-min
-  // sharing SimGrid would compute (nccl/fluid.hpp), up to kPoolMaxMembers at once, with no
+  // sharing SimGrid would compute (nccl/fluid.hpp), within the pool's limits, with no
   // flows; when one cannot join, their flows are posted with what each still has to send
   // (sim/README.md, "Analytic sharing"). Only without link faults, at bulk granularity;
   // false: always flows.
