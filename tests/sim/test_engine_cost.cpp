@@ -3,6 +3,7 @@
 // SimGrid (against the same collectives as flows, and against hand formulas), and the states a
 // long simulation keeps. Every simulation runs in a child process (sim/README.md).
 #include <catch2/catch.hpp>
+#include <functional>
 #include <vector>
 
 #include "sim_test_support.hpp"
@@ -12,23 +13,60 @@ using namespace clustersim::nccl;
 using namespace clustersim::sim;
 using namespace clustersim::sim::testing;
 
+namespace {
+
+// Sixteen nodes of one GPU behind its own 50 GB/s NIC: an all-to-all of S bytes per rank sends
+// (n-1)/n S out of every NIC, so it takes T = (n-1)/n S / 50 GB/s on an idle fabric.
+struct SixteenNics {
+  static constexpr int n = 16;
+  const double S = 256 * MiB;
+  const double B = 50e9;
+  const double T = (n - 1.0) / n * S / B;
+  const topologies::ClusterGraph graph = topologies::ClusterGraph::build(
+      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+
+  using Body = std::function<void(Simulation&, std::vector<double>&)>;
+
+  // In a child process, a simulation with the analytic sharing on or off: `before` sets it up,
+  // `driver` runs as an actor on GPU 0, `after` reads it once it has ended; what they put in
+  // `out`.
+  std::vector<double> simulate(bool analytic, const Body& driver, const Body& after = {},
+                               const Body& before = {}) const {
+    return run_isolated_numbers([&] {
+      SimulationOptions o;
+      o.analytic_sharing = analytic;
+      Simulation sim(graph, o);
+      std::vector<double> out;
+      if (before) before(sim, out);
+      sim.spawn(0, "driver", [&] { driver(sim, out); });
+      sim.run();
+      if (after) after(sim, out);
+      return out;
+    });
+  }
+
+  CollectiveRequest all_to_all(double bytes) const {
+    CollectiveRequest r;
+    r.op = CollectiveOp::all_to_all;
+    r.gpus = gpu_range(0, n);
+    r.bytes = bytes;
+    return r;
+  }
+};
+
+}  // namespace
+
 TEST_CASE(
     "Bulk collectives reuse the engine's actors: none per collective once each endpoint has one",
     "[sim][speed]") {
-  // One GPU per node behind its own 50 GB/s NIC: an all-to-all of S bytes per rank sends
-  // (n-1)/n S out of every NIC, so it takes T = (n-1)/n S / 50 GB/s on an idle fabric, and two
-  // at once on the same GPUs share every NIC and both take 2T. The engine creates its actors on
+  // SixteenNics: an all-to-all takes T on an idle fabric, and two at once on the same GPUs
+  // share every NIC and both take 2T. The engine creates its actors on
   // an endpoint's first use, as many as it has collectives at once, and none afterwards.
-  const double S = 256 * MiB;
-  const double B = 50e9;
-  const int n = 16;
-  const double T = (n - 1.0) / n * S / B;
-  const auto graph = topologies::ClusterGraph::build(
-      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
-  CollectiveRequest a2a;
-  a2a.op = CollectiveOp::all_to_all;
-  a2a.gpus = gpu_range(0, n);
-  a2a.bytes = S;
+  const SixteenNics c;
+  const int n = c.n;
+  const double T = c.T;
+  const auto& graph = c.graph;
+  const CollectiveRequest a2a = c.all_to_all(c.S);
   const auto v = run_isolated_numbers([&] {
     SimulationOptions o;
     o.analytic_sharing = false;  // the flows' own machinery, even for a lone collective
@@ -69,39 +107,29 @@ TEST_CASE("Collectives shared analytically end when their flows would", "[sim][s
   // the first sends its other half at half rate and ends at T/2 + T; the second has sent a half
   // by then and ends at 2T. Shared by the engine's own max-min computation, the end times are
   // those of SimGrid's flows, and no actor runs a flow.
-  const double S = 256 * MiB;
-  const double B = 50e9;
-  const int n = 16;
-  const double T = (n - 1.0) / n * S / B;
-  const auto graph = topologies::ClusterGraph::build(
-      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
-  CollectiveRequest a2a;
-  a2a.op = CollectiveOp::all_to_all;
-  a2a.gpus = gpu_range(0, n);
-  a2a.bytes = S;
+  const SixteenNics c;
+  const int n = c.n;
+  const double T = c.T;
+  const CollectiveRequest a2a = c.all_to_all(c.S);
   const auto run = [&](bool analytic) {
-    return run_isolated_numbers([&] {
-      SimulationOptions o;
-      o.analytic_sharing = analytic;
-      Simulation sim(graph, o);
-      std::vector<double> out;
-      sim.spawn(0, "driver", [&] {
-        out.push_back(sim.collective(a2a).time_s());
-        out.push_back(static_cast<double>(sim.totals().actors));
-        const double t0 = sim.now();
-        auto first = sim.start_collective(a2a);
-        sim.sleep_for(T / 2);
-        auto second = sim.start_collective(a2a);
-        out.push_back(sim.wait(first).end_s - t0);
-        out.push_back(sim.wait(second).end_s - t0);
-      });
-      sim.run();
-      out.push_back(static_cast<double>(sim.totals().flows));
-      double bytes = 0;
-      for (const auto& l : sim.link_usage().links) bytes += l.bytes_up + l.bytes_down;
-      out.push_back(bytes);
-      return out;
-    });
+    return c.simulate(
+        analytic,
+        [&](Simulation& sim, std::vector<double>& out) {
+          out.push_back(sim.collective(a2a).time_s());
+          out.push_back(static_cast<double>(sim.totals().actors));
+          const double t0 = sim.now();
+          auto first = sim.start_collective(a2a);
+          sim.sleep_for(T / 2);
+          auto second = sim.start_collective(a2a);
+          out.push_back(sim.wait(first).end_s - t0);
+          out.push_back(sim.wait(second).end_s - t0);
+        },
+        [](Simulation& sim, std::vector<double>& out) {
+          out.push_back(static_cast<double>(sim.totals().flows));
+          double bytes = 0;
+          for (const auto& l : sim.link_usage().links) bytes += l.bytes_up + l.bytes_down;
+          out.push_back(bytes);
+        });
   };
   const auto alone = run(true);
   const auto flows = run(false);
@@ -125,35 +153,21 @@ TEST_CASE("Analytically shared collectives hand over to flows with what each has
   // sixth and a transfer at 3T, runs as flows. Every end time is the one of flows from the start,
   // to SimGrid's own precision: it updates simulated times to a numerical precision of 1e-9 s (its
   // precision/timing setting); the two differ by a few 1e-10 s here.
-  const double S = 256 * MiB;
-  const double B = 50e9;
-  const int n = 16;
-  const double T = (n - 1.0) / n * S / B;
-  const auto graph = topologies::ClusterGraph::build(
-      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
+  const SixteenNics c;
+  const double S = c.S;
+  const double T = c.T;
   const auto run = [&](bool analytic) {
-    return run_isolated_numbers([&] {
-      SimulationOptions o;
-      o.analytic_sharing = analytic;
-      Simulation sim(graph, o);
-      std::vector<double> out(7);
-      sim.spawn(0, "driver", [&] {
-        std::vector<CollectiveHandle> hs;
-        for (int i = 0; i < 6; ++i) {
-          CollectiveRequest a2a;
-          a2a.op = CollectiveOp::all_to_all;
-          a2a.gpus = gpu_range(0, n);
-          a2a.bytes = S * (1 + 0.25 * i);
-          if (i == 4) a2a.granularity = Granularity::step;
-          hs.push_back(sim.start_collective(a2a));
-          sim.sleep_for(T / 5);
-        }
-        for (std::size_t i = 0; i < hs.size(); ++i) out[i] = sim.wait(hs[i]).end_s;
-        sim.sleep_until(3 * T);
-        out[6] = sim.wait(sim.start_send(0, 1, S)).end_s;
-      });
-      sim.run();
-      return out;
+    return c.simulate(analytic, [&](Simulation& sim, std::vector<double>& out) {
+      std::vector<CollectiveHandle> hs;
+      for (int i = 0; i < 6; ++i) {
+        CollectiveRequest a2a = c.all_to_all(S * (1 + 0.25 * i));
+        if (i == 4) a2a.granularity = Granularity::step;
+        hs.push_back(sim.start_collective(a2a));
+        sim.sleep_for(T / 5);
+      }
+      for (const auto& h : hs) out.push_back(sim.wait(h).end_s);
+      sim.sleep_until(3 * T);
+      out.push_back(sim.wait(sim.start_send(0, 1, S)).end_s);
     });
   };
   const auto shared = run(true);
@@ -169,33 +183,23 @@ TEST_CASE("A link fault ends the analytic sharing when it happens, not before", 
   // An all-to-all alone (T), then one during which node 3's NIC drops to half its bandwidth
   // at T/2, then a link fault scheduled long after the last: the first is shared analytically;
   // the second hands over to flows at the fault; the end times are those of flows throughout.
-  const double S = 256 * MiB;
-  const double B = 50e9;
-  const int n = 16;
-  const double T = (n - 1.0) / n * S / B;
-  const auto graph = topologies::ClusterGraph::build(
-      test_cluster({.nodes = n, .gpus_per_node = 1, .gpudirect_rdma = true}), n);
-  CollectiveRequest a2a;
-  a2a.op = CollectiveOp::all_to_all;
-  a2a.gpus = gpu_range(0, n);
-  a2a.bytes = S;
+  const SixteenNics c;
+  const double T = c.T;
+  const CollectiveRequest a2a = c.all_to_all(c.S);
   const auto run = [&](bool analytic) {
-    return run_isolated_numbers([&] {
-      SimulationOptions o;
-      o.analytic_sharing = analytic;
-      Simulation sim(graph, o);
-      sim.set_link_down("node5/nic0-leaf", 1000.0, 1001.0);
-      std::vector<double> out;
-      sim.spawn(0, "driver", [&] {
-        out.push_back(sim.collective(a2a).time_s());
-        out.push_back(static_cast<double>(sim.totals().analytic));
-        const double t0 = sim.now();
-        sim.set_link_bandwidth_factor("node3/nic0-leaf", 0.5, t0 + T / 2);
-        out.push_back(sim.collective(a2a).end_s - t0);
-      });
-      sim.run();
-      return out;
-    });
+    return c.simulate(
+        analytic,
+        [&](Simulation& sim, std::vector<double>& out) {
+          out.push_back(sim.collective(a2a).time_s());
+          out.push_back(static_cast<double>(sim.totals().analytic));
+          const double t0 = sim.now();
+          sim.set_link_bandwidth_factor("node3/nic0-leaf", 0.5, t0 + T / 2);
+          out.push_back(sim.collective(a2a).end_s - t0);
+        },
+        {},
+        [](Simulation& sim, std::vector<double>&) {
+          sim.set_link_down("node5/nic0-leaf", 1000.0, 1001.0);
+        });
   };
   const auto shared = run(true);
   const auto flows = run(false);
