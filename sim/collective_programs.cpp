@@ -146,7 +146,11 @@ void Simulation::Impl::pool_join(const std::shared_ptr<CollectiveState>& st) {
     m.flows_left += pool.net->active(k) ? 1 : 0;
   }
   pool.flows += static_cast<std::size_t>(m.flows_left);
-  pool.members.emplace(id, std::move(m));
+  if (m.flows_left == 0) {  // nothing to send: done now, as post_bulk would be
+    mark_done(*st);
+  } else {
+    pool.members.emplace(id, std::move(m));
+  }
   pool_schedule();
 }
 
