@@ -35,11 +35,11 @@
 //   (tests/step). On 128 nodes of h800-128x8-rail (Llama 2 70B) shortcut 5 moved the step
 //   time by -0.08 % (DP4 TP32 PP8 VPP2) and -0.40 % (DP2 TP32 PP16 VPP5: 2.6 M flows, 174 s
 //   and 2.6 GB -> 16 s and 0.4 GB), 0 % on DP8 TP16 PP8 and on the seed's DP64 TP8 PP2.
-//   6. Bulk collectives that start while no flow is posted to SimGrid (up to 4 at once, no
-//      link fault) are timed by the engine's own max-min sharing of their flows, with none
-//      simulated; when one cannot join, their flows are posted with what each still has to
-//      send (sim::SimulationOptions::analytic_sharing; sim/README.md). The same sharing
-//      SimGrid computes: the seed's scenarios give the same step times to 1e-11.
+//   6. Bulk collectives that start while no flow is posted to SimGrid (within the pool's
+//      limits, before any link fault) are timed by the engine's own max-min sharing of their
+//      flows, with none simulated; when one cannot join, their flows are posted with what each
+//      still has to send (sim::SimulationOptions::analytic_sharing; sim/README.md). The same
+//      sharing SimGrid computes: the seed's scenarios give the same step times to 1e-11.
 //
 // SimGrid 3.32 allows one engine per process (sim/platform.hpp): simulate_step() may be called
 // once per process; simulate_step_isolated() runs it in a child process (sim/isolated.hpp) and
