@@ -132,22 +132,4 @@ double fluid_makespan_s(const std::vector<FluidFlow>& flows,
   return now;
 }
 
-std::vector<double> fluid_remaining(const std::vector<FluidFlow>& flows,
-                                    const std::function<double(int link)>& capacity,
-                                    double elapsed_s) {
-  FluidNetwork net(capacity);
-  for (const auto& f : flows) net.add(f);
-  double now = 0;
-  while (net.active_count() > 0 && now < elapsed_s) {
-    net.share();
-    const double dt = std::min(net.next_end(), elapsed_s - now);
-    if (!std::isfinite(dt)) break;
-    net.run(dt);
-    now += dt;
-  }
-  std::vector<double> left(flows.size());
-  for (std::size_t f = 0; f < flows.size(); ++f) left[f] = net.remaining(f);
-  return left;
-}
-
 }  // namespace clustersim::nccl

@@ -41,7 +41,6 @@ class FluidNetwork {
   bool active(std::size_t f) const { return is_active_[f] != 0; }
   // Wire bytes flow f still has to send (0 once it has ended).
   double remaining(std::size_t f) const { return remaining_[f]; }
-  double rate(std::size_t f) const { return rate_[f]; }
   std::size_t size() const { return wire_.size(); }
   std::size_t active_count() const { return active_.size(); }
 
@@ -62,11 +61,5 @@ class FluidNetwork {
 // capacity(link) gives each direction's capacity in bytes/s.
 double fluid_makespan_s(const std::vector<FluidFlow>& flows,
                         const std::function<double(int link)>& capacity);
-
-// The wire bytes each flow still has to send after `elapsed_s` seconds of the same sharing, all
-// starting at 0 (0 for a flow that has ended).
-std::vector<double> fluid_remaining(const std::vector<FluidFlow>& flows,
-                                    const std::function<double(int link)>& capacity,
-                                    double elapsed_s);
 
 }  // namespace clustersim::nccl

@@ -166,8 +166,7 @@ void Simulation::Impl::pool_run(double dt) {
     if (--it->second.flows_left > 0) continue;
     const std::shared_ptr<CollectiveState> st = std::move(it->second.st);
     pool.members.erase(it);
-    const double eff = st->dec->plan.wire_efficiency;
-    for (const auto& b : st->dec->bulk_flows) pf->account(b.src, b.dst, b.payload / eff);
+    account_flows(*st->dec);
     ++totals.analytic;
     mark_done(*st);
   }

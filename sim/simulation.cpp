@@ -84,10 +84,8 @@ void Simulation::Impl::launch(const std::shared_ptr<CollectiveState>& st) {
     const double t = uncontended(st->request, *st->dec);
     at(st->result.start_s + t, [this, st] {
       const double eff = st->dec->plan.wire_efficiency;
-      for (const auto& f : st->dec->bulk_flows) {
-        pf->account(f.src, f.dst, f.payload / eff);
-        st->result.wire_bytes += f.payload / eff;
-      }
+      for (const auto& f : st->dec->bulk_flows) st->result.wire_bytes += f.payload / eff;
+      account_flows(*st->dec);
       mark_done(*st);
     });
     return;
@@ -141,6 +139,11 @@ double Simulation::Impl::uncontended(const CollectiveRequest& r, const Decomposi
   const double t = d.plan.latency_s + makespan;
   uncontended_cache.emplace(key, t);
   return t;
+}
+
+void Simulation::Impl::account_flows(const Decomposition& d) {
+  const double eff = d.plan.wire_efficiency;
+  for (const auto& f : d.bulk_flows) pf->account(f.src, f.dst, f.payload / eff);
 }
 
 double Simulation::Impl::capacity_Bps(int link) const {

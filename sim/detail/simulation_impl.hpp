@@ -54,8 +54,8 @@ struct CollectiveState {
 };
 
 // Analytic uncontended time: beyond this many flows the bottleneck bound replaces the
-// progressive-filling computation (exact for the symmetric patterns of one collective), and a
-// collective alone on the network is simulated with flows.
+// progressive-filling computation (exact for the symmetric patterns of one collective); the
+// analytic pool holds no more flows than this.
 constexpr std::size_t kFluidMaxFlows = 20000;
 // The analytic pool shares all of its links again at every start and flow end: progressive
 // filling passes over every flow once per distinct rate level, about one level per collective.
@@ -126,7 +126,7 @@ struct Simulation::Impl {
 
   // ---- bulk collectives shared analytically (options.analytic_sharing; sim/README.md) ----
   int flowing = 0;            // collectives whose flows are posted and have not all ended
-  bool pool_allowed = false;  // the option, bulk granularity, no link fault scheduled
+  bool pool_allowed = false;  // the option, bulk granularity, no link fault so far
   struct Pooled {
     std::shared_ptr<CollectiveState> st;
     std::size_t first = 0;  // its first flow in the pool's network
@@ -203,6 +203,8 @@ struct Simulation::Impl {
   // No more analytic sharing (a fault, a step-granularity collective).
   void stop_pool();
   double capacity_Bps(int link) const;
+  // Every flow of d accounted on its links, whole (a collective timed without its flows).
+  void account_flows(const Decomposition& d);
   std::vector<nccl::FluidFlow> fluid_flows(const Decomposition& d) const;
   detail::BulkWorker* idle_bulk_worker(int endpoint);
   sg4::ActorPtr receiver(int endpoint);

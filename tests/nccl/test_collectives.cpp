@@ -50,22 +50,35 @@ TEST_CASE("Max-min sharing: two flows on one link share it, a capped flow leaves
         Approx(4.0));
 }
 
-TEST_CASE("Max-min sharing: what each flow has left after a given time", "[nccl]") {
+TEST_CASE("Max-min sharing of flows that come and go: what each has left, and when it ends",
+          "[nccl]") {
   using topologies::Direction;
-  const auto cap = [](int) { return 100.0; };
-  const std::vector<FluidFlow> flows = {{{{0, Direction::up}}, 300, 0},
-                                        {{{0, Direction::up}}, 100, 0}};
+  FluidNetwork net([](int) { return 100.0; });
+  net.add({{{0, Direction::up}}, 300, 0});
+  net.add({{{0, Direction::up}}, 100, 0});
+  CHECK(net.remaining(0) == 300);
+  CHECK(net.remaining(1) == 100);
   // 50 B/s each until the small one ends at 2 s, then 100 B/s for the big one.
-  auto left = fluid_remaining(flows, cap, 1.0);
-  CHECK(left[0] == Approx(250));
-  CHECK(left[1] == Approx(50));
-  left = fluid_remaining(flows, cap, 3.0);
-  CHECK(left[0] == Approx(100));
-  CHECK(left[1] == 0);
-  left = fluid_remaining(flows, cap, 10.0);
-  CHECK(left[0] == 0);
-  CHECK(left[1] == 0);
-  left = fluid_remaining(flows, cap, 0.0);
-  CHECK(left[0] == 300);
-  CHECK(left[1] == 100);
+  net.share();
+  CHECK(net.next_end() == Approx(2.0));
+  net.run(1.0);
+  CHECK(net.remaining(0) == Approx(250));
+  CHECK(net.remaining(1) == Approx(50));
+  std::vector<std::size_t> ended;
+  net.run(net.next_end(), &ended);
+  CHECK(ended == std::vector<std::size_t>{1});
+  CHECK_FALSE(net.active(1));
+  net.share();
+  net.run(1.0);  // 3 s
+  CHECK(net.remaining(0) == Approx(100));
+  CHECK(net.remaining(1) == 0);
+  // A third 100-byte flow joins at 3 s: 50 B/s each again, both end at 5 s.
+  net.add({{{0, Direction::up}}, 100, 0});
+  net.share();
+  CHECK(net.next_end() == Approx(2.0));
+  ended.clear();
+  net.run(net.next_end(), &ended);
+  CHECK(ended == std::vector<std::size_t>{0, 2});
+  CHECK(net.remaining(0) == 0);
+  CHECK(net.active_count() == 0);
 }
