@@ -108,7 +108,7 @@ def nemo_2407_config(run):
 #                                             attention_dropout = 0.0 (no dropout)
 #   src/megatron/bridge/models/qwen/qwen_provider.py Qwen3MoEModelProvider: hidden_dropout =
 #                                             attention_dropout = 0.0
-BRIDGE_COMMIT = "00b7660b"
+BRIDGE_COMMIT = completion_rules.BRIDGE_COMMIT  # the commit that published the 25.11 table
 BRIDGE_2511_CONFIGS = {
     # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None, model provider)
     "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5,
@@ -128,7 +128,9 @@ BRIDGE_2511_CONFIGS = {
 #   overlap_moe_expert_parallel_comm True,      -> moe_comm_overlap (the exchanges of one
 #   delay_wgrad_compute True                       micro-batch hidden behind another's compute)
 #   moe_router_force_load_balancing True        -> routing_imbalance 1 (the model default)
-#   moe_grouped_gemm True                       -> the experts as one grouped GEMM (the model)
+#   moe_grouped_gemm True                       -> Transformer Engine's GroupedLinear
+#                                                  (TEGroupedMLP): one GEMM per local expert on
+#                                                  Hopper, moe_expert_gemm's default per_expert
 # The recipe sets no SM count for the overlapped all-to-all; NCCL's channels for it are not
 # modelled (moe_comm_sms 0), which the case says.
 BRIDGE_2511_MOE = {
@@ -569,7 +571,8 @@ def scenario_for(run, presets, fills):
                            "micro-batch's compute (overlap_moe_expert_parallel_comm with "
                            "delay_wgrad_compute), tokens force-balanced over the experts "
                            "(moe_router_force_load_balancing: routing imbalance 1), grouped "
-                           "GEMMs; not modelled: the SMs the overlapped all-to-all holds (none "
+                           "GEMMs as Transformer Engine runs them on Hopper, one per local "
+                           "expert (moe_expert_gemm per_expert); not modelled: the SMs the overlapped all-to-all holds (none "
                            "taken) and FP8 parameter all-gathers (fp8_param_gather: BF16 "
                            "all-gathers)" % (bridge[0], BRIDGE_COMMIT))
     if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
