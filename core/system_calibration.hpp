@@ -66,6 +66,9 @@ struct SystemCalibration {
   std::vector<std::string> fitted_on;  // case ids
   std::vector<SystemFold> folds;       // leave-one-source-out fits
   std::string note;                    // how and when the fit was made
+  // The calibration file this block was taken from (`system_from`); empty when it is the
+  // file's own.
+  std::string borrowed_from;
   // Over fitted_on at `values`, and each case at its fold's values; absent when the fit did not
   // simulate them (`calibrate --runs --skip-verify`: `clustersim validate` does).
   std::optional<double> in_sample_mape_pct;

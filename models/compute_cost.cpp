@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 
 #include "core/data_root.hpp"
@@ -222,12 +223,38 @@ SystemCalibration load_system(const JsonNode& node) {
   return sys;
 }
 
+// `system_from`: {"file", "why"}. A GPU whose runs no other source measured (its calibration
+// holds no fit of its own) takes the fitted block of another calibration file, named relative
+// to its own: the same die and kernels fitted on other runs. The named file must hold a
+// `system` block itself (no chains).
+SystemCalibration borrowed_system(const JsonNode& node, const std::string& file) {
+  node.require_object();
+  node.only_keys({"file", "why"});
+  const std::string name = node.string_at("file");
+  if (node.string_at("why").empty()) node.fail_at("why", "say why the fit carries over");
+  const std::string path = (std::filesystem::path(file).parent_path() / name).string();
+  if (!std::filesystem::is_regular_file(path)) node.fail_at("file", "no such file: " + path);
+  const JsonDocument document = JsonDocument::load(path);
+  const JsonNode other = document.root();
+  other.require_object();
+  if (other.has("system_from")) {
+    node.fail_at("file", name +
+                             " borrows its own system block (system_from); name the file "
+                             "that holds the fit");
+  }
+  const auto system = other.find("system");
+  if (!system) node.fail_at("file", name + " holds no fitted system block");
+  SystemCalibration sys = load_system(*system);
+  sys.borrowed_from = name;
+  return sys;
+}
+
 }  // namespace
 
 ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   const JsonNode root = document.root();
   root.require_object();
-  root.only_keys({"description", "gemm", "attention", "memory", "system"});
+  root.only_keys({"description", "gemm", "attention", "memory", "system", "system_from"});
   ComputeCalibration cal;
   cal.file = document.file();
 
@@ -267,7 +294,11 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   if (achieved > peak) hbm.fail_at("achieved_TBps", "exceeds peak_TBps");
   if (hbm.string_at("source").empty()) hbm.fail_at("source", "a citation is required");
   cal.hbm_efficiency = achieved / peak;
-  if (const auto system = root.find("system")) cal.system = load_system(*system);
+  if (const auto system = root.find("system")) {
+    cal.system = load_system(*system);
+  } else if (const auto from = root.find("system_from")) {
+    cal.system = borrowed_system(*from, document.file());
+  }
   return cal;
 }
 
@@ -312,8 +343,12 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
     out += (out.empty() ? "" : ", ") + std::string(system_parameter(id).name) + " " +
            format_number(value);
   if (gpu.system_override) return out + " (set for this run)";
-  return out + " (FITTED to " + std::to_string(sys.fitted_on.size()) +
-         " published runs, leave-one-source-out cross-validated; values, not measurements)";
+  const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
+  if (!sys.borrowed_from.empty())
+    return out + " (FITTED to " + runs + " of another GPU, taken from " + sys.borrowed_from +
+           " by this GPU's calibration; values, not measurements)";
+  return out + " (FITTED to " + runs +
+         ", leave-one-source-out cross-validated; values, not measurements)";
 }
 
 ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)

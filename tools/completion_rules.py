@@ -366,8 +366,9 @@ def _torchtitan_defaults(run, f):
                    "(tp_comm_overlap, no SMs taken) and context parallelism's all-gather "
                    "rotation (its K/V all-gather)")
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
-                   "parts, exact value unknown to the authors; the SXM peaks and the Hopper "
-                   "kernel efficiencies are used (preset h100-hbm2e-96gb-500w)")
+                   "parts, exact value unknown to the authors; the midpoint of the two, the "
+                   "Hopper kernel efficiencies and the H100 SXM's fitted system parameters are "
+                   "used (preset h100-hbm2e-96gb-500w)")
 
 
 # ---- Megatron-Bridge 25.11, Qwen3-30B-A3B on 16 H100 ------------------------------------------

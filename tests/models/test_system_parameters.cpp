@@ -1,7 +1,12 @@
 // System parameters (core/system_calibration.hpp) as the compute cost model applies them: each
 // acts on exactly the kernels its definition names, and a calibration file's fitted block is
-// read, range-checked and overridden by a GPU's override. Expected values by hand.
+// read, range-checked and overridden by a GPU's override, or borrowed from another file
+// (system_from). Expected values by hand.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
@@ -117,4 +122,80 @@ TEST_CASE("The 500 W H100's kernel efficiencies are the 700 W part's, in a file 
     INFO(section);
     CHECK(part.root().raw().at(section) == hopper.root().raw().at(section));
   }
+}
+
+namespace {
+
+// A directory of calibration files for the system_from tests, removed when it goes.
+struct CalibrationDir {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("clustersim-system-from-" + std::to_string(::getpid()));
+  CalibrationDir() { std::filesystem::create_directories(dir); }
+  ~CalibrationDir() { std::filesystem::remove_all(dir); }
+  // The shipped file's data sections with `extra` merged in, written as `name`.
+  std::string write(const std::string& name, const std::string& extra) const {
+    nlohmann::json root = JsonDocument::load(kCalibration).root().raw();
+    root.erase("system");
+    root.update(nlohmann::json::parse(extra));
+    const std::string path = (dir / name).string();
+    std::ofstream(path) << root.dump();
+    return path;
+  }
+};
+
+const char* kFitted = R"({"system": {"parameters": {"tensor_sustained_fraction": 0.88,
+    "kernel_gap_us": 12}, "fit": {"fitted_on": ["a", "b"]}}})";
+const char* kBorrowing = R"({"system_from": {"file": "fitted.json", "why": "the same die"}})";
+
+}  // namespace
+
+TEST_CASE("A calibration without a fit of its own takes the fit its system_from names") {
+  const CalibrationDir d;
+  d.write("fitted.json", kFitted);
+  const ComputeCalibration cal = load_compute_calibration(d.write("part.json", kBorrowing));
+  CHECK(cal.system.find(SystemParameterId::tensor_sustained_fraction) == 0.88);
+  CHECK(cal.system.find(SystemParameterId::kernel_gap_us) == 12);
+  CHECK(cal.system.borrowed_from == "fitted.json");
+  const ComputeCostModel model(test::h100_like(), cal);
+  CHECK(model.kernel_gap_s() == Approx(12e-6));
+  const std::string line = describe_system_parameters(test::h100_like(), cal);
+  CHECK_THAT(line, Catch::Contains("FITTED to 2 published runs of another GPU"));
+  CHECK_THAT(line, Catch::Contains("fitted.json"));
+  // A fit of the file's own (what `calibrate --update` writes) wins over the borrowed one.
+  const ComputeCalibration own = load_compute_calibration(
+      d.write("own.json", R"({"system_from": {"file": "fitted.json", "why": "the same die"},
+                     "system": {"parameters": {"kernel_gap_us": 3}}})"));
+  CHECK(own.system.find(SystemParameterId::kernel_gap_us) == 3);
+  CHECK(own.system.borrowed_from.empty());
+}
+
+TEST_CASE("A system_from that names no fit is refused at its JSON path") {
+  const CalibrationDir d;
+  d.write("unfitted.json", "{}");
+  d.write("fitted.json", kFitted);
+  d.write("borrowing.json", kBorrowing);
+  const auto refused = [&](const std::string& extra, const std::string& why) {
+    try {
+      load_compute_calibration(d.write("part.json", extra));
+      FAIL("accepted " << extra);
+    } catch (const ConfigError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("part.json"));
+      CHECK_THAT(e.what(), Catch::Contains("/system_from"));
+      CHECK_THAT(e.what(), Catch::Contains(why));
+    }
+  };
+  refused(R"({"system_from": {"file": "missing.json", "why": "x"}})", "no such file");
+  refused(R"({"system_from": {"file": "unfitted.json", "why": "x"}})", "no fitted system block");
+  refused(R"({"system_from": {"file": "borrowing.json", "why": "x"}})", "borrows");
+  refused(R"({"system_from": {"file": "fitted.json", "why": ""}})", "why");
+}
+
+TEST_CASE("The 500 W H100 takes the 700 W part's fit: torchtitan's runs are its only measure") {
+  const ComputeCalibration part = load_compute_calibration(
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency-h100-500w.json");
+  const ComputeCalibration hopper = load_compute_calibration(kCalibration);
+  CHECK(part.system.borrowed_from == "compute_efficiency.json");
+  CHECK(part.system.values == hopper.system.values);
+  CHECK(part.system.fitted_on == hopper.system.fitted_on);
+  for (const std::string& id : part.system.fitted_on) CHECK(id.rfind("torchtitan", 0) != 0);
 }
