@@ -55,6 +55,10 @@ const char* to_string(Zero3Implementation z) {
   return kZero3ImplementationNames.name(z);
 }
 
+const char* to_string(CpImplementation c) {
+  return kCpImplementationNames.name(c);
+}
+
 double GpuSpec::peak(Dtype d) const {
   const auto it = peak_flops.find(d);
   if (it == peak_flops.end()) {

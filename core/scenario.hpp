@@ -262,6 +262,22 @@ inline const NameTable<Zero3Implementation> kZero3ImplementationNames = {
     {Zero3Implementation::fsdp, "fsdp"}, {Zero3Implementation::deepspeed_2021, "deepspeed-2021"}};
 const char* to_string(Zero3Implementation z);
 
+// How context parallelism moves K and V (with cp > 1).
+enum class CpImplementation {
+  // K and V all-gathered over the CP group before the forward attention, dK and dV
+  // reduce-scattered after the backward, in the activation dtype (Megatron-Core's
+  // cp_comm_type "all_gather" volumes, nothing overlapped).
+  all_gather,
+  // PyTorch's context_parallel (torch.distributed.tensor.experimental) with its all-gather
+  // rotation, as torchtitan runs it: the forward all-gathers K and V once per attention call
+  // and merges each step's partial output into FP32 (convert_to_f32); the backward all-gathers
+  // K and V again and passes FP32 dK/dV accumulators around the ring, cp hops (docs/nccl.md).
+  torch,
+};
+inline const NameTable<CpImplementation> kCpImplementationNames = {
+    {CpImplementation::all_gather, "all_gather"}, {CpImplementation::torch, "torch"}};
+const char* to_string(CpImplementation c);
+
 struct Parallelism {
   int dp = 1;
   int tp = 1;
@@ -285,6 +301,7 @@ struct Parallelism {
   bool pipeline_scatter_gather = false;
   int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;
+  CpImplementation cp_implementation = CpImplementation::all_gather;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<int> layers_per_stage;  // uneven split; empty = even
   // Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
@@ -325,6 +342,11 @@ struct Training {
   // configured without dropout (e.g. Llama recipes: hidden_dropout = attention_dropout = 0).
   bool dropout = true;
   AttentionKernel attention = AttentionKernel::flash;
+  // K and V repeated to every query head before the attention call (torchtitan's Llama and
+  // Hugging Face's eager Llama call repeat_kv): the attention kernel reads, and context
+  // parallelism exchanges, query-head-wide K/V, and the repeat is a copy of its own. Without
+  // it (Transformer Engine, Megatron-Core) grouped K/V heads reach the kernel as they are.
+  bool repeat_kv = false;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

@@ -123,6 +123,8 @@ Parallelism parse_parallelism(const JsonNode& n) {
   p.pipeline_scatter_gather = n.bool_or("pipeline_scatter_gather", false);
   p.zero_stage = static_cast<int>(int_or(n, keys, "zero_stage", 0));
   parse_zero3_implementation(n, p);
+  p.cp_implementation =
+      choice_or(n, keys, "cp_implementation", kCpImplementationNames, CpImplementation::all_gather);
   const auto default_schedule =
       p.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   p.schedule = choice_or(n, keys, "schedule", kScheduleNames, default_schedule);
@@ -155,6 +157,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   }
   t.dropout = n.bool_or("dropout", model_dropout);
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
+  t.repeat_kv = n.bool_or("repeat_kv", false);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =

@@ -53,6 +53,9 @@ ObjectSpec make_parallelism() {
            integer("zero_stage", 0, 3, "ZeRO stage of the optimizer state sharding; default 0"),
            choice("zero3_implementation", kZero3ImplementationNames.names(),
                   "with zero_stage 3: \"fsdp\" (default) or DeepSpeed's 2021 ZeRO-3"),
+           choice("cp_implementation", kCpImplementationNames.names(),
+                  "with cp > 1: \"all_gather\" (default) or \"torch\" (PyTorch's "
+                  "context_parallel: K/V re-gathered for the backward, FP32 dK/dV ring)"),
            choice("schedule", kScheduleNames.names(),
                   "pipeline schedule; default 1f1b, interleaved when vpp > 1"),
            array("layers_per_stage", integer("", 1, 1 << 20, "Transformer layers"),
@@ -95,6 +98,9 @@ ObjectSpec make_training() {
                 "for Llama-style presets)"),
            choice("attention", kAttentionNames.names(),
                   "flash (default: fused kernel) or unfused (stored scores)"),
+           flag("repeat_kv",
+                "K/V repeated to every query head before attention (torchtitan's Llama); "
+                "default false"),
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
            object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
                   "SMs the forward reduce-scatters take from their GEMMs"),

@@ -13,6 +13,8 @@
 //                    parallelism; default tp; both checked as Megatron-Core lays them out),
 //                    "zero3_implementation": "fsdp" (default) | "deepspeed-2021" (with
 //                                            zero_stage 3; core/scenario.hpp),
+//                    "cp_implementation": "all_gather" (default) | "torch" (PyTorch's
+//                                         context_parallel; core/scenario.hpp),
 //                    "schedule": "1f1b"|"interleaved"|"gpipe"|"zb-h1"|"dualpipe"
 //                      (workload/schedule.hpp),
 //                    "layers_per_stage": [..] (per stage; with vpp > 1 per virtual stage),
@@ -31,6 +33,7 @@
 //                              Hopper; no score tensors) | "flash2" | "flash3" (FlashAttention-2/3,
 //                              e.g. PyTorch SDPA = flash2) | "unfused" (Megatron-LM 2021-22:
 //                              batched GEMMs + fused softmax, stored scores),
+//                 "repeat_kv" (false; K/V repeated to the query heads before attention),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
 //                 "tp_comm_overlap_sms": {"proj_fprop", "fc2_fprop"} (SMs each forward
 //                                     reduce-scatter takes from its GEMM; default 0),

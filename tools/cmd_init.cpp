@@ -99,6 +99,7 @@ Json parallelism_json(const Scenario& s) {
               {"schedule", to_string(p.schedule)},
               {"account_for_embedding_in_pipeline_split", p.embedding_in_pipeline_split},
               {"account_for_loss_in_pipeline_split", p.loss_in_pipeline_split}};
+  if (p.cp > 1) out["cp_implementation"] = to_string(p.cp_implementation);
   if (s.model.moe) {
     out["ep"] = p.ep;
     out["etp"] = p.expert_tp();
@@ -124,6 +125,7 @@ Json training_json(const Scenario& s) {
               {"optimizer_moments_dtype", to_string(t.optimizer_moments_dtype)}};
   if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
   out["fp8_activation_cache"] = t.fp8_activation_cache;
+  if (t.repeat_kv) out["repeat_kv"] = true;
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);
     out["moe_expert_gemm"] = to_string(t.moe_expert_gemm);

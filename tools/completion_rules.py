@@ -354,17 +354,26 @@ def _torchtitan_defaults(run, f):
                            TORCHTITAN_COMMIT))
     f.comm["grad_dtype"] = "fp32"
     f.training["dropout"] = False
+    f.training["repeat_kv"] = True
+    if run["cp"] > 1:
+        f.parallelism["cp_implementation"] = "torch"
     if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
         f.training["tp_comm_overlap"] = True
     f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched; "
                    "reshard_after_forward off with pipeline parallelism is not modelled), "
                    "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
-                   "dropout" % TORCHTITAN_COMMIT)
+                   "dropout; K/V repeated to the query heads before attention (repeat_kv in "
+                   "torchtitan/models/llama/model.py)%s" % (
+                       TORCHTITAN_COMMIT,
+                       "; PyTorch's context_parallel with its default all-gather rotation "
+                       "(cp_implementation torch: K/V gathered again for the backward, FP32 "
+                       "merges and dK/dV ring)" if run["cp"] > 1 else ""))
     f.notes.append("not modelled, nearest setting used: torch.compile's fusions (eager kernels), "
                    "torchao Float8 with dynamic tensorwise scaling and FP8 FSDP all-gathers "
                    "(precision fp8: Transformer Engine-style casts, BF16 all-gathers), async TP "
-                   "(tp_comm_overlap, no SMs taken) and context parallelism's all-gather "
-                   "rotation (its K/V all-gather)")
+                   "(tp_comm_overlap, no SMs taken)%s" % (
+                       "; context parallelism's torch.cat copies of partly updated steps and "
+                       "its all-gather's overlap with the first step" if run["cp"] > 1 else ""))
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
                    "parts, exact value unknown to the authors; the midpoint of the two, the "
                    "Hopper kernel efficiencies and the H100 SXM's fitted system parameters are "

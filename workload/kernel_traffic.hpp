@@ -56,6 +56,22 @@ constexpr double kGeluBackwardPasses = 3;    // read x and dy, write dx
 // relu's is threshold_backward (read dr and r, write dx: 3 passes).
 constexpr double kSquaredReluForwardPasses = 2 + 2;
 constexpr double kSquaredReluBackwardPasses = 2 + 2 + 3 + 3;
+// repeat_kv (torchtitan's Llama): expand + reshape copies K and V to every query head (read the
+// grouped heads, write the repeated ones); its backward sums the repeated gradients back (read
+// repeated, write grouped). Per element of one grouped plus one repeated head-row.
+constexpr double kRepeatKvPasses = 1;
+// PyTorch context parallelism (torch/distributed/tensor/experimental/_attention.py,
+// _SDPAMerger with convert_to_f32 true, the default): every ring step after the first merges
+// its 16-bit output into an FP32 one, out - sigmoid(block_lse - lse) * (out - block_out), in
+// eager element-wise kernels. Bytes per output element and step: the cast (read 2, write 4),
+// out - block_out (read 4 + 4, write 4), the product (read 4, write 4) and the difference
+// (read 4 + 4, write 4); the logsumexp tensors are a head dimension smaller and left out.
+constexpr double kTorchCpMergeBytes = 6 + 12 + 8 + 12;
+// Once per attention call: the first output cast to FP32 and the result cast back.
+constexpr double kTorchCpOutputCastBytes = (2 + 4) + (4 + 2);
+// Backward: every ring step adds its 16-bit dQ, dK and dV into FP32 accumulators (read 4 + 2,
+// write 4 per element).
+constexpr double kTorchCpAccumulateBytes = 4 + 2 + 4;
 constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
 constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
 // Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and

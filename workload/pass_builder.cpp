@@ -186,12 +186,14 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision));
   c += attention_in_forward();
   if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  c += repeat_kv();
   if (d.cp > 1) {
     flush(out, c);
     out.push_back(
         coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
   }
   c += attention_forward();
+  c += torch_cp_merge();
   c += linear_forward(out_proj());
   const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
   c += proj_margin;
@@ -246,12 +248,19 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   sequence_all_gather(out, c, dgrad_gemm(out_proj()));
   c += gemm_backward(out_proj(), part);
   c += selective_recompute();
+  if (torch_cp()) {
+    // PyTorch's backward gathers K and V again rather than keeping the forward's.
+    flush(out, c);
+    out.push_back(
+        coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
+  }
   c += attention_backward();
+  c += torch_cp_accumulate();
   if (d.cp > 1) {
     flush(out, c);
-    out.push_back(coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
-                       "context dKV reduce-scatter"));
+    out.push_back(context_dkv_exchange());
   }
+  c += repeat_kv();
   if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
   c += attention_in_backward(part);
   tp_reduce(out, c, "layer", c_.gemm(dgrad(attention_in_first_gemm()), d.precision));
@@ -372,7 +381,8 @@ OpCost PassBuilder::attention_forward() const {
   }
   // Q K^T and P V: 2 x 2 b (S/cp) S d FLOPs per query head (Narayanan et al. 2021 section 5.1).
   const double flops = 4.0 * d.b * (d.S / d.cp) * d.S * d.hl * d.d * kCausalFraction;
-  const double bytes = (2 * d.T * d.hl * d.d + 2 * d.b * d.S * d.gl * d.d) * kActivationBytes;
+  const double bytes =
+      (2 * d.T * d.hl * d.d + 2 * d.b * d.S * attention_kv_heads() * d.d) * kActivationBytes;
   return c_.attention(flops, bytes, d.precision, attention_kernel_seq_len());
 }
 
@@ -472,7 +482,55 @@ OpCost PassBuilder::fp8_cast(double elements) const {
 // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
 double PassBuilder::kv_bytes_elements() const {
   if (d_.mla) return d_.b * d_.S * d_.hl * (d_.d_nope + d_.d_rope + d_.d_v);
-  return 2 * d_.b * d_.S * d_.gl * d_.d;
+  return 2 * d_.b * d_.S * attention_kv_heads() * d_.d;
+}
+
+double PassBuilder::attention_kv_heads() const {
+  return s_.training.repeat_kv ? d_.hl : d_.gl;
+}
+
+bool PassBuilder::torch_cp() const {
+  return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::torch;
+}
+
+// The dK/dV exchange after the attention backward. all_gather: a reduce-scatter of the whole
+// sequence's gradients in the activation dtype. torch: FP32 accumulators of this rank's K/V
+// chunk passed to the next rank at each of cp ring steps, cp x chunk = the whole sequence's
+// K/V in FP32 sent per rank, which a ring reduce-scatter sends for cp / (cp - 1) times that
+// input.
+Segment PassBuilder::context_dkv_exchange() {
+  if (!torch_cp()) {
+    return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
+                "context dKV reduce-scatter");
+  }
+  const double cp = d_.cp;
+  const double bytes = kv_bytes_elements() * 4.0 * cp / (cp - 1);
+  return Segment{true,
+                 {},
+                 collective(CollKind::reduce_scatter, Group::cp, bytes, Dtype::fp32,
+                            "context dKV ring (FP32)")};
+}
+
+// The copy repeat_kv makes (and its backward's sum): K and V, grouped heads in, repeated out.
+OpCost PassBuilder::repeat_kv() const {
+  if (!s_.training.repeat_kv || d_.mla || d_.hl <= d_.gl) return {};
+  return mem(kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d);
+}
+
+// PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).
+OpCost PassBuilder::torch_cp_merge() const {
+  if (!torch_cp()) return {};
+  const double out = d_.T * d_.hl * (d_.mla ? d_.d_v : d_.d);
+  return c_.memory_op(out * (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
+}
+
+// PyTorch CP's backward: each ring step's dQ, dK, dV added into FP32 accumulators of this
+// rank's Q and its current K/V chunk.
+OpCost PassBuilder::torch_cp_accumulate() const {
+  if (!torch_cp()) return {};
+  const double q = d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
+  const double kv = kv_bytes_elements() / d_.cp;
+  return c_.memory_op((q + kv) * kTorchCpAccumulateBytes * d_.cp);
 }
 
 Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label) {

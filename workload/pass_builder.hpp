@@ -207,7 +207,14 @@ class PassBuilder {
   Dtype head_dtype() const;
   models::OpCost fp8_cast(double elements) const;
   double kv_bytes_elements() const;
+  // K/V heads an attention call reads on this rank: the query heads' with repeat_kv.
+  double attention_kv_heads() const;
+  bool torch_cp() const;
+  models::OpCost repeat_kv() const;
+  models::OpCost torch_cp_merge() const;
+  models::OpCost torch_cp_accumulate() const;
   Segment coll(CollKind kind, Group group, double elements, const std::string& label);
+  Segment context_dkv_exchange();
   void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {});
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
                  const models::OpCost& prev_gemm = {});

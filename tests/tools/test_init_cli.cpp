@@ -34,8 +34,8 @@ TEST_CASE("init writes a scenario check accepts, its layout and defaults as work
   // Every key of the tables with a default is there, except those that apply only with another
   // setting or to mixture-of-experts models.
   for (const auto& key : clustersim::input::parallelism_keys().names()) {
-    const bool conditional =
-        key == "ep" || key == "etp" || key == "zero3_implementation" || key == "layers_per_stage";
+    const bool conditional = key == "ep" || key == "etp" || key == "zero3_implementation" ||
+                             key == "cp_implementation" || key == "layers_per_stage";
     CHECK(s["parallelism"].contains(key) != conditional);
   }
   const CliRun check = run_cli("check out/start.json", dir);
