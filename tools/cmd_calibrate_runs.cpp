@@ -6,6 +6,7 @@
 
 #include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
+#include "models/compute_cost.hpp"
 #include "sim/isolated.hpp"
 #include "step/simulate_step.hpp"
 #include "tools/cli.hpp"
@@ -126,12 +127,17 @@ int calibrate_runs(const std::vector<std::string>& argv) {
                              " --update, " + args.value_or("date", utc_now("%Y-%m-%d"));
     for (const auto& [file, system] : fit.groups) {
       // Leave-one-source-out needs a second source: a group measured by one family only is
-      // fitted in-sample, which the fidelity rules do not accept, so its file stays nominal.
+      // fitted in-sample, which the fidelity rules do not accept, so its file keeps what it
+      // had: nominal values, or the fit its system_from borrows.
       if (system.folds.size() < 2) {
+        const std::string borrowed = models::load_compute_calibration(file).system.borrowed_from;
         std::cout << "not written: " << file << " (its runs come from one source family, "
                   << (system.folds.empty() ? std::string("none")
                                            : system.folds.front().held_out_source)
-                  << ", so its fit cannot be cross-validated; it stays nominal)\n";
+                  << ", so its fit cannot be cross-validated; "
+                  << (borrowed.empty() ? "it stays nominal"
+                                       : "it keeps the fit of " + borrowed + " (system_from)")
+                  << ")\n";
         continue;
       }
       validation::write_system_block(file, system, note);
