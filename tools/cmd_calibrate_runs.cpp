@@ -3,6 +3,7 @@
 // cross-validation (validation/system_fit.hpp), and optionally writes them into the
 // compute-calibration files the GPU presets name.
 #include <iostream>
+#include <map>
 
 #include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
@@ -122,6 +123,17 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   };
   const validation::SystemFitResult fit = validation::fit_system(runs, evaluate, options);
   std::cout << validation::format_system_fit(fit, options.parameters);
+  // The fit each group's file borrows (system_from), when it has none of its own to keep.
+  std::map<std::string, std::string> borrows;
+  for (const auto& [file, system] : fit.groups)
+    borrows[file] = models::load_compute_calibration(file).system.borrowed_from;
+  for (const auto& [file, system] : fit.groups) {
+    const std::string& borrowed = borrows.at(file);
+    if (system.folds.size() < 2 && !borrowed.empty()) {
+      std::cout << "note: " << file << " has one source family; its runs are predicted with the "
+                << "fit of " << borrowed << " (system_from), not with the values above\n";
+    }
+  }
   if (args.flag("update")) {
     const std::string note = "clustersim calibrate --runs " + args.value_or("runs", "") +
                              " --update, " + args.value_or("date", utc_now("%Y-%m-%d"));
@@ -130,7 +142,7 @@ int calibrate_runs(const std::vector<std::string>& argv) {
       // fitted in-sample, which the fidelity rules do not accept, so its file keeps what it
       // had: nominal values, or the fit its system_from borrows.
       if (system.folds.size() < 2) {
-        const std::string borrowed = models::load_compute_calibration(file).system.borrowed_from;
+        const std::string& borrowed = borrows.at(file);
         std::cout << "not written: " << file << " (its runs come from one source family, "
                   << (system.folds.empty() ? std::string("none")
                                            : system.folds.front().held_out_source)
