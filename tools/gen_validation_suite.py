@@ -24,6 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTERS = [
     (re.compile(r"^A100-SXM 80GB$|^A100 80GB"), "dgx-a100-sc21"),
     (re.compile(r"^H100"), "h100-2048x8-rail"),
+    # DGX B200: eight B200 on NVLink 5 and eight 400 Gb/s rails (docs/hardware.md, "HGX H200
+    # and HGX B200 nodes"); its kernel efficiencies are Blackwell's
+    # (docs/microbenchmarks.md#blackwell)
+    (re.compile(r"^B200$"), "hgx-b200-2048x8-rail"),
 ]
 
 # How each source counts FLOPs (see validation/flop_conventions.hpp for the formulas).
@@ -110,7 +114,13 @@ def nemo_2407_config(run):
 #                                             attention_dropout = 0.0
 BRIDGE_COMMIT = completion_rules.BRIDGE_COMMIT  # the commit that published the 25.11 table
 BRIDGE_2511_CONFIGS = {
-    # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None, model provider)
+    # run id prefix: (recipe, tp_comm_overlap, recompute_layers or None, model provider); the
+    # first prefix that matches wins
+    # scripts/performance/configs/llama/llama31_llm_pretrain.py llama31_405b_pretrain_config_b200:
+    # the same recipe as the H100's with LLAMA31_405B_PRETRAIN_CONFIG_B200_FP8_CS_BASE_CONFIG
+    # (TP 4, PP 8, CP 2, VP 8, GBS 64) and userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192
+    "megatron_bridge_2511_llama31_405b_b200_": ("llama31_405b B200 FP8-CS", True, None,
+                                                "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5,
                                         "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None,
@@ -139,7 +149,7 @@ BRIDGE_2511_MOE = {
 # Recipes that count the input embedding and the loss as pipeline layers
 # (src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config:
 # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True).
-BRIDGE_2511_PIPELINE_SPLIT = {"llama31_405b H100 FP8-CS"}
+BRIDGE_2511_PIPELINE_SPLIT = {"llama31_405b H100 FP8-CS", "llama31_405b B200 FP8-CS"}
 
 
 # The same for the Megatron-Bridge recipe: userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192 in
@@ -148,6 +158,7 @@ BRIDGE_2511_PIPELINE_SPLIT = {"llama31_405b H100 FP8-CS"}
 BRIDGE_2511_UB_SMS = {
     "llama3_70b H100 FP8-CS": ("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", 1, 1),
     "llama31_405b H100 FP8-CS": ("userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192", 1, 1),
+    "llama31_405b B200 FP8-CS": ("userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192", 1, 1),
 }
 
 
@@ -345,8 +356,7 @@ def moe_why_not(run, presets):
         return ("mixture-of-experts run without a recipe this generator reads: the simulator "
                 "models MoE layers (docs/moe.md), but how this run dispatched its tokens, "
                 "overlapped its exchanges and recomputed its MoE layers is not taken from its "
-                "recipe yet; on GB200 the kernel efficiencies would also be Hopper's (none "
-                "measured on Blackwell)")
+                "recipe yet")
     model = match_model(run, presets)
     moe = next((p.get("moe") for p in presets if p["name"] == model), None)
     if not moe or run.get("ep") is None or (
@@ -494,7 +504,8 @@ def scenario_for(run, presets, fills):
     elif "megatron" in (run.get("framework") or "").lower() or nemo or bridge:
         attention = "flash"
         assumptions.append("attention not stated: Transformer Engine's fused attention, "
-                           "Megatron-Core's default, which selects cuDNN's kernel on Hopper")
+                           "Megatron-Core's default, which selects cuDNN's kernel on Hopper%s" %
+                           (" and Blackwell" if cluster_for(run) == "hgx-b200-2048x8-rail" else ""))
     elif (run.get("framework") or "").lower().startswith("torchtitan"):
         attention = "flash2"
         assumptions.append("attention: PyTorch's scaled_dot_product_attention (torchtitan's "

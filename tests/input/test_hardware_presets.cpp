@@ -57,8 +57,8 @@ TEST_CASE("the HGX B200 cluster preset has the B200's published figures", "[inpu
   CHECK(c.gpu.pcie_Bps == near(64 * kGB));  // PCIe Gen5 128 GB/s bidirectional
   CHECK(c.gpu.sm_count == 148);             // a B200 device query (NVIDIA gives none)
   CHECK(c.gpu.architecture == GpuArch::blackwell);
-  // Until Blackwell microbenchmarks exist, the kernel efficiencies are Hopper's.
-  CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency.json"));
+  // Published Blackwell kernel figures (docs/microbenchmarks.md#blackwell), not Hopper's.
+  CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency-blackwell.json"));
   // DGX B200: eight GPUs, 4 OSFP ports for eight single-port 400 Gb/s ConnectX-7.
   CHECK(c.gpus_per_node == 8);
   CHECK(c.nics_per_node == 8);

@@ -1,0 +1,50 @@
+// The B200 and GB200 presets time their kernels with the Blackwell figures
+// (validation/data/compute_efficiency-blackwell.json, docs/microbenchmarks.md#blackwell).
+// Expected efficiencies are the published TFLOPS divided by the peak of the GPU measured, by
+// hand: B200 BF16 2,250 dense; the FP8 sweep ran on a GB200, 5,000 dense.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "input/presets.hpp"
+#include "models/compute_cost.hpp"
+
+using namespace clustersim;
+using namespace clustersim::models;
+
+namespace {
+
+ComputeCostModel on(const std::string& cluster) {
+  const ClusterSpec c = load_cluster_preset(cluster);
+  return ComputeCostModel(c.gpu, load_compute_calibration(compute_calibration_path(c.gpu)));
+}
+
+}  // namespace
+
+TEST_CASE("The B200 takes Blackwell's GEMM, attention and HBM figures, not Hopper's") {
+  const ComputeCostModel b200 = on("hgx-b200-2048x8-rail");
+  // BF16: XLA's sm_100 table, 1,416.9 TFLOPS at 4096^3, its largest size; larger GEMMs clamp
+  // there (below the best shape's 1,745.0).
+  CHECK(b200.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(1416.9 / 2250));
+  CHECK(b200.gemm_efficiency({2048, 8192, 8192}, Dtype::bf16) == Approx(985.8 / 2250));
+  // FP8: Azure's GB200 cuBLASLt sweep, 2,906.9 TFLOPS at 16384^3 of the GB200's 5,000.
+  CHECK(b200.gemm_efficiency({16384, 16384, 16384}, Dtype::fp8) == Approx(2906.9 / 5000));
+  // cuDNN attention on a B200: forward 1,384.2 at 8k, backward 1,151.7 at 16k (causal); below
+  // 4k the 4k figure.
+  CHECK(b200.attention_efficiency(Dtype::bf16, 8192) == Approx(1384.2 / 2250));
+  CHECK(b200.attention_backward_efficiency(Dtype::bf16, 16384) == Approx(1151.7 / 2250));
+  CHECK(b200.attention_efficiency(Dtype::bf16, 1024) == Approx(1141.1 / 2250));
+  // HBM: 6.2 of 8 TB/s (cuDNN RMSNorm on a GB200) of the B200's 7.7: 1 GB in 1 / (7.7e12 x
+  // 0.775) s.
+  CHECK(b200.memory_op(1e9).memory_s == Approx(1e9 / (7.7e12 * 6.2 / 8.0)));
+}
+
+TEST_CASE("Blackwell has FlashAttention-2 figures but no FlashAttention-3, which is Hopper-only") {
+  ComputeCalibration cal = load_compute_calibration(
+      compute_calibration_path(load_cluster_preset("gb200-nvl72-128x72-rail").gpu));
+  CHECK_FALSE(select_attention_kernel(cal, "flash3"));
+  REQUIRE(select_attention_kernel(cal, "flash2"));
+  // FlashAttention-2 2.7.4 on a B200, forward at 8k: 399.9 TFLOPS.
+  CHECK(cal.attention.forward.at(Dtype::bf16).at(8192) == Approx(399.9 / 2250));
+  // No Blackwell run fitted its system parameters: the H100's fit, borrowed.
+  CHECK(cal.system.borrowed_from == "compute_efficiency.json");
+}
