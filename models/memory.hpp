@@ -100,6 +100,13 @@ struct MemoryEstimate {
   double usable_bytes() const { return hbm_bytes - reserved_bytes; }
   double peak_bytes() const { return worst().total_bytes(); }
   bool fits() const { return peak_bytes() <= usable_bytes(); }
+  // HBM less the CUDA context: all a layout could use if the allocator fragmented nothing.
+  double physical_bytes() const { return hbm_bytes - reserve.cuda_context_bytes; }
+  // Over the usable HBM but inside the allocator fragmentation reserve, an unverified
+  // allowance: whether it fits depends on fragmentation the model does not know. Published
+  // runs have fit so (SC'21's ZeRO-3 530B on 640 GPUs, DeepSeek-V3 with its report's optimizer
+  // dtypes), so it is not called "does not fit"; `run` simulates it and says so.
+  bool tight() const { return !fits() && peak_bytes() <= physical_bytes(); }
   // usable - peak: positive = room to spare, negative = how much is missing.
   double headroom_bytes() const { return usable_bytes() - peak_bytes(); }
 };

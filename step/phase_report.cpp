@@ -238,6 +238,7 @@ StepReport report_phase(const PreparedStep& p, const StepOptions& opt, Replay& r
   notes(r, p, opt, run);
   r.memory_per_gpu_bytes = p.memory.peak_bytes();
   r.memory_usable_bytes = p.memory.usable_bytes();
+  r.memory_physical_bytes = p.memory.physical_bytes();
   r.fits_in_memory = p.memory.fits();
   return r;
 }

@@ -87,6 +87,7 @@ nlohmann::json to_json(const StepReport& r) {
   j["links"] = links;
   j["memory_per_gpu_GiB"] = r.memory_per_gpu_bytes / kGiB;
   j["memory_usable_GiB"] = r.memory_usable_bytes / kGiB;
+  j["memory_physical_GiB"] = r.memory_physical_bytes / kGiB;
   j["fits_in_memory"] = r.fits_in_memory;
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& p : r.phases) {
@@ -157,6 +158,7 @@ StepReport step_report_from_json(const nlohmann::json& j) {
   }
   r.memory_per_gpu_bytes = j.at("memory_per_gpu_GiB").get<double>() * kGiB;
   r.memory_usable_bytes = j.at("memory_usable_GiB").get<double>() * kGiB;
+  r.memory_physical_bytes = j.at("memory_physical_GiB").get<double>() * kGiB;
   r.fits_in_memory = j.at("fits_in_memory").get<bool>();
   for (const auto& p : j.at("phases")) {
     PhaseReport ph;

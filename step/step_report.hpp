@@ -104,6 +104,7 @@ struct StepReport {
   std::vector<LinkClassReport> links;
   double memory_per_gpu_bytes = 0;  // worst stage, models/memory.hpp
   double memory_usable_bytes = 0;
+  double memory_physical_bytes = 0;  // HBM less the CUDA context (MemoryEstimate::tight)
   bool fits_in_memory = true;
   std::vector<PhaseReport> phases;
   std::optional<HangReport> hang;

@@ -470,6 +470,12 @@ void print_verdict(std::ostream& os, const models::MemoryEstimate& mem) {
   if (mem.fits()) {
     os << "FITS - " << gib(mem.peak_bytes()) << " of " << gib(mem.usable_bytes())
        << " usable per GPU, " << gib(mem.headroom_bytes()) << " to spare\n";
+  } else if (mem.tight()) {
+    os << "TIGHT - needs " << gib(mem.peak_bytes()) << " per GPU, " << gib(-mem.headroom_bytes())
+       << " over the " << gib(mem.usable_bytes()) << " usable but inside the "
+       << fixed(100 * mem.reserve.allocator_fragmentation_fraction, 0)
+       << "% allocator fragmentation reserve (unverified; " << gib(mem.physical_bytes())
+       << " without it): it fits if the allocator fragments less; `run` simulates it\n";
   } else {
     os << "DOES NOT FIT - needs " << gib(mem.peak_bytes()) << " per GPU but only "
        << gib(mem.usable_bytes()) << " is usable: " << gib(-mem.headroom_bytes()) << " over ("
@@ -545,6 +551,7 @@ nlohmann::json check_json(const Scenario& s, const Derived& d) {
       {"usable_GiB", mem.usable_bytes() / kGiB},
       {"headroom_GiB", mem.headroom_bytes() / kGiB},
       {"fits", mem.fits()},
+      {"tight", mem.tight()},
       {"memory_assumptions", mem.assumptions},
       {"warnings", s.warnings},
   };

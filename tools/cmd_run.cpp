@@ -232,13 +232,20 @@ std::string simulation_text(const step::PreparedStep& p) {
 // The memory model's "does not fit" verdict: the worst stage and what fills it.
 void print_memory_verdict(std::ostream& os, const Scenario& s, const models::MemoryEstimate& mem) {
   const auto& worst = mem.worst();
-  os << "clustersim run: " << s.name << " does NOT fit in GPU memory\n";
+  os << "clustersim run: " << s.name
+     << (mem.tight() ? " is TIGHT in GPU memory: over the usable HBM, inside the allocator "
+                       "fragmentation reserve (unverified)\n"
+                     : " does NOT fit in GPU memory\n");
   row(os, "worst stage", std::to_string(worst.stage));
   row(os, "needs per GPU", fixed(mem.peak_bytes() / kGiB, 1) + " GiB");
   row(os, "usable per GPU",
       fixed(mem.usable_bytes() / kGiB, 1) + " GiB of " + fixed(mem.hbm_bytes / kGiB, 1) +
           " GiB HBM");
   row(os, "short by", fixed(-mem.headroom_bytes() / kGiB, 1) + " GiB");
+  if (mem.tight()) {
+    row(os, "without the reserve",
+        fixed(mem.physical_bytes() / kGiB, 1) + " GiB (HBM less the CUDA context)");
+  }
   row(os, "weights", fixed(worst.weights_bytes / kGiB, 1) + " GiB");
   row(os, "gradients", fixed(worst.gradients_bytes / kGiB, 1) + " GiB");
   row(os, "optimizer states", fixed(worst.optimizer_bytes / kGiB, 1) + " GiB");
@@ -298,13 +305,17 @@ int cmd_run(const std::vector<std::string>& argv) {
   const models::MemoryEstimate mem = models::estimate_memory(s);
   if (!mem.fits()) {
     print_memory_verdict(std::cout, s, mem);
-    if (!args.flag("ignore-memory")) {
+    if (mem.tight()) {
+      std::cout << "Simulated: whether it fits depends on how the allocator fragments; the JSON "
+                   "says fits_in_memory: false.\n\n";
+    } else if (!args.flag("ignore-memory")) {
       std::cout << "No step was simulated. Shard more (ZeRO, tensor/pipeline parallelism) or "
                    "recompute activations; --ignore-memory simulates it anyway.\n";
       return 1;
+    } else {
+      std::cout << "Simulated anyway (--ignore-memory): what this layout would do with enough "
+                   "memory.\n\n";
     }
-    std::cout << "Simulated anyway (--ignore-memory): what this layout would do with enough "
-                 "memory.\n\n";
   }
 
   const step::StepCalibrations& calibrations = input.calibrations;

@@ -58,6 +58,7 @@ validation::StepPrediction prediction_of(const step::StepReport& report) {
   p.fits_in_memory = report.fits_in_memory;
   p.memory_per_gpu_GiB = report.memory_per_gpu_bytes / kGiB;
   p.memory_usable_GiB = report.memory_usable_bytes / kGiB;
+  p.memory_physical_GiB = report.memory_physical_bytes / kGiB;
   return p;
 }
 
@@ -91,10 +92,11 @@ std::vector<double> prediction_numbers(const validation::StepPrediction& p) {
           b.idle_s,
           p.fits_in_memory ? 1.0 : 0.0,
           p.memory_per_gpu_GiB,
-          p.memory_usable_GiB};
+          p.memory_usable_GiB,
+          p.memory_physical_GiB};
 }
 validation::StepPrediction prediction_from(const std::vector<double>& v) {
-  if (v.size() != 13) throw std::runtime_error("a simulation child returned a partial answer");
+  if (v.size() != 14) throw std::runtime_error("a simulation child returned a partial answer");
   validation::StepPrediction p;
   p.step_time_s = v[0];
   p.mfu = v[1];
@@ -103,6 +105,7 @@ validation::StepPrediction prediction_from(const std::vector<double>& v) {
   p.fits_in_memory = v[10] != 0.0;
   p.memory_per_gpu_GiB = v[11];
   p.memory_usable_GiB = v[12];
+  p.memory_physical_GiB = v[13];
   return p;
 }
 

@@ -70,6 +70,7 @@ struct StepPrediction {
   bool fits_in_memory = true;
   double memory_per_gpu_GiB = 0;
   double memory_usable_GiB = 0;
+  double memory_physical_GiB = 0;  // HBM less the CUDA context: above usable is "tight"
 };
 using StepPredictor = std::function<StepPrediction(const Scenario&)>;
 
@@ -136,6 +137,7 @@ struct CaseResult {
   bool fits_in_memory = true;  // the memory model's verdict on the scenario
   double memory_per_gpu_GiB = 0;
   double memory_usable_GiB = 0;
+  double memory_physical_GiB = 0;
   Completion completion = Completion::specified;
   std::string failure;  // non-empty: the case could not be simulated (message)
   // When the GPU's calibration holds fitted system parameters: `predicted` and `error_pct` use

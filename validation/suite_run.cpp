@@ -105,6 +105,7 @@ void judge_case(PendingCase& pc, const std::vector<PredictionOutcome>& outcomes)
     cr.fits_in_memory = p.fits_in_memory;
     cr.memory_per_gpu_GiB = p.memory_per_gpu_GiB;
     cr.memory_usable_GiB = p.memory_usable_GiB;
+    cr.memory_physical_GiB = p.memory_physical_GiB;
   } catch (const std::exception& e) {
     cr.failure = e.what();
   }

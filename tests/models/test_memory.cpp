@@ -333,3 +333,22 @@ TEST_CASE("BF16 moments beside an FP32 master copy take 8 bytes per parameter") 
           .stages[0];
   CHECK(fsdp.optimizer_bytes == Approx(4.0 * fsdp.parameters / 64));
 }
+
+TEST_CASE("Over the usable HBM but inside the fragmentation reserve is tight, not 'does not fit'") {
+  // 80 GiB of HBM, 0.75 GiB of CUDA context, 5% (4 GiB) fragmentation reserve: 75.25 GiB
+  // usable, 79.25 GiB without the reserve.
+  models::MemoryEstimate est;
+  est.hbm_bytes = 80 * kGiB;
+  est.reserved_bytes =
+      est.reserve.cuda_context_bytes + est.reserve.allocator_fragmentation_fraction * est.hbm_bytes;
+  est.stages.resize(1);
+  CHECK(est.usable_bytes() == Approx(75.25 * kGiB));
+  CHECK(est.physical_bytes() == Approx(79.25 * kGiB));
+  const auto needing = [&](double gib) {
+    est.stages[0].weights_bytes = gib * kGiB;
+    return std::make_pair(est.fits(), est.tight());
+  };
+  CHECK(needing(75.0) == std::make_pair(true, false));
+  CHECK(needing(77.0) == std::make_pair(false, true));
+  CHECK(needing(79.5) == std::make_pair(false, false));
+}
