@@ -504,11 +504,8 @@ Segment PassBuilder::context_dkv_exchange() {
                 "context dKV reduce-scatter");
   }
   const double cp = d_.cp;
-  const double bytes = kv_bytes_elements() * 4.0 * cp / (cp - 1);
-  return Segment{true,
-                 {},
-                 collective(CollKind::reduce_scatter, Group::cp, bytes, Dtype::fp32,
-                            "context dKV ring (FP32)")};
+  return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements() * cp / (cp - 1),
+              "context dKV ring (FP32)", Dtype::fp32);
 }
 
 // The copy repeat_kv makes (and its backward's sum): K and V, grouped heads in, repeated out.
@@ -533,9 +530,10 @@ OpCost PassBuilder::torch_cp_accumulate() const {
   return c_.memory_op((q + kv) * kTorchCpAccumulateBytes * d_.cp);
 }
 
-Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label) {
+Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label,
+                          Dtype dtype) {
   return Segment{
-      true, {}, collective(kind, group, elements * kActivationBytes, Dtype::bf16, label)};
+      true, {}, collective(kind, group, elements * bytes_per_element(dtype), dtype, label)};
 }
 
 // The reduction after a row-parallel block: all-reduce, or reduce-scatter with SP.

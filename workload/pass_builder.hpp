@@ -213,7 +213,9 @@ class PassBuilder {
   models::OpCost repeat_kv() const;
   models::OpCost torch_cp_merge() const;
   models::OpCost torch_cp_accumulate() const;
-  Segment coll(CollKind kind, Group group, double elements, const std::string& label);
+  // A collective of `elements` 16-bit activations (or of `dtype`).
+  Segment coll(CollKind kind, Group group, double elements, const std::string& label,
+               Dtype dtype = Dtype::bf16);
   Segment context_dkv_exchange();
   void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {});
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
