@@ -504,8 +504,8 @@ def scenario_for(run, presets, fills):
     elif "megatron" in (run.get("framework") or "").lower() or nemo or bridge:
         attention = "flash"
         assumptions.append("attention not stated: Transformer Engine's fused attention, "
-                           "Megatron-Core's default, which selects cuDNN's kernel on Hopper%s" %
-                           (" and Blackwell" if cluster_for(run) == "hgx-b200-2048x8-rail" else ""))
+                           "Megatron-Core's default, which selects cuDNN's kernel on Hopper "
+                           "and later GPUs")
     elif (run.get("framework") or "").lower().startswith("torchtitan"):
         attention = "flash2"
         assumptions.append("attention: PyTorch's scaled_dot_product_attention (torchtitan's "
