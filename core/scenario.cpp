@@ -39,6 +39,10 @@ const char* to_string(AttentionKernel k) {
   return kAttentionNames.name(k);
 }
 
+const char* to_string(KernelFusion f) {
+  return kKernelFusionNames.name(f);
+}
+
 const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }

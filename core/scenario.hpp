@@ -30,7 +30,10 @@ double bytes_per_element(Dtype d);
 // The MLP's activation: GeLU (GPT), SwiGLU (Shazeer 2020; Llama) with a third weight matrix,
 // or squared ReLU (So et al. 2021, "Primer"; Nemotron), relu(x)^2 in two unfused PyTorch kernels.
 enum class FfnKind { gelu, swiglu, squared_relu };
-enum class Recompute { none, selective, full };
+// Activation recomputation: none; Megatron-LM's selective (the attention core; Korthikanti et al.
+// 2022 §5); full (each layer's forward); selective_op, PyTorch's op-level selective checkpointing
+// with torchtitan's policy (models/layer_activations.hpp, op_checkpoint).
+enum class Recompute { none, selective, full, selective_op };
 // zb_h1: Qi et al. 2024, "Zero Bubble Pipeline Parallelism" (ICLR), section 3.1 (ZB-H1).
 enum class PipelineSchedule { one_f_one_b, interleaved, gpipe, zb_h1, dualpipe };
 enum class Compression { none, onebit_adam };
@@ -72,14 +75,30 @@ inline const NameTable<MoeExpertGemm> kMoeExpertGemmNames = {
     {MoeExpertGemm::per_expert, "per_expert"}, {MoeExpertGemm::grouped, "grouped"}};
 inline const NameTable<FfnKind> kFfnNames = {
     {FfnKind::gelu, "gelu"}, {FfnKind::swiglu, "swiglu"}, {FfnKind::squared_relu, "squared_relu"}};
-inline const NameTable<Recompute> kRecomputeNames = {
-    {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+inline const NameTable<Recompute> kRecomputeNames = {{Recompute::none, "none"},
+                                                     {Recompute::selective, "selective"},
+                                                     {Recompute::full, "full"},
+                                                     {Recompute::selective_op, "selective_op"}};
 // Modules whose outputs are dropped after the forward pass and recomputed in the backward from
 // their stored inputs (Megatron-Core's recompute_modules, output-discarding checkpointing;
 // megatron/core/transformer/transformer_config.py): "layernorm" the two pre-norms of each
 // layer, "mla_up_proj" MLA's latent norms, up-projections and RoPE, "moe_act" the routed
 // experts' activation function. DeepSeek-V3 §3.2.3 recomputes all RMSNorms and the MLA
 // up-projections, §3.3.3 the SwiGLU outputs of the MoE.
+// How the element-wise work of a step (norms, RoPE, the MLP activation, the loss) runs:
+//   fused           - one kernel per norm, activation and RoPE, each reading its inputs and
+//                     writing its outputs once (Transformer Engine, Megatron-Core's fused
+//                     kernels) and Megatron-LM's fused vocab-parallel cross entropy;
+//   compiled_blocks - each Transformer block compiled (torch.compile, fused as above), the
+//                     final norm and the loss left eager (torchtitan's compile = true compiles
+//                     each TransformerBlock only);
+//   eager           - every PyTorch op of torchtitan's Llama its own kernel (compile = false).
+// The eager kernels are those of torchtitan 9dec370's code (workload/kernel_traffic.hpp).
+enum class KernelFusion { fused, compiled_blocks, eager };
+inline const NameTable<KernelFusion> kKernelFusionNames = {
+    {KernelFusion::fused, "fused"},
+    {KernelFusion::compiled_blocks, "compiled_blocks"},
+    {KernelFusion::eager, "eager"}};
 enum class RecomputeModule { layernorm, mla_up_proj, moe_act };
 inline const NameTable<RecomputeModule> kRecomputeModuleNames = {
     {RecomputeModule::layernorm, "layernorm"},
@@ -102,6 +121,7 @@ const char* to_string(Recompute r);
 const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
+const char* to_string(KernelFusion f);
 const char* to_string(MoeDispatcher d);
 const char* to_string(MoeExpertGemm g);
 
@@ -347,6 +367,7 @@ struct Training {
   // parallelism exchanges, query-head-wide K/V, and the repeat is a copy of its own. Without
   // it (Transformer Engine, Megatron-Core) grouped K/V heads reach the kernel as they are.
   bool repeat_kv = false;
+  KernelFusion kernel_fusion = KernelFusion::fused;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

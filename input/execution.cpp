@@ -158,6 +158,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.dropout = n.bool_or("dropout", model_dropout);
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.repeat_kv = n.bool_or("repeat_kv", false);
+  t.kernel_fusion = choice_or(n, keys, "kernel_fusion", kKernelFusionNames, KernelFusion::fused);
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =

@@ -101,6 +101,10 @@ ObjectSpec make_training() {
            flag("repeat_kv",
                 "K/V repeated to every query head before attention (torchtitan's Llama); "
                 "default false"),
+           choice("kernel_fusion", kKernelFusionNames.names(),
+                  "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
+                  "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "
+                  "Llama)"),
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
            object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
                   "SMs the forward reduce-scatters take from their GEMMs"),

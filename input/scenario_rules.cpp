@@ -86,6 +86,48 @@ void check_recompute_modules(const Rules& r) {
   }
 }
 
+// Op-level selective checkpointing (recompute "selective_op") as torchtitan applies it: to a
+// dense block with multi-head or grouped-query attention run by a fused kernel (whose output the
+// policy keeps), and on its own (it recomputes every norm and activation already).
+void check_op_checkpoint(const Rules& r) {
+  const ModelSpec& m = r.s.model;
+  const Training& t = r.s.training;
+  if (t.recompute != Recompute::selective_op) return;
+  const std::string why = "\"selective_op\" (torchtitan's op-level checkpointing) ";
+  if (m.moe || m.mla) {
+    r.fail("/training/recompute",
+           why + "is modelled for dense models with multi-head or grouped-query attention");
+  }
+  if (!fused(t.attention)) {
+    r.fail("/training/attention",
+           why +
+               "keeps the output of a fused attention kernel (scaled_dot_product_attention); "
+               "use \"flash\", \"flash2\" or \"flash3\"");
+  }
+  if (t.recompute_norms || t.recompute_mla_up_proj || t.recompute_moe_act) {
+    r.fail("/training/recompute_modules", why + "recomputes every norm and activation already");
+  }
+  if (r.s.parallelism.tp > 1) {
+    r.warn(why +
+           "with tp > 1: the recomputed forward's tensor-parallel all-gathers are not "
+           "issued again (its kernels are)");
+  }
+}
+
+// PyTorch's eager kernels (kernel_fusion "compiled_blocks" or "eager") are those of torchtitan's
+// dense Llama: RMSNorm, RoPE, SwiGLU.
+void check_kernel_fusion(const Rules& r) {
+  const ModelSpec& m = r.s.model;
+  if (r.s.training.kernel_fusion == KernelFusion::fused) return;
+  if (m.moe || m.mla || m.norm != "rmsnorm" || m.ffn != FfnKind::swiglu ||
+      m.learned_position_embeddings) {
+    r.fail("/training/kernel_fusion",
+           "PyTorch's eager kernels are modelled on torchtitan's Llama (RMSNorm, RoPE, SwiGLU, "
+           "dense, no MLA): use \"fused\" for model " +
+               m.name);
+  }
+}
+
 // What the step simulator builds of an MoE model (workload/pass_builder.hpp): expert tensor
 // parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no ZeRO-3
 // (Megatron-Core shards MoE models with its distributed optimizer).
@@ -375,6 +417,8 @@ void validate_scenario(Scenario& scenario) {
   check_expert_parallel(rules);
   check_expert_simulation(rules);
   check_recompute_modules(rules);
+  check_op_checkpoint(rules);
+  check_kernel_fusion(rules);
   check_schedule(rules);
   check_layer_split(rules);
   check_overlap_and_attention(rules);

@@ -1,5 +1,7 @@
 #include "models/layer_activations.hpp"
 
+#include "models/op_checkpoint.hpp"
+
 namespace clustersim::models {
 
 namespace {
@@ -232,6 +234,11 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
       out.stored = tokens * kActivationBytes * m.hidden /
                    (layout.sequence_parallel ? static_cast<double>(layout.tp) : 1.0);
       out.transient = stored + modules;
+      break;
+    case Recompute::selective_op:
+      out.stored = op_checkpoint_stored_bytes(m, options.fp8_linears ? Dtype::fp8 : Dtype::bf16,
+                                              tokens, layout.tp, layout.sequence_parallel);
+      out.transient = stored + modules;  // the block re-created during its backward
       break;
   }
   return out;

@@ -6,6 +6,7 @@
 #include "core/units.hpp"
 #include "models/layer_activations.hpp"
 #include "models/nccl_buffers.hpp"
+#include "models/op_checkpoint.hpp"
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 
@@ -159,6 +160,11 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::in
       // sequence parallelism each tensor-parallel rank keeps its 1/t of the sequence.
       out.stored = tokens * kActivationBytes * m.hidden / (sp ? t : 1.0);
       out.transient = no_recompute;  // the whole layer re-created during its backward
+      break;
+    case Recompute::selective_op:
+      out.stored =
+          op_checkpoint_stored_bytes(m, fp8_linears ? Dtype::fp8 : Dtype::bf16, tokens, tp, sp);
+      out.transient = no_recompute;  // the block re-created during its backward
       break;
   }
   return out;

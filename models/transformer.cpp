@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/layer_activations.hpp"
+#include "models/op_checkpoint.hpp"
 #include "models/pipeline.hpp"
 
 namespace clustersim::models {
@@ -286,7 +287,7 @@ ForwardFlopsBreakdown forward_flops_per_token(const ModelSpec& m, int seq_len) {
 }
 
 FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompute,
-                              FlopConvention convention) {
+                              FlopConvention convention, Dtype precision) {
   const ForwardFlopsBreakdown fwd = forward_flops_per_token(m, seq_len);
   const double l = m.num_layers;
   FlopsPerToken out;
@@ -317,13 +318,18 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
     // write HFU with 72 B L s h^2 (1 + s/(3h) + ...), which counts 12 B s^2 h L more than model
     // FLOPs (three times this forward work); we count the forward work that actually runs.
     case Recompute::selective: out.recompute = fwd.attention_core_per_layer * l; break;
+    // Op-level checkpointing re-runs the matmuls it dropped; attention's output is kept.
+    case Recompute::selective_op:
+      out.recompute = op_checkpoint_recompute_flops_per_token(m, precision) * l;
+      break;
   }
   return out;
 }
 
 StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
   StepFlops out;
-  out.per_token = flops_per_token(s.model, s.training.seq_len, s.training.recompute, convention);
+  out.per_token = flops_per_token(s.model, s.training.seq_len, s.training.recompute, convention,
+                                  s.training.precision);
   // Full recomputation of only some layers (training.recompute_layers): the recomputed forward
   // work is proportional to the layers recomputed.
   if (s.training.recompute == Recompute::full && s.model.num_layers > 0) {

@@ -126,6 +126,7 @@ Json training_json(const Scenario& s) {
   if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (t.repeat_kv) out["repeat_kv"] = true;
+  out["kernel_fusion"] = to_string(t.kernel_fusion);
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);
     out["moe_expert_gemm"] = to_string(t.moe_expert_gemm);

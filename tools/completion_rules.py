@@ -368,10 +368,17 @@ def _torchtitan_defaults(run, f):
                        "; PyTorch's context_parallel with its default all-gather rotation "
                        "(cp_implementation torch: K/V gathered again for the backward, FP32 "
                        "merges and dK/dV ring)" if run["cp"] > 1 else ""))
-    f.notes.append("not modelled, nearest setting used: torch.compile's fusions (eager kernels), "
-                   "torchao Float8 with dynamic tensorwise scaling and FP8 FSDP all-gathers "
-                   "(precision fp8: Transformer Engine-style casts, BF16 all-gathers), async TP "
-                   "(tp_comm_overlap, no SMs taken)%s" % (
+    compiled = "torch.compile" in (run.get("reported_other") or {}).get("techniques", "")
+    f.training["kernel_fusion"] = "compiled_blocks" if compiled else "eager"
+    f.notes.append("%s (kernel_fusion %s)" % (
+        "torch.compile of each TransformerBlock (apply_compile), the final norm and the loss "
+        "left eager" if compiled else
+        "no torch.compile (train_configs compile = false): PyTorch's eager kernels of the "
+        "Llama code, RMSNorm in FP32, RoPE through complex FP32, SiLU and the product apart",
+        f.training["kernel_fusion"]))
+    f.notes.append("not modelled, nearest setting used: torchao Float8 with dynamic tensorwise "
+                   "scaling and FP8 FSDP all-gathers (precision fp8: Transformer Engine-style "
+                   "casts, BF16 all-gathers), async TP (tp_comm_overlap, no SMs taken)%s" % (
                        "; context parallelism's torch.cat copies of partly updated steps and "
                        "its all-gather's overlap with the first step" if run["cp"] > 1 else ""))
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
@@ -470,13 +477,6 @@ def left_out(run):
 
 
 def _torchtitan_left_out(run):
-    ac = (run.get("activation_recomputation") or "").lower()
-    if "op" in ac and ac.startswith("selective"):
-        return ("torchtitan's op-level selective activation checkpointing (every second matmul "
-                "and all other ops of a layer recomputed) has no nearest recompute setting: "
-                "'selective' (Megatron-LM's, the attention core) recomputes no matmul, 'full' all "
-                "of them; a scenario key for a recomputed fraction of the layer's matmuls would "
-                "express it")
     if "interleaved" in ((run.get("reported_other") or {}).get("pipeline_schedule") or "").lower():
         return ("torchtitan's Interleaved1F1B splits 126 layers into 16 stages of 7, 8 x 14 and 7 "
                 "layers (generate_split_points); the scenario format splits unevenly per rank, "

@@ -252,6 +252,9 @@ def recompute(text):
     t = text.lower()
     if t.startswith("full"):
         return "full", None
+    if t.startswith("selective") and "op-level" in t:
+        # PyTorch's op-level selective checkpointing with torchtitan's policy.
+        return "selective_op", None
     if t.startswith("selective"):
         return "selective", None
     if t.startswith("none"):

@@ -3,6 +3,9 @@
 // PassBuilder's passes (pass_builder.cpp, pass_builder_moe.cpp). Internal to workload/.
 #pragma once
 
+#include <array>
+#include <cstddef>
+
 #include "models/compute_cost.hpp"
 #include "workload/pass_builder.hpp"
 
@@ -72,6 +75,51 @@ constexpr double kTorchCpOutputCastBytes = (2 + 4) + (4 + 2);
 // Backward: every ring step adds its 16-bit dQ, dK and dV into FP32 accumulators (read 4 + 2,
 // write 4 per element).
 constexpr double kTorchCpAccumulateBytes = 4 + 2 + 4;
+// PyTorch's eager kernels of torchtitan's Llama (KernelFusion::eager, and for the final norm and
+// the loss KernelFusion::compiled_blocks; pytorch/torchtitan 9dec370). Bytes per element, one
+// entry per kernel; FP32 intermediates take 4 bytes.
+// RMSNorm (torchtitan/models/norms.py RMSNorm): _norm(x.float()).type_as(x) * weight, with
+// _norm(x) = x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps). The cast (read 2, write 4), the
+// square (4 + 4), the mean (read 4), the product with the row's rsqrt (4 + 4), the cast back
+// (4 + 2), the weight (2 + 2).
+inline constexpr std::array<double, 6> kEagerRmsNormForward = {2 + 4, 4 + 4, 4,
+                                                               4 + 4, 4 + 2, 2 + 2};
+// Autograd's kernels for them: the weight's product (dy * w: 2 + 2), the weight gradient
+// (dy * y: 2 + 2 + 2, summed over tokens: read 2), the cast back's (2 + 4), the row product's
+// (dy * r: 4 + 4; dy * x: 4 + 4 + 4, summed per row: read 4), the mean's expanded gradient
+// (write 4), the square's (2 x: 4 + 4; times the gradient: 4 + 4 + 4), the two gradients of x
+// added (4 + 4 + 4) and the first cast's (4 + 2).
+inline constexpr std::array<double, 12> kEagerRmsNormBackward = {
+    2 + 2, 2 + 2 + 2, 2, 2 + 4, 4 + 4, 4 + 4 + 4, 4, 4, 4 + 4, 4 + 4 + 4, 4 + 4 + 4, 4 + 2};
+// Kernels on one value per row (the eps add and the rsqrt; backward, their gradients).
+constexpr double kEagerRmsNormRowKernels = 2;
+// RoPE (apply_rotary_emb in torchtitan/models/llama/model.py), for Q and for K: the cast to FP32
+// (2 + 4), the complex product with the frequencies (4 + 4 per real element), the cast back
+// (4 + 2); the backward runs the three gradients (2 + 4, 4 + 4, 4 + 2).
+inline constexpr std::array<double, 3> kEagerRopeForward = {2 + 4, 4 + 4, 4 + 2};
+inline constexpr std::array<double, 3> kEagerRopeBackward = {2 + 4, 4 + 4, 4 + 2};
+// SwiGLU (FeedForward.forward: w2(silu(w1(x)) * w3(x))), per element of the FFN width: silu
+// (2 + 2), the product (2 + 2 + 2); backward, the product's two gradients (2 + 2 + 2 each) and
+// silu's (read dy and x, write dx).
+inline constexpr std::array<double, 2> kEagerSwigluForward = {2 + 2, 2 + 2 + 2};
+inline constexpr std::array<double, 3> kEagerSwigluBackward = {2 + 2 + 2, 2 + 2 + 2, 2 + 2 + 2};
+// Attention's output made contiguous after its transpose (output.transpose(1, 2).contiguous()).
+constexpr double kEagerAttentionOutputCopyBytes = 2 + 2;
+// The loss (train.py loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels)), per logit:
+// the cast to FP32 (2 + 4) and log_softmax (4 + 4), the target's gather being per token;
+// backward, NLL's zero-filled gradient (write 4), log_softmax's (4 + 4 + 4), the cast back (4 + 2).
+inline constexpr std::array<double, 2> kEagerCrossEntropyForward = {2 + 4, 4 + 4};
+inline constexpr std::array<double, 3> kEagerCrossEntropyBackward = {4, 4 + 4 + 4, 4 + 2};
+
+// Kernels moving bytes[i] per element over `elements` elements each.
+template <std::size_t N>
+models::OpCost eager_kernels(const models::ComputeCostModel& c, const std::array<double, N>& bytes,
+                             double elements) {
+  models::OpCost out;
+  for (const double b : bytes) out += c.memory_op(b * elements);
+  return out;
+}
+
 constexpr double kEmbeddingForwardPasses = 2;   // read table rows, write activations
 constexpr double kEmbeddingBackwardPasses = 3;  // read dy, read-modify-write gradient rows
 // Cross entropy: forward reads the logits and writes the softmax (FP32); backward reads it and

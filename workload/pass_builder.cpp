@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/op_checkpoint.hpp"
 #include "workload/kernel_traffic.hpp"
 
 namespace clustersim::workload {
@@ -182,10 +183,10 @@ Segments PassBuilder::layer_forward(bool moe) {
 // reduce-scatter), residual.
 void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
-  c += mem(kNormForwardPasses * d.Ts * d.h);
+  c += norm(PassKind::forward, d.Ts * d.h);
   sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision));
   c += attention_in_forward();
-  if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  c += rope(PassKind::forward);
   c += repeat_kv();
   if (d.cp > 1) {
     flush(out, c);
@@ -194,6 +195,7 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   }
   c += attention_forward();
   c += torch_cp_merge();
+  c += attention_output_copy();
   c += linear_forward(out_proj());
   const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
   c += proj_margin;
@@ -204,10 +206,10 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
 // Norm, [AG], FFN, all-reduce/RS (the residual after it is the layer's).
 void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
-  c += mem(kNormForwardPasses * d.Ts * d.h);
+  c += norm(PassKind::forward, d.Ts * d.h);
   sequence_all_gather(out, c, forward_gemm(ffn_in()));
   c += linear_forward(ffn_in());
-  c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.f / d.t);
+  c += ffn_activation(PassKind::forward);
   c += linear_forward(ffn_out());
   const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
   c += fc2_margin;
@@ -219,6 +221,7 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   OpCost c;
   c += mem(kResidualPasses * d_.Ts * d_.h);
   c += module_recompute(moe);
+  c += op_checkpoint_recompute();
   if (moe) {
     moe_block_backward(out, c, part);
   } else {
@@ -236,10 +239,10 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
   const Dims& d = d_;
   sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
   c += gemm_backward(ffn_out(), part);
-  c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.f / d.t);
+  c += ffn_activation(PassKind::backward);
   c += gemm_backward(ffn_in(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
-  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  c += norm(PassKind::backward, d.Ts * d.h);
 }
 
 void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPart part) {
@@ -261,10 +264,10 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
     out.push_back(context_dkv_exchange());
   }
   c += repeat_kv();
-  if (d.rope) c += mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  c += rope(PassKind::backward);
   c += attention_in_backward(part);
   tp_reduce(out, c, "layer", c_.gemm(dgrad(attention_in_first_gemm()), d.precision));
-  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  c += norm(PassKind::backward, d.Ts * d.h);
 }
 
 Segments PassBuilder::layer_weight_grad(bool moe) {
@@ -302,13 +305,13 @@ Segments PassBuilder::embedding_backward() {
 Segments PassBuilder::head_forward() {
   const Dims& d = d_;
   Segments out;
-  OpCost c = mem(kNormForwardPasses * d.Ts * d.h);
+  OpCost c = norm(PassKind::forward, d.Ts * d.h, false);
   if (d.sp) {
     flush(out, c);
     out.push_back(coll(CollKind::all_gather, Group::tp, d.T * d.h, "head sequence all-gather"));
   }
   c += c_.gemm(logits(), head_dtype());
-  c += c_.memory_op(kCrossEntropyForwardBytesPerLogit * d.T * d.V / d.t);
+  c += cross_entropy(PassKind::forward);
   flush(out, c);
   if (d.tp > 1) {
     const int id = collective(CollKind::all_reduce, Group::tp, d.T * kLogitBytes, Dtype::fp32,
@@ -321,7 +324,7 @@ Segments PassBuilder::head_forward() {
 Segments PassBuilder::head_backward(BackwardPart part) {
   const Dims& d = d_;
   Segments out;
-  OpCost c = c_.memory_op(kCrossEntropyBackwardBytesPerLogit * d.T * d.V / d.t);
+  OpCost c = cross_entropy(PassKind::backward);
   c += c_.gemm(dgrad(logits()), head_dtype());
   if (part == BackwardPart::whole) c += c_.gemm(wgrad(logits()), head_dtype());
   if (d.tp > 1) {
@@ -329,7 +332,7 @@ Segments PassBuilder::head_backward(BackwardPart part) {
     out.push_back(coll(d.sp ? CollKind::reduce_scatter : CollKind::all_reduce, Group::tp, d.T * d.h,
                        "head input-gradient reduction"));
   }
-  c += mem(kNormBackwardPasses * d.Ts * d.h);
+  c += norm(PassKind::backward, d.Ts * d.h, false);
   flush(out, c);
   return out;
 }
@@ -391,6 +394,25 @@ OpCost PassBuilder::attention_backward() const {
   const OpCost f = attention_forward();
   return c_.attention_backward(f.flops * kAttentionBackwardOverForward, 2 * f.bytes, d_.precision,
                                attention_kernel_seq_len());
+}
+
+OpCost PassBuilder::op_checkpoint_recompute() const {
+  if (s_.training.recompute != Recompute::selective_op) return {};
+  const Dims& d = d_;
+  OpCost c = norm(PassKind::forward, d.Ts * d.h);
+  c += norm(PassKind::forward, d.Ts * d.h);
+  c += rope(PassKind::forward);
+  c += repeat_kv();
+  c += attention_output_copy();
+  c += ffn_activation(PassKind::forward);
+  c += mem(2 * kResidualPasses * d.Ts * d.h);
+  for (const models::LayerMatmul mm : models::op_checkpoint_recomputed(s_.model, d.precision)) {
+    const double in = models::matmul_in_width(s_.model, mm);
+    const double out = models::matmul_out_width(s_.model, mm);
+    c += linear_forward(models::column_parallel(mm) ? GemmShape{d.T, out / d.t, in}
+                                                    : GemmShape{d.T, out, in / d.t});
+  }
+  return c;
 }
 
 OpCost PassBuilder::selective_recompute() const {
@@ -509,6 +531,54 @@ Segment PassBuilder::context_dkv_exchange() {
 }
 
 // The copy repeat_kv makes (and its backward's sum): K and V, grouped heads in, repeated out.
+bool PassBuilder::eager(bool in_block) const {
+  const KernelFusion f = s_.training.kernel_fusion;
+  return f == KernelFusion::eager || (f == KernelFusion::compiled_blocks && !in_block);
+}
+
+OpCost PassBuilder::norm(PassKind pass, double elements, bool in_block) const {
+  const bool fwd = pass == PassKind::forward;
+  if (!eager(in_block)) return mem((fwd ? kNormForwardPasses : kNormBackwardPasses) * elements);
+  OpCost c = fwd ? eager_kernels(c_, kEagerRmsNormForward, elements)
+                 : eager_kernels(c_, kEagerRmsNormBackward, elements);
+  c += c_.launches(kEagerRmsNormRowKernels);
+  return c;
+}
+
+OpCost PassBuilder::rope(PassKind pass) const {
+  const Dims& d = d_;
+  if (!d.rope) return {};
+  if (!eager(true)) return mem(kRopePasses * d.T * rope_heads() * rope_dim());
+  const auto& bytes = pass == PassKind::forward ? kEagerRopeForward : kEagerRopeBackward;
+  OpCost c = eager_kernels(c_, bytes, d.T * d.hl * d.d);  // Q
+  c += eager_kernels(c_, bytes, d.T * d.gl * d.d);        // K
+  return c;
+}
+
+OpCost PassBuilder::ffn_activation(PassKind pass) const {
+  const Dims& d = d_;
+  const double elements = d.T * d.f / d.t;
+  if (!eager(true)) return mem(activation_passes(d.ffn, pass) * elements);
+  return pass == PassKind::forward ? eager_kernels(c_, kEagerSwigluForward, elements)
+                                   : eager_kernels(c_, kEagerSwigluBackward, elements);
+}
+
+OpCost PassBuilder::attention_output_copy() const {
+  if (!eager(true)) return {};
+  return c_.memory_op(kEagerAttentionOutputCopyBytes * d_.T * d_.hl * d_.d);
+}
+
+OpCost PassBuilder::cross_entropy(PassKind pass) const {
+  const double logits = d_.T * d_.V / d_.t;
+  const bool fwd = pass == PassKind::forward;
+  if (!eager(false)) {
+    return c_.memory_op(
+        (fwd ? kCrossEntropyForwardBytesPerLogit : kCrossEntropyBackwardBytesPerLogit) * logits);
+  }
+  return fwd ? eager_kernels(c_, kEagerCrossEntropyForward, logits)
+             : eager_kernels(c_, kEagerCrossEntropyBackward, logits);
+}
+
 OpCost PassBuilder::repeat_kv() const {
   if (!s_.training.repeat_kv || d_.mla || d_.hl <= d_.gl) return {};
   return mem(kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d);

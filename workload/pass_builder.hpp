@@ -147,6 +147,10 @@ class PassBuilder {
   // (layernorm); MLA's latent norms, up-projection GEMMs and RoPE (mla_up_proj); the routed
   // experts' activation function in an MoE layer (moe_act).
   models::OpCost module_recompute(bool moe) const;
+  // What op-level selective checkpointing (training.recompute "selective_op") re-runs before a
+  // layer's backward: the forward's norms, RoPE, K/V repeat, MLP activation and residual adds
+  // and the matmuls the policy dropped (models/op_checkpoint.hpp); attention is kept.
+  models::OpCost op_checkpoint_recompute() const;
 
   // The linear layers of one TP rank as [m x k] x [k x n] GEMMs.
   models::GemmShape qkv() const;
@@ -211,6 +215,15 @@ class PassBuilder {
   double attention_kv_heads() const;
   bool torch_cp() const;
   models::OpCost repeat_kv() const;
+  // Element-wise work by training.kernel_fusion (kernel_traffic.hpp): fused kernels, or PyTorch's
+  // eager ones of torchtitan's Llama. `in_block`: inside a Transformer block (compiled under
+  // compiled_blocks), rather than the final norm.
+  bool eager(bool in_block) const;
+  models::OpCost norm(PassKind pass, double elements, bool in_block = true) const;
+  models::OpCost rope(PassKind pass) const;
+  models::OpCost ffn_activation(PassKind pass) const;  // the dense MLP's
+  models::OpCost attention_output_copy() const;
+  models::OpCost cross_entropy(PassKind pass) const;
   models::OpCost torch_cp_merge() const;
   models::OpCost torch_cp_accumulate() const;
   // A collective of `elements` 16-bit activations (or of `dtype`).

@@ -138,8 +138,9 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
     out.recompute = b.selective_recompute();
     out.backward -= out.recompute;
   }
-  // layer_backward() runs the recompute modules inline too.
-  const models::OpCost modules = b.module_recompute(false);
+  // layer_backward() runs the recompute modules and op-level recomputation inline too.
+  models::OpCost modules = b.module_recompute(false);
+  modules += b.op_checkpoint_recompute();
   out.recompute += modules;
   out.backward -= modules;
   out.forward_gemm_flops =
