@@ -43,6 +43,10 @@ const char* to_string(KernelFusion f) {
   return kKernelFusionNames.name(f);
 }
 
+const char* to_string(Fp8Recipe r) {
+  return kFp8RecipeNames.name(r);
+}
+
 const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }

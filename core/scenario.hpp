@@ -95,6 +95,14 @@ inline const NameTable<Recompute> kRecomputeNames = {{Recompute::none, "none"},
 //   eager           - every PyTorch op of torchtitan's Llama its own kernel (compile = false).
 // The eager kernels are those of torchtitan 9dec370's code (workload/kernel_traffic.hpp).
 enum class KernelFusion { fused, compiled_blocks, eager };
+// How FP8 linear layers scale their inputs (Transformer Engine recipes):
+//   delayed - the scale from an amax history of earlier steps (TE's DelayedScaling, its default
+//             through TE 1.x): the cast fuses into the kernel before it;
+//   current - the scale from the tensor's own amax (TE 2.x Float8CurrentScaling, "FP8-CS"): an
+//             amax pass and a scale kernel before each cast (workload/kernel_traffic.hpp).
+enum class Fp8Recipe { delayed, current };
+inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
+                                                     {Fp8Recipe::current, "current"}};
 inline const NameTable<KernelFusion> kKernelFusionNames = {
     {KernelFusion::fused, "fused"},
     {KernelFusion::compiled_blocks, "compiled_blocks"},
@@ -122,6 +130,7 @@ const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
 const char* to_string(KernelFusion f);
+const char* to_string(Fp8Recipe r);
 const char* to_string(MoeDispatcher d);
 const char* to_string(MoeExpertGemm g);
 
@@ -368,6 +377,7 @@ struct Training {
   // it (Transformer Engine, Megatron-Core) grouped K/V heads reach the kernel as they are.
   bool repeat_kv = false;
   KernelFusion kernel_fusion = KernelFusion::fused;
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // with precision fp8
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

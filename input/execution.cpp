@@ -159,6 +159,10 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.repeat_kv = n.bool_or("repeat_kv", false);
   t.kernel_fusion = choice_or(n, keys, "kernel_fusion", kKernelFusionNames, KernelFusion::fused);
+  t.fp8_recipe = choice_or(n, keys, "fp8_recipe", kFp8RecipeNames, Fp8Recipe::delayed);
+  if (n.has("fp8_recipe") && t.precision != Dtype::fp8) {
+    n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
+  }
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =

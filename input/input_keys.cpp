@@ -101,6 +101,9 @@ ObjectSpec make_training() {
            flag("repeat_kv",
                 "K/V repeated to every query head before attention (torchtitan's Llama); "
                 "default false"),
+           choice("fp8_recipe", kFp8RecipeNames.names(),
+                  "with precision fp8: delayed (default: amax history) or current (each "
+                  "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling)"),
            choice("kernel_fusion", kKernelFusionNames.names(),
                   "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
                   "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "

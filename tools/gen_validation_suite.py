@@ -577,6 +577,12 @@ def scenario_for(run, presets, fills):
                                    else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    if prec == "fp8" and "fp8-cs" in (run.get("precision") or "").lower():
+        # Megatron-Bridge's FP8-CS: Transformer Engine's Float8CurrentScaling recipe.
+        scenario["training"]["fp8_recipe"] = "current"
+        assumptions.append("FP8-CS: Transformer Engine's current scaling (fp8_recipe current: an "
+                           "amax pass and a scale kernel before each cast, TE 2.9 "
+                           "Float8CurrentScalingQuantizer)")
     moe = BRIDGE_2511_MOE.get(bridge[0]) if bridge else None
     if moe:
         scenario["training"].update(moe)

@@ -41,6 +41,17 @@ constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and m
 // Bytes per element. Simplification: a LayerNormLinear writes its FP8 input from the norm
 // kernel instead, which moves about the same bytes, so every linear input is counted alike.
 constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
+// FP8 current scaling (Fp8Recipe::current; Transformer Engine 2.9, 70f5366:
+// pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::quantize_impl and
+// common/recipe/current_scaling.cu): each quantization runs zero_amax_kernel, an amax kernel
+// reading the BF16 input, compute_scale_from_amax_kernel and then the cast. After a TE norm
+// (LayerNormLinear; pytorch/csrc/extensions/normalization.cpp) the norm computes the amax as it
+// writes its output and quantize_with_amax adds only compute_scale_from_amax before the cast.
+// No fused multi-tensor kernel serves current scaling (pytorch/csrc/extensions/cast.cpp,
+// multi_tensor_quantize_impl: "only have fused kernel for FP8 delayed scaling").
+constexpr double kCurrentScalingAmaxBytes = 2;         // the amax kernel reads the input once
+constexpr double kCurrentScalingSmallKernels = 2;      // zero_amax and compute_scale_from_amax
+constexpr double kCurrentScalingAfterNormKernels = 1;  // compute_scale_from_amax
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
 constexpr double kNormForwardPasses = 2;     // read x, write y

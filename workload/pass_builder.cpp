@@ -208,7 +208,7 @@ void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
   sequence_all_gather(out, c, forward_gemm(ffn_in()));
-  c += linear_forward(ffn_in());
+  c += linear_forward(ffn_in(), true);
   c += ffn_activation(PassKind::forward);
   c += linear_forward(ffn_out());
   const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
@@ -474,9 +474,10 @@ OpCost PassBuilder::mem(double elements) const {
   return c_.memory_op(elements * kActivationBytes);
 }
 
-// A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input.
-OpCost PassBuilder::linear_forward(const GemmShape& g) const {
-  OpCost c = fp8_cast(g.m * g.k);
+// A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input
+// (`after_norm`: the input is a Transformer Engine norm's output).
+OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm) const {
+  OpCost c = fp8_cast(g.m * g.k, after_norm);
   c += c_.gemm(g, d_.precision);
   return c;
 }
@@ -496,9 +497,18 @@ Dtype PassBuilder::head_dtype() const {
   return d_.precision == Dtype::fp8 ? Dtype::bf16 : d_.precision;
 }
 
-OpCost PassBuilder::fp8_cast(double elements) const {
+OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
   if (d_.precision != Dtype::fp8) return {};
-  return c_.memory_op(kFp8CastTransposeBytes * elements);
+  OpCost c = c_.memory_op(kFp8CastTransposeBytes * elements);
+  if (s_.training.fp8_recipe == Fp8Recipe::current) {
+    if (after_norm) {
+      c += c_.launches(kCurrentScalingAfterNormKernels);
+    } else {
+      c += c_.memory_op(kCurrentScalingAmaxBytes * elements);
+      c += c_.launches(kCurrentScalingSmallKernels);
+    }
+  }
+  return c;
 }
 
 // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
@@ -653,7 +663,7 @@ GemmShape PassBuilder::attention_in_first_gemm() const {
 // TP; RMSNorm on each latent; the up projections are column-parallel over the heads.
 OpCost PassBuilder::attention_in_forward() const {
   const Dims& d = d_;
-  if (!d.mla) return linear_forward(qkv());
+  if (!d.mla) return linear_forward(qkv(), true);
   OpCost c;
   const double dqk = d.d_nope + d.d_rope;
   if (d.q_lora > 0) {

@@ -206,10 +206,12 @@ class PassBuilder {
   models::OpCost unfused_attention_backward() const;
 
   models::OpCost mem(double elements) const;
-  models::OpCost linear_forward(const models::GemmShape& g) const;
+  models::OpCost linear_forward(const models::GemmShape& g, bool after_norm = false) const;
   models::OpCost gemm_backward(const models::GemmShape& g, BackwardPart part) const;
   Dtype head_dtype() const;
-  models::OpCost fp8_cast(double elements) const;
+  // The FP8 quantization of `elements` 16-bit values before a GEMM; `after_norm`: the output
+  // of a Transformer Engine norm (LayerNormLinear), which computes its amax itself.
+  models::OpCost fp8_cast(double elements, bool after_norm = false) const;
   double kv_bytes_elements() const;
   // K/V heads an attention call reads on this rank: the query heads' with repeat_kv.
   double attention_kv_heads() const;

@@ -36,12 +36,12 @@ OpCost PassBuilder::expert_gemm(const GemmShape& g) const {
   return c;
 }
 
-// The FP8 quantization of the local experts' inputs (of `elements` in all): one kernel, or one
-// per expert when each expert's GEMM is launched on its own.
+// The FP8 quantization of the local experts' inputs (of `elements` in all): one quantization,
+// or one per expert when each expert's GEMM is launched on its own (each with its kernels).
 OpCost PassBuilder::expert_fp8_cast(double elements) const {
   OpCost c = fp8_cast(elements);
   if (c.kernels > 0 && s_.training.moe_expert_gemm == MoeExpertGemm::per_expert) {
-    c += c_.launches(d_.El - 1);
+    c += c_.launches(c.kernels * (d_.El - 1));
   }
   return c;
 }

@@ -147,6 +147,18 @@ TEST_CASE("Experts launched one by one add launches, not GEMM time", "[workload]
     CHECK(pf.flops == Approx(gf.flops).epsilon(1e-12));
     CHECK(pf.compute_s == Approx(gf.compute_s).epsilon(1e-12));
   }
+  SECTION("under FP8 current scaling each expert's quantization runs its four kernels") {
+    // zero_amax, amax, compute_scale_from_amax and the cast, per expert: 4 (El - 1) more
+    // kernels per quantization than grouped, two quantizations each way.
+    grouped.training.precision = per_expert.training.precision = Dtype::fp8;
+    grouped.training.fp8_recipe = per_expert.training.fp8_recipe = Fp8Recipe::current;
+    PassBuilder g(grouped, compute);
+    PassBuilder p(per_expert, compute);
+    CHECK(total(p.moe_layer_forward()).kernels - total(g.moe_layer_forward()).kernels ==
+          Approx((2 + 2 * 4) * (El - 1)));
+    CHECK(total(p.moe_layer_backward()).kernels - total(g.moe_layer_backward()).kernels ==
+          Approx((4 + 2 * 4) * (El - 1)));
+  }
 }
 
 TEST_CASE("A GPU holds E / ep experts of each MoE layer and reduces their gradients",

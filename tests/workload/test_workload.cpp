@@ -557,3 +557,29 @@ TEST_CASE("A stage program stores the same ops at 16 and at 1024 micro-batches")
     CHECK((b.size() - a.size()) * (32 - 16) == (c.size() - a.size()) * (1024 - 16));
   }
 }
+
+TEST_CASE("FP8 current scaling adds an amax pass and scale kernels to every cast") {
+  // tp = 1, T = 1024 tokens, h = 1024, f = 4096 (GeLU). Against delayed scaling, each cast of a
+  // tensor not written by a norm adds zero_amax, an amax kernel reading it (2 B per element)
+  // and compute_scale_from_amax; a cast after a TE norm (the QKV and first MLP inputs) adds
+  // compute_scale_from_amax only.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["training"]["precision"] = "fp8";
+  const Scenario delayed = load(j);
+  j["training"]["fp8_recipe"] = "current";
+  const Scenario current = load(j);
+  const LayerCosts a = layer_costs(delayed, test::compute_model(delayed));
+  const LayerCosts b = layer_costs(current, test::compute_model(current));
+  const double T = 1024, h = 1024, f = 4096;
+  // Forward: QKV and FFN-in after norms (+1 kernel each); out-projection and FFN-out inputs
+  // (+3 kernels each, +2 B over T h and T f).
+  CHECK(b.forward.kernels - a.forward.kernels == 1 + 3 + 1 + 3);
+  CHECK(b.forward.bytes - a.forward.bytes == Approx(2 * T * (h + f)));
+  // Backward: the four output gradients (T x 3h, T x h, T x f, T x h), each cast standalone.
+  CHECK(b.backward.kernels - a.backward.kernels == 4 * 3);
+  CHECK(b.backward.bytes - a.backward.bytes == Approx(2 * T * (3 * h + h + f + h)));
+  SECTION("a recipe without FP8 is refused") {
+    j["training"]["precision"] = "bf16";
+    CHECK_THROWS_AS(load(j), ConfigError);
+  }
+}
