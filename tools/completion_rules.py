@@ -343,15 +343,24 @@ def _torchtitan_defaults(run, f):
                        "default (torchtitan %s)" % (TORCHTITAN_SEQ_LEN, size, TORCHTITAN_COMMIT))
     local = run["global_batch_size"] // run["dp"]
     if run["pp"] > 1:
+        # generate_split_points: two stages per rank for a multi-stage schedule (Interleaved1F1B),
+        # placed round-robin over the ranks (stage_ids_this_rank style "loop"), which is the
+        # scenario format's virtual-stage order.
+        schedule = ((run.get("reported_other") or {}).get("pipeline_schedule") or "").lower()
+        per_rank = 2 if "interleaved" in schedule else 1
+        if per_rank > 1:
+            f.run["virtual_pipeline_stages"] = per_rank
         f.run["micro_batch_size"] = local // run["pp"]
-        split = torchtitan_split(run["num_layers"], run["pp"])
+        split = torchtitan_split(run["num_layers"], run["pp"] * per_rank)
         f.parallelism["layers_per_stage"] = split
         f.completes_split = True
         f.notes.append("pipeline micro-batches and split not in the table: %d micro-batches of %d "
                        "(pipeline_parallel_microbatches defaults to the pipeline degree) and "
-                       "layers per stage %s (generate_split_points), torchtitan %s defaults" % (
-                           run["pp"], local // run["pp"], "/".join(map(str, split)),
-                           TORCHTITAN_COMMIT))
+                       "layers per %s %s (generate_split_points%s), torchtitan %s defaults" % (
+                           run["pp"], local // run["pp"],
+                           "virtual stage" if per_rank > 1 else "stage", "/".join(map(str, split)),
+                           ", two stages per rank for Interleaved1F1B, placed round-robin"
+                           if per_rank > 1 else "", TORCHTITAN_COMMIT))
     f.comm["grad_dtype"] = "fp32"
     f.training["dropout"] = False
     f.training["repeat_kv"] = True
@@ -477,11 +486,6 @@ def left_out(run):
 
 
 def _torchtitan_left_out(run):
-    if "interleaved" in ((run.get("reported_other") or {}).get("pipeline_schedule") or "").lower():
-        return ("torchtitan's Interleaved1F1B splits 126 layers into 16 stages of 7, 8 x 14 and 7 "
-                "layers (generate_split_points); the scenario format splits unevenly per rank, "
-                "not per virtual stage (a parallelism.layers_per_virtual_stage key would "
-                "express it)")
     if run.get("seq_length") and run["seq_length"] > 131072:
         return ("sequence of %d tokens, beyond Llama 3.1's 131,072-token context (the preset's "
                 "max_seq_len); the attention calibration ends at 16k tokens" % run["seq_length"])
