@@ -30,6 +30,11 @@ nlohmann::json llama_scenario() {
 
 constexpr double T = 1024, h = 1024, q = 1024, kv = 256, f = 3584, V = 32000;
 
+LayerCosts costs_of(const nlohmann::json& j) {
+  const Scenario s = load(j);
+  return layer_costs(s, test::compute_model(s));
+}
+
 std::string error_pointer(const nlohmann::json& j) {
   try {
     load(j);
@@ -43,11 +48,9 @@ std::string error_pointer(const nlohmann::json& j) {
 
 TEST_CASE("op-level checkpointing re-runs the dropped matmuls and the block's element-wise work") {
   nlohmann::json j = llama_scenario();
-  const Scenario none = load(j);
+  const LayerCosts a = costs_of(j);
   j["training"]["recompute"] = "selective_op";
-  const Scenario op = load(j);
-  const LayerCosts a = layer_costs(none, test::compute_model(none));
-  const LayerCosts b = layer_costs(op, test::compute_model(op));
+  const LayerCosts b = costs_of(j);
   // wk, wo and w3: 2 T (h kv + q h + h f) FLOPs; attention is not recomputed.
   CHECK(b.recompute.flops == Approx(2 * T * (h * kv + q * h + h * f)));
   CHECK(b.backward.flops == Approx(a.backward.flops));
@@ -60,19 +63,15 @@ TEST_CASE("op-level checkpointing re-runs the dropped matmuls and the block's el
   CHECK(b.recompute.bytes == Approx(gemm_bytes + elementwise));
   SECTION("in FP8 every matmul is recomputed") {
     j["training"]["precision"] = "fp8";
-    const Scenario fp8 = load(j);
-    CHECK(layer_costs(fp8, test::compute_model(fp8)).recompute.flops ==
-          Approx(2 * T * (h * q + 2 * h * kv + q * h + 3 * h * f)));
+    CHECK(costs_of(j).recompute.flops == Approx(2 * T * (h * q + 2 * h * kv + q * h + 3 * h * f)));
   }
 }
 
 TEST_CASE("eager kernels move the bytes of torchtitan's RMSNorm, RoPE and SwiGLU op by op") {
   nlohmann::json j = llama_scenario();
-  const Scenario fused = load(j);
+  const LayerCosts a = costs_of(j);
   j["training"]["kernel_fusion"] = "eager";
-  const Scenario eager = load(j);
-  const LayerCosts a = layer_costs(fused, test::compute_model(fused));
-  const LayerCosts b = layer_costs(eager, test::compute_model(eager));
+  const LayerCosts b = costs_of(j);
   // Forward, eager minus fused, bytes per element: RMSNorm 36 against 4 (twice), RoPE 20
   // against 4 over Q and K, SwiGLU 10 against 6, the attention output's contiguous copy 4.
   CHECK(b.forward.bytes - a.forward.bytes ==

@@ -565,11 +565,10 @@ TEST_CASE("FP8 current scaling adds an amax pass and scale kernels to every cast
   // compute_scale_from_amax only.
   nlohmann::json j = small_scenario(8, 8, 1, 1);
   j["training"]["precision"] = "fp8";
-  const Scenario delayed = load(j);
+  const auto costs = [](const Scenario& s) { return layer_costs(s, test::compute_model(s)); };
+  const LayerCosts a = costs(load(j));
   j["training"]["fp8_recipe"] = "current";
-  const Scenario current = load(j);
-  const LayerCosts a = layer_costs(delayed, test::compute_model(delayed));
-  const LayerCosts b = layer_costs(current, test::compute_model(current));
+  const LayerCosts b = costs(load(j));
   const double T = 1024, h = 1024, f = 4096;
   // Forward: QKV and FFN-in after norms (+1 kernel each); out-projection and FFN-out inputs
   // (+3 kernels each, +2 B over T h and T f).
