@@ -150,6 +150,15 @@ constexpr double kPermutePasses = 2;
 // FP8 dispatch (DeepSeek-V3 §3.3.2): one byte per element plus one FP32 scale per 1 x 128 tile
 // of the activation (its fine-grained quantization, §3.3.1).
 constexpr double kFp8DispatchBytes = 1.0 + 4.0 / 128.0;
+// FP8 padding of the local experts' tokens (Megatron-Core 92c8482e transformer/moe/experts.py
+// TEGroupedMLP: Fp8Padding before fc1, Fp8Unpadding after fc2, whenever config.fp8 is set;
+// Transformer Engine 70f5366 module/fp8_padding.py returns early only when every expert's token
+// count is already a multiple of 16, which routed counts almost never all are). Each is one
+// multi_padding / multi_unpadding kernel (common/util/padding.cu) reading and writing the
+// tokens' 16-bit hidden states; the routing probabilities are padded by a kernel of their own
+// (one value per token, its bytes left out). The backward runs the mirror kernels.
+constexpr double kExpertPaddingBytes = 2 + 2;
+constexpr double kExpertPaddingProbKernels = 1;
 
 // Passes over the MLP's intermediate tensor (f wide) that its activation makes.
 inline double activation_passes(FfnKind ffn, PassKind pass) {

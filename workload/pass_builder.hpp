@@ -185,6 +185,10 @@ class PassBuilder {
   models::GemmShape expert_out() const;
   models::OpCost expert_gemm(const models::GemmShape& g) const;
   models::OpCost expert_fp8_cast(double elements) const;
+  // The FP8 padding of the experts' tokens to multiples of 16 (`inputs`: before fc1, with the
+  // routing probabilities; otherwise the unpadding after fc2), with Transformer Engine's
+  // per-expert GEMMs under FP8; mirrored in the backward.
+  models::OpCost expert_fp8_padding(bool inputs) const;
   // Matrices fused in an FFN's input GEMM: gate and up with SwiGLU, one otherwise.
   double ffn_in_matrices() const { return d_.ffn == FfnKind::swiglu ? 2.0 : 1.0; }
   double expert_tokens() const;

@@ -46,6 +46,15 @@ OpCost PassBuilder::expert_fp8_cast(double elements) const {
   return c;
 }
 
+OpCost PassBuilder::expert_fp8_padding(bool inputs) const {
+  if (d_.precision != Dtype::fp8 || s_.training.moe_expert_gemm != MoeExpertGemm::per_expert) {
+    return {};
+  }
+  OpCost c = mem(kExpertPaddingBytes / kActivationBytes * expert_tokens() * d_.El * d_.h);
+  if (inputs) c += c_.launches(kExpertPaddingProbKernels);
+  return c;
+}
+
 // Router, permutation, dispatch, experts, combine, unpermutation, then the shared experts.
 void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
@@ -57,11 +66,13 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   token_exchange(out, true, "MoE dispatch");
   expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
+  c += expert_fp8_padding(true);
   c += expert_fp8_cast(te * d.h);
   c += expert_gemm(expert_in());
   c += mem(activation_passes(d.ffn, PassKind::forward) * te * d.fe / d.et);
   c += expert_fp8_cast(te * d.fe / d.et);
   c += expert_gemm(expert_out());
+  c += expert_fp8_padding(false);
   flush(out, c);
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE combine");
@@ -78,6 +89,7 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c, BackwardPart part
   token_exchange(out, true, "MoE combine backward");
   expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
+  c += expert_fp8_padding(false);
   c += expert_fp8_cast(te * d.h);
   c += expert_gemm(dgrad(expert_out()));
   if (whole) c += expert_gemm(wgrad(expert_out()));
@@ -85,6 +97,7 @@ void PassBuilder::moe_block_backward(Segments& out, OpCost& c, BackwardPart part
   c += expert_fp8_cast(te * d.fe / d.et);
   c += expert_gemm(dgrad(expert_in()));
   if (whole) c += expert_gemm(wgrad(expert_in()));
+  c += expert_fp8_padding(true);
   flush(out, c);
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE dispatch backward");
