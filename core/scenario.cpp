@@ -47,6 +47,10 @@ const char* to_string(Fp8Recipe r) {
   return kFp8RecipeNames.name(r);
 }
 
+const char* to_string(CrossEntropy c) {
+  return kCrossEntropyNames.name(c);
+}
+
 const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }

@@ -101,6 +101,15 @@ enum class KernelFusion { fused, compiled_blocks, eager };
 //   current - the scale from the tensor's own amax (TE 2.x Float8CurrentScaling, "FP8-CS"): an
 //             amax pass and a scale kernel before each cast (workload/kernel_traffic.hpp).
 enum class Fp8Recipe { delayed, current };
+// The vocab-parallel cross entropy (Megatron-Core tensor_parallel/cross_entropy.py):
+//   fused   - one kernel each way over the FP32 logits (Megatron-Core's
+//             cross_entropy_loss_fusion, Megatron-Bridge's default, TE's implementation);
+//   unfused - Megatron-LM's _VocabParallelCrossEntropy in PyTorch ops: the cast to FP32, max,
+//             subtract, exp, sum and divide over the logits, then multiply and cast back in the
+//             backward (its default before cross_entropy_loss_fusion; Megatron-LM 2021-24).
+enum class CrossEntropy { fused, unfused };
+inline const NameTable<CrossEntropy> kCrossEntropyNames = {{CrossEntropy::fused, "fused"},
+                                                           {CrossEntropy::unfused, "unfused"}};
 inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
                                                      {Fp8Recipe::current, "current"}};
 inline const NameTable<KernelFusion> kKernelFusionNames = {
@@ -131,6 +140,7 @@ const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
 const char* to_string(KernelFusion f);
 const char* to_string(Fp8Recipe r);
+const char* to_string(CrossEntropy c);
 const char* to_string(MoeDispatcher d);
 const char* to_string(MoeExpertGemm g);
 
@@ -378,6 +388,7 @@ struct Training {
   bool repeat_kv = false;
   KernelFusion kernel_fusion = KernelFusion::fused;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // with precision fp8
+  CrossEntropy cross_entropy = CrossEntropy::fused;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

@@ -160,6 +160,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.repeat_kv = n.bool_or("repeat_kv", false);
   t.kernel_fusion = choice_or(n, keys, "kernel_fusion", kKernelFusionNames, KernelFusion::fused);
   t.fp8_recipe = choice_or(n, keys, "fp8_recipe", kFp8RecipeNames, Fp8Recipe::delayed);
+  t.cross_entropy = choice_or(n, keys, "cross_entropy", kCrossEntropyNames, CrossEntropy::fused);
   if (n.has("fp8_recipe") && t.precision != Dtype::fp8) {
     n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
   }

@@ -104,6 +104,9 @@ ObjectSpec make_training() {
            choice("fp8_recipe", kFp8RecipeNames.names(),
                   "with precision fp8: delayed (default: amax history) or current (each "
                   "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling)"),
+           choice("cross_entropy", kCrossEntropyNames.names(),
+                  "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
+                  "PyTorch ops over FP32 logits)"),
            choice("kernel_fusion", kKernelFusionNames.names(),
                   "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
                   "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "

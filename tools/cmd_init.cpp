@@ -127,6 +127,7 @@ Json training_json(const Scenario& s) {
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (t.repeat_kv) out["repeat_kv"] = true;
   out["kernel_fusion"] = to_string(t.kernel_fusion);
+  out["cross_entropy"] = to_string(t.cross_entropy);
   if (t.precision == Dtype::fp8) out["fp8_recipe"] = to_string(t.fp8_recipe);
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);

@@ -69,6 +69,18 @@ NEMO_2407_CONFIGS = {
     "nemo2407_nemotron-22b_": ("nemotron/nemotron_22b.yaml", True, 100, True, False),
     "nemo2407_nemotron-340b_": ("nemotron/nemotron_340b.yaml", True, 50, False, False),
 }
+# The vocab-parallel cross entropy each stack ran (training.cross_entropy "unfused": PyTorch ops
+# over the FP32 logits). Megatron-LM 2021-22 casts the logits with output.float() and runs
+# _VocabParallelCrossEntropy (megatron/model/gpt_model.py and megatron/mpu/cross_entropy.py,
+# NVIDIA/Megatron-LM de7dc40f; bigscience Megatron-DeepSpeed's gpt_model.py does the same):
+# SC'21, Korthikanti, BLOOM. Megatron-Core's cross_entropy_loss_fusion defaults to False
+# (model_parallel_config.py, f2e5db402c) and the README's example script does not set it. NeMo
+# 24.07 passes it from the launcher config: true in the Llama and Nemotron 4-22B configs, absent
+# (False) in the GPT-3 and Nemotron-340B ones (NeMo-Framework-Launcher 24c3d6b). Megatron-Bridge
+# 25.11's GPTProvider sets it true.
+UNFUSED_CROSS_ENTROPY_PREFIXES = ("sc21_", "korthikanti_", "bloom_", "megatron_readme_h100_")
+NEMO_2407_UNFUSED_CROSS_ENTROPY = ("gpt3/5b.yaml", "gpt3/20b.yaml", "gpt3/175b.yaml",
+                                   "nemotron/nemotron_340b.yaml")
 # Launcher configs with ub_tp_comm_overlap on that name no ub_cfg take Transformer Engine's
 # defaults (initialize_ub, TE v1.8 transformer_engine/pytorch/module/base.py): set_sm_margin 0,
 # so the overlapped GEMMs keep every SM.
@@ -577,6 +589,17 @@ def scenario_for(run, presets, fills):
                                    else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    if (run["id"].startswith(UNFUSED_CROSS_ENTROPY_PREFIXES) or
+            (nemo and nemo[0] in NEMO_2407_UNFUSED_CROSS_ENTROPY)):
+        scenario["training"]["cross_entropy"] = "unfused"
+        assumptions.append("Megatron-LM's unfused vocab-parallel cross entropy over FP32 logits "
+                           "(cross_entropy unfused: %s)" % (
+                               "cross_entropy_loss_fusion not set in the NeMo launcher config "
+                               + nemo[0] if nemo else
+                               "Megatron-Core's default cross_entropy_loss_fusion False, not set "
+                               "by the example script" if run["id"].startswith("megatron_readme")
+                               else "output.float() and _VocabParallelCrossEntropy, as Megatron-LM "
+                               "of the time ran it"))
     if prec == "fp8" and "fp8-cs" in (run.get("precision") or "").lower():
         # Megatron-Bridge's FP8-CS: Transformer Engine's Float8CurrentScaling recipe.
         scenario["training"]["fp8_recipe"] = "current"

@@ -86,6 +86,20 @@ constexpr double kTorchCpOutputCastBytes = (2 + 4) + (4 + 2);
 // Backward: every ring step adds its 16-bit dQ, dK and dV into FP32 accumulators (read 4 + 2,
 // write 4 per element).
 constexpr double kTorchCpAccumulateBytes = 4 + 2 + 4;
+// Megatron-LM's unfused vocab-parallel cross entropy (CrossEntropy::unfused; Megatron-LM
+// f2e5db402c megatron/core/tensor_parallel/cross_entropy.py, the same ops as 2021's
+// megatron/mpu/cross_entropy.py after the model's output.float()), bytes per logit, one entry per
+// kernel: the cast to FP32 (2 + 4), the max over the vocabulary (read 4), the in-place subtract
+// (4 + 4), exp (4 + 4), the sum (read 4) and the in-place divide into the softmax (4 + 4). Per
+// token it runs the target's mask, gather and loss in 12 small kernels. Backward: the
+// in-place multiply by the loss gradient (4 + 4) and autograd's cast of the FP32 gradient to the
+// logits' dtype (4 + 2), after 5 small kernels on the targets' entries.
+inline constexpr std::array<double, 6> kUnfusedCrossEntropyForward = {2 + 4, 4, 4 + 4,
+                                                                      4 + 4, 4, 4 + 4};
+inline constexpr std::array<double, 2> kUnfusedCrossEntropyBackward = {4 + 4, 4 + 2};
+constexpr double kUnfusedCrossEntropyTokenKernelsForward = 12;
+constexpr double kUnfusedCrossEntropyTokenKernelsBackward = 5;
+
 // PyTorch's eager kernels of torchtitan's Llama (KernelFusion::eager, and for the final norm and
 // the loss KernelFusion::compiled_blocks; pytorch/torchtitan 9dec370). Bytes per element, one
 // entry per kernel; FP32 intermediates take 4 bytes.

@@ -581,6 +581,13 @@ OpCost PassBuilder::attention_output_copy() const {
 OpCost PassBuilder::cross_entropy(PassKind pass) const {
   const double logits = d_.T * d_.V / d_.t;
   const bool fwd = pass == PassKind::forward;
+  if (!eager(false) && s_.training.cross_entropy == CrossEntropy::unfused) {
+    OpCost c = fwd ? eager_kernels(c_, kUnfusedCrossEntropyForward, logits)
+                   : eager_kernels(c_, kUnfusedCrossEntropyBackward, logits);
+    c += c_.launches(fwd ? kUnfusedCrossEntropyTokenKernelsForward
+                         : kUnfusedCrossEntropyTokenKernelsBackward);
+    return c;
+  }
   if (!eager(false)) {
     return c_.memory_op(
         (fwd ? kCrossEntropyForwardBytesPerLogit : kCrossEntropyBackwardBytesPerLogit) * logits);

@@ -9,6 +9,7 @@
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 #include "tests/workload/fixtures.hpp"
+#include "workload/pass_builder.hpp"
 #include "workload/workload.hpp"
 
 using namespace clustersim;
@@ -581,4 +582,28 @@ TEST_CASE("FP8 current scaling adds an amax pass and scale kernels to every cast
     j["training"]["precision"] = "bf16";
     CHECK_THROWS_AS(load(j), ConfigError);
   }
+}
+
+TEST_CASE("Megatron-LM's unfused cross entropy passes over the FP32 logits op by op") {
+  // tp = 2: T = 1024 tokens, V / t = 16000 logits per token on a rank. Per logit the fused
+  // kernel reads the logits and writes the softmax (8 B), and backward reads it and writes the
+  // 16-bit gradient (6 B). Unfused: cast 6, max 4, subtract 8, exp 8, sum 4, divide 8 = 38 B in
+  // 6 kernels and 12 per-token ones; backward multiply 8 and cast back 6 = 14 B in 2 and 5.
+  nlohmann::json j = small_scenario(8, 4, 2, 1);
+  const Scenario fused = load(j);
+  j["training"]["cross_entropy"] = "unfused";
+  const Scenario unfused = load(j);
+  const auto cf = test::compute_model(fused);
+  const auto cu = test::compute_model(unfused);
+  PassBuilder pf(fused, cf);
+  PassBuilder pu(unfused, cu);
+  const double logits = 1024.0 * 32000 / 2;
+  const models::OpCost f0 = total(pf.head_forward()), f1 = total(pu.head_forward());
+  const models::OpCost b0 = total(pf.head_backward()), b1 = total(pu.head_backward());
+  CHECK(f1.bytes - f0.bytes == Approx((38 - 8) * logits));
+  CHECK(f1.kernels - f0.kernels == 6 + 12 - 1);
+  CHECK(b1.bytes - b0.bytes == Approx((14 - 6) * logits));
+  CHECK(b1.kernels - b0.kernels == 2 + 5 - 1);
+  // The layers are untouched.
+  CHECK(layer_costs(unfused, cu).forward.bytes == Approx(layer_costs(fused, cf).forward.bytes));
 }
