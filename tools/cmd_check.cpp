@@ -217,7 +217,10 @@ std::string batch_text(const Scenario& s, std::int64_t micro_batches) {
 std::string training_text(const Scenario& s) {
   const Training& tr = s.training;
   std::ostringstream t;
-  t << to_string(tr.precision) << ", " << to_string(tr.recompute) << " recomputation";
+  t << to_string(tr.precision)
+    << (tr.precision == Dtype::fp8 && tr.fp8_recipe == Fp8Recipe::current ? " (current scaling)"
+                                                                          : "")
+    << ", " << to_string(tr.recompute) << " recomputation";
   if (tr.recompute == Recompute::full && tr.recompute_layers > 0) {
     t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
       << " layers (the first " << tr.recompute_layers << " of each chunk)";
@@ -230,6 +233,11 @@ std::string training_text(const Scenario& s) {
     t << (i == 0 ? ", recomputed in the backward: " : ", ") << modules[i];
   }
   if (tr.fp8_activation_cache) t << ", FP8 activation cache (E5M6 attention output)";
+  if (tr.kernel_fusion == KernelFusion::eager) t << ", PyTorch's eager element-wise kernels";
+  if (tr.kernel_fusion == KernelFusion::compiled_blocks) {
+    t << ", compiled blocks (final norm and loss eager)";
+  }
+  if (tr.cross_entropy == CrossEntropy::unfused) t << ", unfused cross entropy";
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
     << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0

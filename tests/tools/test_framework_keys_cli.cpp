@@ -1,0 +1,41 @@
+// `check` names how a scenario's framework runs its kernels: FP8 current scaling, PyTorch's eager
+// or per-block compiled element-wise kernels, op-level checkpointing, the unfused cross entropy.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/tools/cli_runner.hpp"
+
+namespace cli = clustersim::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("check names the framework's kernels and its checkpointing policy", "[tools][cli]") {
+  const fs::path dir = cli::cli_scratch("framework-keys");
+  nlohmann::json s = nlohmann::json::parse(
+      cli::read_text(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "seed-optimized-1024.json"));
+  s["training"]["precision"] = "fp8";
+  s["training"]["fp8_recipe"] = "current";
+  s["training"]["recompute"] = "selective_op";
+  s["training"]["kernel_fusion"] = "eager";
+  s["training"]["cross_entropy"] = "unfused";
+  cli::write_text(dir / "keys.json", s.dump());
+  const cli::CliRun check = cli::run_cli("check keys.json", dir);
+  INFO(check.out << check.err);
+  REQUIRE(check.exit_code == 0);
+  CHECK(check.out.find("fp8 (current scaling), selective_op recomputation") != std::string::npos);
+  CHECK(check.out.find("PyTorch's eager element-wise kernels") != std::string::npos);
+  CHECK(check.out.find("unfused cross entropy") != std::string::npos);
+
+  s["training"]["kernel_fusion"] = "compiled_blocks";
+  cli::write_text(dir / "compiled.json", s.dump());
+  const cli::CliRun compiled = cli::run_cli("check compiled.json", dir);
+  CHECK(compiled.out.find("compiled blocks (final norm and loss eager)") != std::string::npos);
+
+  // A recipe without FP8 is refused at its path, with exit code 2.
+  s["training"]["precision"] = "bf16";
+  cli::write_text(dir / "bad.json", s.dump());
+  const cli::CliRun bad = cli::run_cli("check bad.json", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("/training/fp8_recipe") != std::string::npos);
+}
