@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/transformer.hpp"
 
@@ -11,11 +12,11 @@ namespace clustersim::workload {
 namespace {
 
 // DeepSpeed 2021 ZeRO-3 (v0.3.13 .. v0.5.4, deepspeed/runtime/zero/partition_parameters.py
-// _allgather_param): torch.distributed.all_gather into a list of one view per rank, which
-// PyTorch's ProcessGroupNCCL serves by gathering into a flat buffer and then copying each
-// rank's piece into its view (`outputTensors[i][j].copy_(outputFlattened[i][j], true)`): one
-// copy kernel per rank reading and writing its bytes (2 B of traffic per gathered byte).
-// DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
+// _allgather_param, once per parameter tensor): torch.distributed.all_gather into a list of one
+// view per rank, which PyTorch's ProcessGroupNCCL serves by gathering into a flat buffer and then
+// copying each rank's piece into its view (`outputTensors[i][j].copy_(outputFlattened[i][j],
+// true)`): one copy kernel per rank reading and writing its bytes (2 B of traffic per gathered
+// byte). DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
 // each ncclAllgather").
 constexpr double kGatherCopyBytesPerByte = 2;
 // The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.5): a
@@ -33,6 +34,37 @@ constexpr int kDeepSpeed2021AllGatherCallRanks = 8;
 // constants.py, v0.3.13 .. v0.4.0): gathered parameters are released beyond it, so a layer
 // larger than this is gathered again for its backward after the recompute forward.
 constexpr double kDeepSpeedMaxLiveParameters = 1e9;
+
+// The parameter tensors of one layer in the order DeepSpeed 2021 gathers them, one all_gather
+// call each: stage3.py fetch_sub_module collects every parameter of a sub-module and
+// partition_parameters.py _all_gather calls _allgather_param for each (DeepSpeed v0.3.16), so
+// the norms' weights and biases and the linear layers' biases are gathered like the weight
+// matrices. Sub-modules in forward order: the first norm, QKV, the output projection, the second
+// norm, the FFN's first and second linear layers. A column-parallel layer's bias is as wide as
+// its output slice (its matrix over h), a row-parallel layer's is h wide.
+std::vector<std::pair<double, std::string>> deepspeed_2021_layer_tensors(
+    const ModelSpec& m, const std::vector<double>& matrices) {
+  const double h = m.hidden;
+  const bool norm_bias = m.norm != "rmsnorm";
+  std::vector<std::pair<double, std::string>> out;
+  const auto norm = [&](int n) {
+    out.push_back({h, " norm " + std::to_string(n) + " weight"});
+    if (norm_bias) out.push_back({h, " norm " + std::to_string(n) + " bias"});
+  };
+  const auto linear = [&](std::size_t k) {
+    const std::string name = " matrix " + std::to_string(k + 1);
+    out.push_back({matrices[k], name});
+    const bool column_parallel = k == 0 || k == 2;
+    if (m.linear_biases) out.push_back({column_parallel ? matrices[k] / h : h, name + " bias"});
+  };
+  norm(1);
+  linear(0);
+  linear(1);
+  norm(2);
+  linear(2);
+  linear(3);
+  return out;
+}
 
 ParamGather make_gather(int id, double params, Dtype dtype, std::string label) {
   ParamGather g;
@@ -59,12 +91,7 @@ void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& un
   for (auto& units : units_per_chunk) {
     for (auto& unit : units) {
       std::vector<std::pair<double, std::string>> pieces = {{unit.params, ""}};
-      if (ds2021 && unit.layer >= 0) {
-        pieces.clear();
-        for (std::size_t k = 0; k < matrices.size(); ++k) {
-          pieces.push_back({matrices[k], " matrix " + std::to_string(k + 1)});
-        }
-      }
+      if (ds2021 && unit.layer >= 0) pieces = deepspeed_2021_layer_tensors(s.model, matrices);
       for (const auto& [params, suffix] : pieces) {
         const int id = static_cast<int>(gathers.size());
         gathers.push_back(make_gather(id, params, dtype, unit.name + suffix + " parameters"));

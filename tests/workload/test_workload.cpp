@@ -349,24 +349,38 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
   const auto model = test::compute_model(s);
   const Workload w = build_workload(s, model);
   const auto& st = w.stages.at(0);
-  // Per layer the four matrices: Q/K/V h x 3h, output h x h, FFN h x f and f x h (2 B each);
-  // plus the embedding and the head: 8 x 4 + 2 gathers.
+  // One gather per parameter tensor, in forward order: the first LayerNorm's weight and bias
+  // (h each), Q/K/V h x 3h, output h x h, the second LayerNorm's weight and bias, FFN h x f
+  // and f x h (2 B each; the small model has no linear biases); plus the embedding and the
+  // head: 8 x 8 + 2 gathers.
   const double h = 1024, f = 4096;
-  REQUIRE(st.gathers.size() == 8 * 4 + 2);
+  REQUIRE(st.gathers.size() == 8 * 8 + 2);
   std::vector<double> layer_bytes;
   for (const auto& g : st.gathers) {
-    if (g.label.rfind("layer 7 matrix", 0) == 0) layer_bytes.push_back(g.call.bytes);
+    if (g.label.rfind("layer 7 ", 0) == 0) layer_bytes.push_back(g.call.bytes);
   }
-  REQUIRE(layer_bytes.size() == 4);
-  CHECK(layer_bytes[0] == Approx(2 * h * 3 * h));
-  CHECK(layer_bytes[1] == Approx(2 * h * h));
-  CHECK(layer_bytes[2] == Approx(2 * h * f));
-  CHECK(layer_bytes[3] == Approx(2 * f * h));
+  CHECK(layer_bytes == std::vector<double>{2 * h, 2 * h, 2 * h * 3 * h, 2 * h * h, 2 * h, 2 * h,
+                                           2 * h * f, 2 * f * h});
+  SECTION("with linear biases each linear layer's bias is gathered after its weight") {
+    j["model"]["linear_biases"] = true;
+    const Scenario b = load(j);
+    const Workload wb = build_workload(b, model);
+    std::vector<double> bias_bytes;
+    for (const auto& g : wb.stages.at(0).gathers) {
+      if (g.label.rfind("layer 7 ", 0) == 0 && g.label.find("matrix") != std::string::npos &&
+          g.label.find("bias") != std::string::npos) {
+        bias_bytes.push_back(g.call.bytes);
+      }
+    }
+    // Column-parallel Q/K/V (3h) and FFN-in (f); row-parallel output and FFN-out (h).
+    CHECK(bias_bytes == std::vector<double>{2 * 3 * h, 2 * h, 2 * f, 2 * h});
+    CHECK(wb.stages.at(0).gathers.size() == 8 * 12 + 2);
+  }
   // Layers of 12.6 M parameters stay gathered from the recompute forward to the backward (under
   // DeepSpeed's 1e9 live-parameter limit): each gather runs once per pass and micro-batch. Each
   // is: the flat buffer zero-filled, a wait for every reduction, the host's all_gather call,
   // the gather issued and waited for, the per-rank copies.
-  const int gathers_per_step = (8 * 4 + 2) * 8 * 2;
+  const int gathers_per_step = (8 * 8 + 2) * 8 * 2;
   CHECK(count_ops(st, OpKind::gather_issue) == gathers_per_step);
   // The cost of each kernel launch in force: the fitted kernel gap where the calibration has one.
   const double launch = model.kernel_gap_s();
@@ -417,8 +431,9 @@ TEST_CASE("A ZeRO-3 implementation is refused without ZeRO-3") {
 
 TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers a layer above 1e9 parameters again for its backward") {
   // GPT 174.6B: 12 h^2 = 1.8e9 parameters per layer > stage3_max_live_parameters (1e9): the
-  // recompute forward gathers the four matrices, the backward gathers them once more. 96
-  // layers, pp 12 -> 8 layers per stage; dp 2, one micro-batch.
+  // recompute forward gathers the layer's twelve tensors (four matrices, their biases, two
+  // LayerNorms' weights and biases), the backward gathers them once more. 96 layers, pp 12 -> 8
+  // layers per stage; dp 2, one micro-batch.
   nlohmann::json j = scenario_json("scenarios/seed-optimized-1024.json");
   j["model"] = "gpt-174.6b-sc21";
   j["gpus"] = 24;
@@ -436,8 +451,8 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers a layer above 1e9 parameters again for 
   const Scenario s = load(j);
   const Workload w = build_workload(s, test::compute_model(s));
   const auto& middle = w.stages.at(5);  // no embedding or head
-  CHECK(middle.gathers.size() == 8 * 4);
-  CHECK(count_ops(middle, OpKind::gather_issue) == 8 * 4 * 3);
+  CHECK(middle.gathers.size() == 8 * 12);
+  CHECK(count_ops(middle, OpKind::gather_issue) == 8 * 12 * 3);
 }
 
 TEST_CASE("ZeRO-1 gathers the updated parameters of every bucket once per step") {
