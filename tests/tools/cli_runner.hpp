@@ -53,6 +53,11 @@ inline std::string read_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// The text of a scenario shipped in the source tree's scenarios/ folder.
+inline std::string shipped_scenario_text(const std::string& name) {
+  return read_text(std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / name);
+}
+
 inline std::filesystem::path write_text(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
   return p;

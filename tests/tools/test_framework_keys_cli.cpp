@@ -12,8 +12,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("check names the framework's kernels and its checkpointing policy", "[tools][cli]") {
   const fs::path dir = cli::cli_scratch("framework-keys");
-  nlohmann::json s = nlohmann::json::parse(
-      cli::read_text(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "seed-optimized-1024.json"));
+  nlohmann::json s = nlohmann::json::parse(cli::shipped_scenario_text("seed-optimized-1024.json"));
   s["training"]["precision"] = "fp8";
   s["training"]["fp8_recipe"] = "current";
   s["training"]["recompute"] = "selective_op";

@@ -15,8 +15,8 @@ TEST_CASE("A tight layout is simulated and named tight, not refused", "[tools][c
   const fs::path dir = cli::cli_scratch("tight");
   // DeepSeek-V3 on 2048 H800 with its report's optimizer dtypes (BF16 moments beside FP32
   // master weights, FP32 gradients): a published run that fit.
-  nlohmann::json s = nlohmann::json::parse(
-      cli::read_text(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "deepseek-v3-2048-h800.json"));
+  nlohmann::json s =
+      nlohmann::json::parse(cli::shipped_scenario_text("deepseek-v3-2048-h800.json"));
   s["training"]["optimizer_moments_dtype"] = "bf16";
   s["comm"]["grad_dtype"] = "fp32";
   cli::write_text(dir / "report-dtypes.json", s.dump());
