@@ -19,19 +19,32 @@ constexpr double kSaturatedShare = 1e-12;
 FluidNetwork::FluidNetwork(std::function<double(int link)> capacity)
     : capacity_(std::move(capacity)) {}
 
+void FluidNetwork::clear() {
+  resources_.clear();
+  wire_.clear();
+  rate_cap_.clear();
+  remaining_.clear();
+  rate_.clear();
+  is_active_.clear();
+  active_.clear();
+}
+
 std::size_t FluidNetwork::add(const FluidFlow& flow) {
   const std::size_t f = wire_.size();
   std::vector<int> res;
   res.reserve(flow.route.size());
   for (const auto& h : flow.route) {
-    auto [it, fresh] = resource_of_.emplace(std::make_pair(h.link, static_cast<int>(h.dir)),
-                                            static_cast<int>(cap_.size()));
-    if (fresh) {
+    const auto key = 2 * static_cast<std::size_t>(h.link) + static_cast<std::size_t>(h.dir);
+    if (key >= resource_of_.size())
+      resource_of_.resize(std::max(key + 1, 2 * resource_of_.size()), -1);
+    int& r = resource_of_[key];
+    if (r < 0) {
+      r = static_cast<int>(cap_.size());
       cap_.push_back(capacity_(h.link));
       left_.push_back(0);
       users_.push_back(0);
     }
-    res.push_back(it->second);
+    res.push_back(r);
   }
   resources_.push_back(std::move(res));
   wire_.push_back(flow.wire_bytes);

@@ -6,8 +6,6 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
-#include <utility>
 #include <vector>
 
 #include "topologies/cluster_graph.hpp"
@@ -29,6 +27,9 @@ class FluidNetwork {
   // capacity(link): each direction's capacity in bytes/s.
   explicit FluidNetwork(std::function<double(int link)> capacity);
 
+  // Drops every flow; the links seen so far and their capacities stay (the capacity function
+  // must give the same as before). The next flow added is number 0.
+  void clear();
   // Adds a flow (inactive at once if it has no bytes); returns its number.
   std::size_t add(const FluidFlow& flow);
   // The max-min rates of the active flows.
@@ -46,9 +47,9 @@ class FluidNetwork {
 
  private:
   std::function<double(int link)> capacity_;
-  std::map<std::pair<int, int>, int> resource_of_;  // (link, direction) -> resource
-  std::vector<double> cap_;                         // per resource, bytes/s
-  std::vector<std::vector<int>> resources_;         // per flow
+  std::vector<int> resource_of_;             // 2 x link + direction -> resource, -1 where none yet
+  std::vector<double> cap_;                  // per resource, bytes/s
+  std::vector<std::vector<int>> resources_;  // per flow
   std::vector<double> wire_, rate_cap_, remaining_, rate_;
   std::vector<char> is_active_;
   std::vector<std::size_t> active_;  // active flows, in the order they were added

@@ -119,10 +119,12 @@ void Simulation::Impl::post_bulk(const std::shared_ptr<CollectiveState>& st,
   }
 }
 
-std::vector<nccl::FluidFlow> Simulation::Impl::fluid_flows(const Decomposition& d) const {
+const std::vector<nccl::FluidFlow>& Simulation::Impl::fluid_flows(const Decomposition& d) const {
+  auto [it, fresh] = fluid_flow_cache.try_emplace(&d);
+  if (!fresh) return it->second;
   const double eff = d.plan.wire_efficiency;
   const double t_bw = d.bulk_bw_time_s;
-  std::vector<nccl::FluidFlow> flows;
+  std::vector<nccl::FluidFlow>& flows = it->second;
   flows.reserve(d.bulk_flows.size());
   for (const auto& f : d.bulk_flows) {
     flows.push_back({planner->router().route(f.src, f.dst), f.payload / eff,
@@ -133,9 +135,12 @@ std::vector<nccl::FluidFlow> Simulation::Impl::fluid_flows(const Decomposition& 
 
 void Simulation::Impl::pool_join(const std::shared_ptr<CollectiveState>& st) {
   pool_run(sg4::Engine::get_clock() - pool.t);
-  if (!pool.net) {
-    pool.net =
-        std::make_unique<nccl::FluidNetwork>([this](int link) { return capacity_Bps(link); });
+  if (!pool.in_use) {
+    if (!pool.net) {
+      pool.net =
+          std::make_unique<nccl::FluidNetwork>([this](int link) { return capacity_Bps(link); });
+    }
+    pool.in_use = true;
     pool.t = sg4::Engine::get_clock();
   }
   const long long id = pool.next_id++;
@@ -157,7 +162,7 @@ void Simulation::Impl::pool_join(const std::shared_ptr<CollectiveState>& st) {
 // Runs the pool's current rates for dt seconds; members whose flows have all ended are done.
 void Simulation::Impl::pool_run(double dt) {
   pool.t = sg4::Engine::get_clock();
-  if (!pool.net) return;
+  if (!pool.in_use) return;
   std::vector<std::size_t> ended;
   if (dt > 0) pool.net->run(dt, &ended);
   pool.flows -= ended.size();
@@ -170,10 +175,7 @@ void Simulation::Impl::pool_run(double dt) {
     ++totals.analytic;
     mark_done(*st);
   }
-  if (pool.members.empty()) {
-    pool.net.reset();
-    pool.owner.clear();
-  }
+  if (pool.members.empty()) pool_clear();
 }
 
 // Shares the pool's links again and times its next flow end.
@@ -203,9 +205,14 @@ void Simulation::Impl::pool_materialize() {
     post_bulk(m.st, &left);
   }
   pool.members.clear();
-  pool.net.reset();
-  pool.owner.clear();
+  pool_clear();
   pool.flows = 0;
+}
+
+void Simulation::Impl::pool_clear() {
+  if (pool.net) pool.net->clear();
+  pool.in_use = false;
+  pool.owner.clear();
 }
 
 void Simulation::Impl::stop_pool() {

@@ -134,7 +134,9 @@ struct Simulation::Impl {
   };
   // Collectives timed by the engine's own max-min sharing while no flow is posted to SimGrid.
   struct Pool {
+    // Kept between uses (cleared, not rebuilt): its table of links and their capacities stays.
     std::unique_ptr<nccl::FluidNetwork> net;
+    bool in_use = false;  // net holds the flows of members (or ended ones) since it was cleared
     std::map<long long, Pooled> members;  // by the order they joined
     std::vector<long long> owner;         // per flow of net: its member
     std::size_t flows = 0;                // active flows
@@ -200,12 +202,17 @@ struct Simulation::Impl {
   void pool_run(double dt);
   void pool_schedule();
   void pool_materialize();
+  // The pool's network drops its flows (it keeps its links); no member is left.
+  void pool_clear();
   // No more analytic sharing (a fault, a step-granularity collective).
   void stop_pool();
   double capacity_Bps(int link) const;
   // Every flow of d accounted on its links, whole (a collective timed without its flows).
   void account_flows(const Decomposition& d);
-  std::vector<nccl::FluidFlow> fluid_flows(const Decomposition& d) const;
+  // d's bulk flows as the fluid model takes them (routed once per decomposition: a planner
+  // keeps every decomposition it built, so the cache's keys stay valid).
+  const std::vector<nccl::FluidFlow>& fluid_flows(const Decomposition& d) const;
+  mutable std::unordered_map<const Decomposition*, std::vector<nccl::FluidFlow>> fluid_flow_cache;
   detail::BulkWorker* idle_bulk_worker(int endpoint);
   sg4::ActorPtr receiver(int endpoint);
   void end_bulk(const std::shared_ptr<CollectiveState>& st);

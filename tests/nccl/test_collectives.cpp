@@ -82,3 +82,36 @@ TEST_CASE("Max-min sharing of flows that come and go: what each has left, and wh
   CHECK(net.remaining(0) == 0);
   CHECK(net.active_count() == 0);
 }
+
+TEST_CASE("A cleared fluid network starts again from flow 0 and keeps its links' capacities",
+          "[nccl]") {
+  using topologies::Direction;
+  int asked = 0;
+  FluidNetwork net([&asked](int link) {
+    ++asked;
+    return link == 7 ? 50.0 : 100.0;
+  });
+  net.add({{{0, Direction::up}}, 300, 0});
+  net.share();
+  net.run(1.0);
+  net.clear();
+  CHECK(net.size() == 0);
+  CHECK(net.active_count() == 0);
+  // Link 0 up again, link 0 down, then link 7 (a higher id than any before) both ways: each
+  // (link, direction) is asked once in all, link 0 up before the clear and not after it.
+  CHECK(net.add({{{0, Direction::up}}, 100, 0}) == 0);
+  CHECK(net.add({{{0, Direction::down}, {7, Direction::up}}, 100, 0}) == 1);
+  CHECK(net.add({{{7, Direction::down}}, 100, 0}) == 2);
+  CHECK(asked == 4);
+  CHECK(net.remaining(0) == 100);
+  // Nothing of the flow before the clear shares link 0's up direction: 100 B/s, ends at 1 s.
+  // The second flow is held to 50 B/s by link 7's up direction; the third has link 7's down
+  // direction alone, also 50 B/s.
+  net.share();
+  CHECK(net.next_end() == Approx(1.0));
+  std::vector<std::size_t> ended;
+  net.run(1.0, &ended);
+  CHECK(ended == std::vector<std::size_t>{0});
+  CHECK(net.remaining(1) == Approx(50));
+  CHECK(net.remaining(2) == Approx(50));
+}
