@@ -393,6 +393,14 @@ struct Training {
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.
   bool tp_comm_overlap = false;
+  // The backward of a column-parallel linear launches its tensor-parallel collectives
+  // asynchronously beside its GEMMs (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication
+  // from 2021-08, Transformer Engine's Linear and LayerNormLinear): the input-gradient
+  // all-reduce or reduce-scatter runs beside the weight-gradient GEMM, and with sequence
+  // parallelism the input, kept split, is all-gathered again beside the input-gradient GEMM.
+  // Off: each runs alone (Megatron-LM of 2021, DeepSpeed's Megatron fork). Userbuffers
+  // (tp_comm_overlap) take precedence where both are set.
+  bool tp_async_backward = false;
   // SMs the pipelined reduce-scatter of each forward row-parallel GEMM takes from it
   // (userbuffers num_sm with set_sm_margin: the GEMM runs on the GPU's other SMs): the output
   // projection (proj_fprop) and the second MLP linear (fc2_fprop). 0 = no margin, Transformer

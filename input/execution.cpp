@@ -165,6 +165,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
     n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
   }
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  t.tp_async_backward = n.bool_or("tp_async_backward", false);
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =
       choice_or(n, keys, "moe_dispatcher", kMoeDispatcherNames, MoeDispatcher::alltoall);

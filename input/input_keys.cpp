@@ -114,6 +114,9 @@ ObjectSpec make_training() {
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
            object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
                   "SMs the forward reduce-scatters take from their GEMMs"),
+           flag("tp_async_backward",
+                "a column-parallel linear's backward runs its TP collectives beside its GEMMs "
+                "(Megatron-LM from 2021-08, Transformer Engine); default false"),
            flag("overlap_grad_reduce", "overlap the gradient reduction; default true"),
            flag("overlap_param_gather", "overlap the parameter all-gather; default true"),
            positive("grad_bucket_MiB",

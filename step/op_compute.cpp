@@ -43,10 +43,10 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
       blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, op.index, 0});
     } else {
-      blk.parts.push_back(
-          {true, false, false,
-           op.overlap_s > 0 ? workload::exposed_tp_comm_s(comm, op.overlap_s, tp_) : comm, op.index,
-           0});
+      const double exposed = op.overlap_s <= 0 ? comm
+                             : op.beside       ? workload::exposed_beside_gemm_s(comm, op.overlap_s)
+                                         : workload::exposed_tp_comm_s(comm, op.overlap_s, tp_);
+      blk.parts.push_back({true, false, false, exposed, op.index, 0});
     }
   }
   return true;

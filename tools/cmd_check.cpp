@@ -245,6 +245,9 @@ std::string training_text(const Scenario& s) {
                   std::to_string(tr.tp_overlap_fc2_fprop_sms) +
                   " SMs from the forward output-projection and FFN-out GEMMs)"
             : std::string())
+    << (tr.tp_async_backward && !tr.tp_comm_overlap && s.parallelism.tp > 1
+            ? ", the backward's TP collectives beside its GEMMs"
+            : "")
     << ", DP reduction "
     << (tr.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
     << (tr.overlap_grad_reduce ? " (overlapped with backward)" : "");

@@ -81,6 +81,16 @@ NEMO_2407_CONFIGS = {
 UNFUSED_CROSS_ENTROPY_PREFIXES = ("sc21_", "korthikanti_", "bloom_", "megatron_readme_h100_")
 NEMO_2407_UNFUSED_CROSS_ENTROPY = ("gpt3/5b.yaml", "gpt3/20b.yaml", "gpt3/175b.yaml",
                                    "nemotron/nemotron_340b.yaml")
+# Stacks whose column-parallel linears launch their backward TP collectives asynchronously beside
+# their GEMMs (training.tp_async_backward): Megatron-LM from cf7efd4f (2021-08-30,
+# LinearWithGradAccumulationAndAsyncCommunication in megatron/mpu/layers.py; on unless
+# --no-async-tensor-model-parallel-allreduce, and always with sequence parallelism, eec218d8,
+# 2022-03) for Korthikanti's runs; Transformer Engine's Linear and LayerNormLinear (v1.7 and 2.9)
+# under Megatron-Core for the README, NeMo 24.07 and Megatron-Bridge runs. SC'21's scripts
+# (de7dc40f) predate it; bigscience's Megatron-DeepSpeed fork has no async launch; PyTorch's
+# DTensor tensor parallelism (torchtitan) runs its collectives in order.
+ASYNC_TP_BACKWARD_PREFIXES = ("korthikanti_", "megatron_readme_h100_", "nemo2407_",
+                              "megatron_bridge_")
 # Launcher configs with ub_tp_comm_overlap on that name no ub_cfg take Transformer Engine's
 # defaults (initialize_ub, TE v1.8 transformer_engine/pytorch/module/base.py): set_sm_margin 0,
 # so the overlapped GEMMs keep every SM.
@@ -589,6 +599,13 @@ def scenario_for(run, presets, fills):
                                    else "Megatron-Bridge " + BRIDGE_COMMIT))
     if recompute_layers:
         scenario["training"]["recompute_layers"] = recompute_layers
+    if run["id"].startswith(ASYNC_TP_BACKWARD_PREFIXES) and parallelism.get("tp", 1) > 1:
+        scenario["training"]["tp_async_backward"] = True
+        assumptions.append("the backward's tensor-parallel collectives launched beside the "
+                           "column-parallel GEMMs (tp_async_backward: %s)" % (
+                               "Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, "
+                               "2022" if run["id"].startswith("korthikanti_") else
+                               "Transformer Engine's Linear and LayerNormLinear"))
     if (run["id"].startswith(UNFUSED_CROSS_ENTROPY_PREFIXES) or
             (nemo and nemo[0] in NEMO_2407_UNFUSED_CROSS_ENTROPY)):
         scenario["training"]["cross_entropy"] = "unfused"

@@ -23,16 +23,17 @@ void OpBuilder::compute(ComputeKind kind, const models::OpCost& cost, const OpSi
   program_.executed_flops += op.flops;
 }
 
-void OpBuilder::tp_collective(int collective, double overlap_s, const OpSite& at) {
+void OpBuilder::tp_collective(int collective, double overlap_s, const OpSite& at, bool beside) {
   Op& op = push(OpKind::collective, at);
   op.index = collective;
   op.overlap_s = overlap_s;
+  op.beside = beside;
 }
 
 void OpBuilder::pass(const Segments& segments, ComputeKind kind, const OpSite& at) {
   for (const auto& seg : segments) {
     if (seg.is_collective) {
-      tp_collective(seg.collective, seg.overlap_s, at);
+      tp_collective(seg.collective, seg.overlap_s, at, seg.beside);
     } else {
       compute(kind, seg.cost, at);
     }

@@ -35,7 +35,8 @@ class OpBuilder {
   void compute(ComputeKind kind, const models::OpCost& cost, const OpSite& at);
   // Blocking TP/CP collective `collective` (index into Workload::collectives); `overlap_s`:
   // healthy-GPU time of the GEMM it is pipelined with (tp_comm_overlap), 0 = none.
-  void tp_collective(int collective, double overlap_s, const OpSite& at);
+  // `beside`: the GEMM runs beside it as a whole (tp_async_backward) rather than pipelined.
+  void tp_collective(int collective, double overlap_s, const OpSite& at, bool beside = false);
   // A costed pass: each kernel run becomes a compute op of `kind`, each collective a
   // tp_collective, in order.
   void pass(const Segments& segments, ComputeKind kind, const OpSite& at);

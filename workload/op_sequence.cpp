@@ -27,7 +27,7 @@ bool same(const Op& a, const Op& b) {
          bits(a.time_s) == bits(b.time_s) && bits(a.flops) == bits(b.flops) &&
          bits(a.bytes) == bits(b.bytes) && a.index == b.index && a.micro_batch == b.micro_batch &&
          a.chunk == b.chunk && a.virtual_stage == b.virtual_stage && a.layer == b.layer &&
-         bits(a.overlap_s) == bits(b.overlap_s);
+         bits(a.overlap_s) == bits(b.overlap_s) && a.beside == b.beside;
 }
 
 bool same(const std::vector<Op>& a, const std::vector<Op>& b) {
@@ -55,6 +55,7 @@ std::uint64_t hash(const std::vector<Op>& ops) {
     mix(h, bits(op.flops));
     mix(h, bits(op.bytes));
     mix(h, bits(op.overlap_s));
+    mix(h, op.beside ? 1 : 0);
     for (int x : {op.index, op.micro_batch, op.chunk, op.virtual_stage, op.layer}) {
       mix(h, static_cast<std::uint32_t>(x));
     }

@@ -56,6 +56,8 @@ struct Op {
   int layer = -1;          // global layer index, -1 outside layers
   // collective: healthy-GPU time of the GEMM it is pipelined with (tp_comm_overlap), 0 = none
   double overlap_s = 0;
+  // collective: overlap_s is a GEMM run beside it as a whole, not pipelined (tp_async_backward)
+  bool beside = false;
 };
 
 // The ops of one program in order. Appended a pass at a time: push_back adds to the open pass,

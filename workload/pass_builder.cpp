@@ -240,8 +240,11 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
   sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
   c += gemm_backward(ffn_out(), part);
   c += ffn_activation(PassKind::backward);
+  const bool async = async_backward(part);
+  if (async) input_regather(out, c, dgrad_gemm(ffn_in()).time_s);
   c += gemm_backward(ffn_in(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
+  if (async) beside(out.back(), c_.gemm(wgrad(ffn_in()), d.precision).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
 }
 
@@ -265,9 +268,37 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   }
   c += repeat_kv();
   c += rope(PassKind::backward);
+  const bool async = async_backward(part) && !d.mla;
+  if (async) input_regather(out, c, dgrad_gemm(qkv()).time_s);
   c += attention_in_backward(part);
   tp_reduce(out, c, "layer", c_.gemm(dgrad(attention_in_first_gemm()), d.precision));
+  if (async) beside(out.back(), c_.gemm(wgrad(qkv()), d.precision).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
+}
+
+// tp_async_backward, where the weight gradients are in this pass and userbuffers are off: a
+// column-parallel linear's backward launches its TP collectives beside its GEMMs (Megatron-LM
+// megatron/mpu/layers.py LinearWithGradAccumulationAndAsyncCommunication from cf7efd4f, 2021-08;
+// Transformer Engine module/linear.py and layernorm_linear.py, v1.7 to 2.9). MLA's projections
+// are left as they were.
+bool PassBuilder::async_backward(BackwardPart part) const {
+  return s_.training.tp_async_backward && !s_.training.tp_comm_overlap && d_.tp > 1 &&
+         part == BackwardPart::whole;
+}
+
+// With sequence parallelism the forward keeps a column-parallel linear's input split: its
+// backward all-gathers it again for the weight gradient, beside the input-gradient GEMM
+// (`dgrad_s`), before that GEMM's output is reduced (Korthikanti et al. 2022 §4.2.2).
+void PassBuilder::input_regather(Segments& out, OpCost& c, double dgrad_s) {
+  if (!d_.sp) return;
+  flush(out, c);
+  out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer input re-gather"));
+  beside(out.back(), dgrad_s);
+}
+
+void PassBuilder::beside(Segment& collective, double gemm_s) {
+  collective.overlap_s = gemm_s;
+  collective.beside = true;
 }
 
 Segments PassBuilder::layer_weight_grad(bool moe) {

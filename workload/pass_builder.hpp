@@ -57,6 +57,9 @@ struct Segment {
   models::OpCost cost;
   int collective = -1;   // index into Workload::collectives
   double overlap_s = 0;  // collective: the GEMM it is pipelined with (tp_comm_overlap)
+  // collective: overlap_s is a GEMM run beside it as a whole (tp_async_backward), not
+  // pipelined chunk by chunk
+  bool beside = false;
 };
 using Segments = std::vector<Segment>;
 
@@ -239,6 +242,9 @@ class PassBuilder {
   void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {});
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
                  const models::OpCost& prev_gemm = {});
+  bool async_backward(BackwardPart part) const;
+  void input_regather(Segments& out, models::OpCost& c, double dgrad_s);
+  static void beside(Segment& collective, double gemm_s);
   models::OpCost sm_margin(const models::GemmShape& g, int sms) const;
   models::OpCost forward_gemm(const models::GemmShape& g) const;
   models::OpCost dgrad_gemm(const models::GemmShape& g) const;

@@ -121,6 +121,10 @@ double exposed_tp_comm_s(double comm_s, double gemm_s, int tp) {
   return comm_s / chunks + std::max(comm_s - gemm_s, 0.0) * (chunks - 1) / chunks;
 }
 
+double exposed_beside_gemm_s(double comm_s, double gemm_s) {
+  return std::max(comm_s - gemm_s, 0.0);
+}
+
 double onebit_payload_bytes(double elements, int n) {
   constexpr double kBitsPerByte = 8;
   constexpr double kScaleBytes = 4;  // one FP32 scale per chunk (Tang et al. 2021 section 4.1)

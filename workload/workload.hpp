@@ -150,6 +150,11 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
 // takes (comm + gemm) / tp + max(comm, gemm) (tp - 1) / tp; the GEMM is counted as compute,
 // so the collective exposes comm / tp + max(comm - gemm, 0) (tp - 1) / tp.
 double exposed_tp_comm_s(double comm_s, double gemm_s, int tp);
+// Exposed time of a TP collective of `comm_s` launched asynchronously beside a GEMM of `gemm_s`
+// (tp_async_backward): the pair ends at max(comm, gemm), the GEMM is counted as compute, so the
+// collective exposes max(comm - gemm, 0). The SMs NCCL's kernel takes from the GEMM meanwhile
+// are not counted (docs/tensor-parallel-overlap.md).
+double exposed_beside_gemm_s(double comm_s, double gemm_s);
 
 // What one GPU of pipeline rank `stage` hands to the MoE token exchanges in a step: the sum of
 // the nccl-tests sizes (send buffers) of its expert-group all-to-alls, and how many there are.

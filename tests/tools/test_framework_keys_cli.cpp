@@ -38,3 +38,27 @@ TEST_CASE("check names the framework's kernels and its checkpointing policy", "[
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("/training/fp8_recipe") != std::string::npos);
 }
+
+TEST_CASE("check says when the backward's TP collectives run beside its GEMMs", "[tools][cli]") {
+  const fs::path dir = cli::cli_scratch("tp-async-backward");
+  nlohmann::json s = nlohmann::json::parse(cli::shipped_scenario_text("seed-optimized-1024.json"));
+  const std::string said = "the backward's TP collectives beside its GEMMs";
+  cli::write_text(dir / "off.json", s.dump());
+  const cli::CliRun off = cli::run_cli("check off.json", dir);
+  REQUIRE(off.exit_code == 0);
+  CHECK(off.out.find(said) == std::string::npos);
+
+  s["training"]["tp_async_backward"] = true;
+  cli::write_text(dir / "on.json", s.dump());
+  const cli::CliRun on = cli::run_cli("check on.json", dir);
+  INFO(on.out << on.err);
+  REQUIRE(on.exit_code == 0);
+  CHECK(on.out.find(said) != std::string::npos);
+
+  // Not a boolean: refused at its path, with exit code 2.
+  s["training"]["tp_async_backward"] = "yes";
+  cli::write_text(dir / "bad.json", s.dump());
+  const cli::CliRun bad = cli::run_cli("check bad.json", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("/training/tp_async_backward") != std::string::npos);
+}

@@ -1,0 +1,123 @@
+// The backward's tensor-parallel collectives launched beside the column-parallel GEMMs
+// (training.tp_async_backward): which collectives a layer's backward has, in order, and which
+// GEMM each runs beside. Expected values are the GEMM shapes of the layer written out by hand.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/workload/fixtures.hpp"
+#include "workload/pass_builder.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+using namespace clustersim::workload;
+using clustersim::test::load;
+using clustersim::test::small_scenario;
+
+namespace {
+
+// The small model (h = 1024, f = 4096, 8 heads, multi-head attention) on tp = 2, dp = 1, eight
+// sequences of 1024 tokens per micro-batch: T = 8192 tokens.
+nlohmann::json tp2(bool sequence_parallel, bool async) {
+  nlohmann::json j = small_scenario(2, 1, 2, 1);
+  j["parallelism"]["sequence_parallel"] = sequence_parallel;
+  j["training"]["micro_batch"] = 8;
+  j["training"]["tp_async_backward"] = async;
+  return j;
+}
+
+struct TpCall {
+  CollKind kind;
+  double bytes;
+  double beside_s;  // the GEMM it runs beside, 0 = none
+  bool beside;
+};
+
+std::vector<TpCall> backward_tp_calls(const Scenario& s) {
+  const auto compute = test::compute_model(s);
+  PassBuilder b(s, compute);
+  std::vector<TpCall> out;
+  for (const Segment& seg : b.layer_backward()) {
+    if (!seg.is_collective) continue;
+    const Collective& c = b.collectives().at(seg.collective);
+    if (c.group == Group::tp) out.push_back({c.kind, c.bytes, seg.overlap_s, seg.beside});
+  }
+  return out;
+}
+
+constexpr double T = 8192, h = 1024, f = 4096, t = 2, kBf16 = 2;
+
+}  // namespace
+
+TEST_CASE(
+    "With sequence parallelism the async backward re-gathers each column input beside its "
+    "input gradient and reduce-scatters beside the weight gradient") {
+  const Scenario s = load(tp2(true, true));
+  const auto model = test::compute_model(s);
+  const Dtype p = s.training.precision;
+  // MLP first (backward order), then attention. The first linear's forward was [T x h] x
+  // [h x f/t] (QKV's [T x h] x [h x 3h/t]): its input gradient is [T x f/t] x [f/t x h], its
+  // weight gradient [h x T] x [T x f/t].
+  const double fc1_dgrad = model.gemm({T, h, f / t}, p).time_s;
+  const double fc1_wgrad = model.gemm({h, f / t, T}, p).time_s;
+  const double qkv_dgrad = model.gemm({T, h, 3 * h / t}, p).time_s;
+  const double qkv_wgrad = model.gemm({h, 3 * h / t, T}, p).time_s;
+  const std::vector<TpCall> c = backward_tp_calls(s);
+  REQUIRE(c.size() == 6);
+  const double activation = T * h * kBf16;  // 16 MiB, every call of the layer
+  for (const TpCall& x : c) CHECK(x.bytes == activation);
+  // The gradient of the second linear's forward reduce-scatter: alone, as before.
+  CHECK(c[0].kind == CollKind::all_gather);
+  CHECK_FALSE(c[0].beside);
+  CHECK(c[0].beside_s == 0);
+  CHECK(c[1].kind == CollKind::all_gather);
+  CHECK(c[1].beside);
+  CHECK(c[1].beside_s == Approx(fc1_dgrad));
+  CHECK(c[2].kind == CollKind::reduce_scatter);
+  CHECK(c[2].beside);
+  CHECK(c[2].beside_s == Approx(fc1_wgrad));
+  CHECK(c[3].kind == CollKind::all_gather);
+  CHECK_FALSE(c[3].beside);
+  CHECK(c[4].kind == CollKind::all_gather);
+  CHECK(c[4].beside_s == Approx(qkv_dgrad));
+  CHECK(c[5].kind == CollKind::reduce_scatter);
+  CHECK(c[5].beside_s == Approx(qkv_wgrad));
+}
+
+TEST_CASE("Without the async backward the layer's backward has its four TP calls, each alone") {
+  const std::vector<TpCall> c = backward_tp_calls(load(tp2(true, false)));
+  REQUIRE(c.size() == 4);
+  for (const TpCall& x : c) {
+    CHECK_FALSE(x.beside);
+    CHECK(x.beside_s == 0);
+  }
+}
+
+TEST_CASE(
+    "Without sequence parallelism the async backward all-reduces beside the weight "
+    "gradient and gathers nothing") {
+  const Scenario s = load(tp2(false, true));
+  const auto model = test::compute_model(s);
+  const Dtype p = s.training.precision;
+  const std::vector<TpCall> c = backward_tp_calls(s);
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].kind == CollKind::all_reduce);
+  CHECK(c[0].beside_s == Approx(model.gemm({h, f / t, T}, p).time_s));
+  CHECK(c[1].kind == CollKind::all_reduce);
+  CHECK(c[1].beside_s == Approx(model.gemm({h, 3 * h / t, T}, p).time_s));
+  for (const TpCall& x : c) CHECK(x.beside);
+}
+
+TEST_CASE("Userbuffers take precedence over the async backward") {
+  nlohmann::json j = tp2(true, true);
+  j["training"]["tp_comm_overlap"] = true;
+  const std::vector<TpCall> c = backward_tp_calls(load(j));
+  REQUIRE(c.size() == 4);
+  for (const TpCall& x : c) CHECK_FALSE(x.beside);
+}
+
+TEST_CASE("A TP collective beside a whole GEMM exposes only what the GEMM cannot hide") {
+  CHECK(exposed_beside_gemm_s(3.0, 1.0) == Approx(2.0));
+  CHECK(exposed_beside_gemm_s(1.0, 3.0) == 0);
+  CHECK(exposed_beside_gemm_s(2.0, 0.0) == 2.0);
+}
