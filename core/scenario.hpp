@@ -427,6 +427,12 @@ struct Training {
   // keeps them in BF16 with FP32 master weights (technical report §3.3.3). The loader sets it
   // to optimizer_state_dtype unless the scenario gives it.
   Dtype optimizer_moments_dtype = Dtype::fp32;
+  // Interleaved schedule only: each pass posts the receive of the next pass in its direction as
+  // soon as it ends, and the pass waits for it only when it starts (Megatron-Core's
+  // overlap_p2p_comm, forward_backward_pipelining_with_interleaving), so a pipeline message
+  // moves while the rank computes the pass in between. Off: the receive is posted when the
+  // pass that needs it starts.
+  bool overlap_p2p_comm = false;
   bool overlap_grad_reduce = true;      // DP reduction overlapped with the backward pass
   bool overlap_param_gather = true;     // ZeRO parameter all-gather overlapped (prefetched)
   double grad_bucket_bytes = 0;         // DP bucket size

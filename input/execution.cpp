@@ -176,6 +176,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.optimizer_state_dtype = choice_or(n, keys, "optimizer_state_dtype", kDtypeNames, Dtype::fp32);
   t.optimizer_moments_dtype =
       choice_or(n, keys, "optimizer_moments_dtype", kDtypeNames, t.optimizer_state_dtype);
+  t.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
   t.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   t.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   // Without the key: Megatron-Core's default, set once the layout is known

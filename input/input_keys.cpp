@@ -117,6 +117,9 @@ ObjectSpec make_training() {
            flag("tp_async_backward",
                 "a column-parallel linear's backward runs its TP collectives beside its GEMMs "
                 "(Megatron-LM from 2021-08, Transformer Engine); default false"),
+           flag("overlap_p2p_comm",
+                "interleaved schedule: post each pipeline receive when the previous pass in its "
+                "direction ends (Megatron-Core overlap_p2p_comm); default false"),
            flag("overlap_grad_reduce", "overlap the gradient reduction; default true"),
            flag("overlap_param_gather", "overlap the parameter all-gather; default true"),
            positive("grad_bucket_MiB",

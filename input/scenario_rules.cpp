@@ -238,6 +238,11 @@ void check_schedule(const Rules& r) {
   if (p.vpp == 1 && p.schedule == PipelineSchedule::interleaved) {
     r.fail("/parallelism/vpp", "the interleaved schedule needs vpp > 1");
   }
+  if (r.s.training.overlap_p2p_comm && p.schedule != PipelineSchedule::interleaved) {
+    r.fail("/training/overlap_p2p_comm",
+           std::string("overlap_p2p_comm needs the \"interleaved\" schedule, not \"") +
+               to_string(p.schedule) + "\" (Megatron-Core overlaps pipeline messages only there)");
+  }
   if (p.schedule == PipelineSchedule::dualpipe) {
     // DeepSeek-V3 technical report §3.2.1; the reference implementation asserts the same.
     if (p.pp < 2 || p.pp % 2 != 0) {

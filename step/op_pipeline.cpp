@@ -1,6 +1,8 @@
 // Pipeline ops: send and recv of activations and gradients between stages (issue_comm for
 // point-to-point). A transfer starts when both sides have posted (rendezvous); the receiver
-// counts the wait for the sender as bubble and the transfer itself as pipeline time. Shortcut 1:
+// counts the wait for the sender as bubble and the transfer itself as pipeline time. With
+// overlap_p2p_comm a recv_post op posts the receiver's side when the pass before it ends, and
+// the recv op only waits. Shortcut 1:
 // the class's first replica's transfers stand for all replicas' (their bytes still count).
 #include <algorithm>
 
@@ -20,16 +22,37 @@ bool Replay::on_send(ClassStage& me, const Op& op) {
   return true;
 }
 
-bool Replay::on_recv(ClassStage& me, const Op& op) {
-  Message& msg = message(me.cls, op);
+// The receiver's side of a message: posted, and the transfer started if the sender has posted.
+void Replay::post_recv(ClassStage& me, const Op& recv) {
+  Message& msg = message(me.cls, recv);
   msg.receiver_posted = true;
   msg.receiver_t = sim_.now();
-  if (msg.sender_posted && !msg.started) start_transfer(msg, me.cls, op, me.stage);
+  if (msg.sender_posted && !msg.started) start_transfer(msg, me.cls, recv, me.stage);
+}
+
+// overlap_p2p_comm: posts the receive of the next recv op in the op's direction.
+bool Replay::on_recv_post(ClassStage& me, const Op& op) {
+  const std::size_t d = op.pass == PassKind::forward ? 0 : 1;
+  if (me.posted[d] < me.recvs[d].size()) post_recv(me, me.recvs[d][me.posted[d]++]);
+  return true;
+}
+
+// Waits for a message, posting its receive first unless a recv_post did. The wait for the
+// sender counts as bubble, the transfer after that as pipeline time.
+bool Replay::on_recv(ClassStage& me, const Op& op) {
+  const double wait_t = sim_.now();
+  const std::size_t d = op.pass == PassKind::forward ? 0 : 1;
+  if (me.recvs[d].empty()) {
+    post_recv(me, op);
+  } else if (me.waited[d]++ == me.posted[d]) {  // overlap_p2p_comm, not posted ahead
+    post_recv(me, me.recvs[d][me.posted[d]++]);
+  }
+  Message& msg = message(me.cls, op);
   msg.started_event.wait();
   if (aborted_) return false;
   if (!wait_all(msg.handles, msg.pairs, msg.started_event.at(), msg.label, me.stage)) return false;
-  const double ready = std::max(msg.sender_t, msg.receiver_t);
-  note_wait(me, msg.receiver_t, msg.sender_t, &TimeBreakdown::bubble_s,
+  const double ready = std::max(msg.sender_t, wait_t);
+  note_wait(me, wait_t, msg.sender_t, &TimeBreakdown::bubble_s,
             "wait " + pass_name(op, w_.chain.chunks()), "bubble");
   note_wait(me, ready, sim_.now(), &TimeBreakdown::pp_s, "recv " + pass_name(op, w_.chain.chunks()),
             "pp");

@@ -131,7 +131,14 @@ void Replay::cost_collectives() {
 void Replay::run_class_stage(int cls, int st) {
   ClassStage& me = cs(cls, st);
   me.op_index = 0;
-  for (const Op& op : w_.stages[static_cast<std::size_t>(st)].ops) {
+  const auto& ops = w_.stages[static_cast<std::size_t>(st)].ops;
+  if (s_.training.overlap_p2p_comm) {
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::recv)
+        me.recvs[op.pass == workload::PassKind::forward ? 0 : 1].push_back(op);
+    }
+  }
+  for (const Op& op : ops) {
     if (aborted_) return;
     if (!handle(me, op)) return;
     ++me.op_index;
@@ -152,6 +159,7 @@ bool Replay::handle(ClassStage& me, const Op& op) {
     case OpKind::collective: return on_collective(me, op);
     case OpKind::send: return on_send(me, op);
     case OpKind::recv: return on_recv(me, op);
+    case OpKind::recv_post: return on_recv_post(me, op);
     case OpKind::grad_ready: return on_grad_ready(me, op);
     case OpKind::grad_wait: return on_grad_wait(me, op);
     case OpKind::gather_issue: return on_gather_issue(me, op);

@@ -151,6 +151,11 @@ struct ClassStage {
   std::vector<std::pair<Stream*, Instance*>> outstanding;
   Block block;               // compute not yet run
   std::size_t op_index = 0;  // of the op being handled, in the stage's program
+  // overlap_p2p_comm: the program's recv ops per direction (forward, backward) in order, how
+  // many of them are posted and how many were waited for.
+  std::array<std::vector<workload::Op>, 2> recvs;
+  std::array<std::size_t, 2> posted{};
+  std::array<std::size_t, 2> waited{};
 };
 
 class Replay {
@@ -242,6 +247,8 @@ class Replay {
   bool on_collective(ClassStage& me, const Op& op);  // op_collective.cpp
   bool on_send(ClassStage& me, const Op& op);        // op_pipeline.cpp
   bool on_recv(ClassStage& me, const Op& op);
+  bool on_recv_post(ClassStage& me, const Op& op);
+  void post_recv(ClassStage& me, const Op& recv);
   static std::tuple<int, int, int, int> message_key(int cls, const Op& op);
   Message& message(int cls, const Op& op);
   void start_transfer(Message& msg, int cls, const Op& recv_like, int receiver_stage);

@@ -248,6 +248,7 @@ std::string training_text(const Scenario& s) {
     << (tr.tp_async_backward && !tr.tp_comm_overlap && s.parallelism.tp > 1
             ? ", the backward's TP collectives beside its GEMMs"
             : "")
+    << (tr.overlap_p2p_comm ? ", each pipeline receive posted when the pass before it ends" : "")
     << ", DP reduction "
     << (tr.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
     << (tr.overlap_grad_reduce ? " (overlapped with backward)" : "");

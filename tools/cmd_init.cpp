@@ -118,6 +118,7 @@ Json training_json(const Scenario& s) {
               {"attention", to_string(t.attention)},
               {"tp_comm_overlap", t.tp_comm_overlap},
               {"tp_async_backward", t.tp_async_backward},
+              {"overlap_p2p_comm", t.overlap_p2p_comm},
               {"overlap_grad_reduce", t.overlap_grad_reduce},
               {"overlap_param_gather", t.overlap_param_gather},
               {"grad_bucket_MiB", t.grad_bucket_bytes / kMiB},

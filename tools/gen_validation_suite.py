@@ -91,6 +91,17 @@ NEMO_2407_UNFUSED_CROSS_ENTROPY = ("gpt3/5b.yaml", "gpt3/20b.yaml", "gpt3/175b.y
 # DTensor tensor parallelism (torchtitan) runs its collectives in order.
 ASYNC_TP_BACKWARD_PREFIXES = ("korthikanti_", "megatron_readme_h100_", "nemo2407_",
                               "megatron_bridge_")
+# Interleaved runs whose stack posts each pipeline receive when the pass before it ends
+# (training.overlap_p2p_comm, Megatron-Core's overlap_p2p_comm in
+# forward_backward_pipelining_with_interleaving): the NeMo 24.07 launcher configs that set
+# overlap_p2p_comm: True (NeMo-Framework-Launcher 24c3d6b; nemotron_340b.yaml sets False and
+# batch_p2p_comm True), and every Megatron-Bridge 25.11 run with vp > 1 (CommOverlapConfig's
+# _get_model_comm_overlap_cfgs, src/megatron/bridge/training/comm_overlap.py, 00b7660b, sets it
+# whenever pp > 1 and vp > 1; the performance configs all pass a CommOverlapConfig). The
+# Megatron-LM README's runs are not interleaved (Megatron-LM turns it off there); torchtitan's
+# interleaved row runs PyTorch's pipelining schedules, not read for this.
+NEMO_2407_OVERLAP_P2P = ("gpt3/175b.yaml", "llama/llama2_13b.yaml", "llama/llama2_70b.yaml",
+                         "llama/llama3_70b.yaml", "nemotron/nemotron_22b.yaml")
 # Launcher configs with ub_tp_comm_overlap on that name no ub_cfg take Transformer Engine's
 # defaults (initialize_ub, TE v1.8 transformer_engine/pytorch/module/base.py): set_sm_margin 0,
 # so the overlapped GEMMs keep every SM.
@@ -606,6 +617,14 @@ def scenario_for(run, presets, fills):
                                "Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication, "
                                "2022" if run["id"].startswith("korthikanti_") else
                                "Transformer Engine's Linear and LayerNormLinear"))
+    if parallelism.get("schedule") == "interleaved" and (
+            (nemo and nemo[0] in NEMO_2407_OVERLAP_P2P) or bridge):
+        scenario["training"]["overlap_p2p_comm"] = True
+        assumptions.append("each pipeline receive posted when the pass before it ends "
+                           "(overlap_p2p_comm: %s)" % (
+                               "overlap_p2p_comm: True in NeMo-Framework-Launcher %s %s" % (
+                                   NEMO_LAUNCHER_COMMIT, nemo[0]) if nemo else
+                               "Megatron-Bridge %s CommOverlapConfig with vp > 1" % BRIDGE_COMMIT))
     if (run["id"].startswith(UNFUSED_CROSS_ENTROPY_PREFIXES) or
             (nemo and nemo[0] in NEMO_2407_UNFUSED_CROSS_ENTROPY)):
         scenario["training"]["cross_entropy"] = "unfused"

@@ -44,6 +44,10 @@ void OpBuilder::recv(double bytes, const OpSite& at) {
   push(OpKind::recv, at).bytes = bytes;
 }
 
+void OpBuilder::recv_post(PassKind direction) {
+  push(OpKind::recv_post, OpSite{direction});
+}
+
 void OpBuilder::send(double bytes, const OpSite& at) {
   Op& op = push(OpKind::send, at);
   op.virtual_stage = at.virtual_stage + (at.pass == PassKind::forward ? 1 : -1);

@@ -42,6 +42,10 @@ class OpBuilder {
   void pass(const Segments& segments, ComputeKind kind, const OpSite& at);
   // Waits for the pipeline message of `at`'s pass into `at.virtual_stage`: `bytes` per TP rank.
   void recv(double bytes, const OpSite& at);
+  // Posts the receive of the next recv op in `direction` (forward: an activation, backward: an
+  // input gradient) of this program ahead of it (overlap_p2p_comm): its transfer may start when
+  // the sender has posted, and the recv op then only waits for it. Tied to no micro-batch.
+  void recv_post(PassKind direction);
   // Hands the message of `at`'s pass to the virtual stage that consumes it: the next one for a
   // forward's activation, the previous one for a backward's input gradient. `bytes` per TP rank.
   void send(double bytes, const OpSite& at);

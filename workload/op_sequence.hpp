@@ -35,6 +35,7 @@ enum class OpKind : unsigned char {
   collective,    // blocking TP/CP collective: `index` into Workload::collectives
   send,          // hand a pipeline message to the next/previous virtual stage (asynchronous)
   recv,          // wait for a pipeline message
+  recv_post,     // post the receive of this rank's next `pass` in that direction (overlap_p2p_comm)
   grad_ready,    // gradient bucket `index` of this stage is complete: start its reduction
   grad_wait,     // wait until every reduction this stage started is complete
   gather_issue,  // start ZeRO parameter all-gather `index` of this stage (prefetch)

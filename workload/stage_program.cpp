@@ -58,6 +58,8 @@ class StageBuilder {
   void pair(const PassSlot& f, const PassSlot& b);
   void receive(const OpSite& at);
   void hand_on(const OpSite& at);
+  void post_receives(std::size_t i);
+  bool receives(const PassSlot& slot) const;
   void forward_kernels(const PassSlot& slot, const OpSite& at);
   void backward_kernels(const PassSlot& slot, const OpSite& at);
   void weight_grad(const PassSlot& slot);
@@ -158,6 +160,7 @@ StageProgram StageBuilder::build() {
       case PassKind::backward: backward(slot); break;
       case PassKind::weight_grad: weight_grad(slot); break;
     }
+    if (tr_.overlap_p2p_comm) post_receives(i);
     prog_.ops.close_pass(slot.micro_batch);
   }
   tail();
@@ -265,6 +268,38 @@ void StageBuilder::receive(const OpSite& at) {
   if (first) return;
   ops_.recv(plan_.message_bytes, at);
   if (plan_.message_gather >= 0) ops_.tp_collective(plan_.message_gather, 0, at);
+}
+
+// Whether a pass waits for a pipeline message (receive).
+bool StageBuilder::receives(const PassSlot& slot) const {
+  const int vs = chain_.virtual_stage(stage_, slot.chunk);
+  return slot.kind == PassKind::forward    ? !chain_.chain_start(vs)
+         : slot.kind == PassKind::backward ? !chain_.chain_end(vs)
+                                           : false;
+}
+
+// overlap_p2p_comm (Megatron-Core forward_backward_pipelining_with_interleaving): when pass `i`
+// has sent its output, the receive of the next pass in its direction is posted, and after the
+// last warm-up forward also the first backward's (send_backward_recv_backward at k = warm-up -
+// 1). Only where that pass has something to receive, as recv_prev and recv_next say.
+void StageBuilder::post_receives(std::size_t i) {
+  const PassKind kind = order_[i].kind;
+  auto next_of = [&](PassKind k, std::size_t from) -> const PassSlot* {
+    for (std::size_t j = from; j < order_.size(); ++j)
+      if (order_[j].kind == k) return &order_[j];
+    return nullptr;
+  };
+  if (kind != PassKind::forward && kind != PassKind::backward) return;
+  const PassSlot* next = next_of(kind, i + 1);
+  if (next && receives(*next)) ops_.recv_post(kind);
+  // The last warm-up forward: the pass after it is a forward followed by the first backward
+  // (none when every forward is warm-up, m = p: the first backward receives when it starts).
+  const bool all_warmup = s_.micro_batches() == static_cast<std::int64_t>(chain_.p);
+  const bool last_warmup = kind == PassKind::forward && !all_warmup && i + 2 < order_.size() &&
+                           order_[i + 1].kind == PassKind::forward &&
+                           order_[i + 2].kind == PassKind::backward &&
+                           next_of(PassKind::backward, 0) == &order_[i + 2];
+  if (last_warmup && receives(order_[i + 2])) ops_.recv_post(PassKind::backward);
 }
 
 // The activation or gradient a pass sends on, unless it ends the chain in that direction.

@@ -85,6 +85,7 @@ const char* to_string(OpKind k) {
     case OpKind::collective: return "collective";
     case OpKind::send: return "send";
     case OpKind::recv: return "recv";
+    case OpKind::recv_post: return "recv_post";
     case OpKind::grad_ready: return "grad_ready";
     case OpKind::grad_wait: return "grad_wait";
     case OpKind::gather_issue: return "gather_issue";

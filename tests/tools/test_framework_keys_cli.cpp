@@ -62,3 +62,24 @@ TEST_CASE("check says when the backward's TP collectives run beside its GEMMs", 
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("/training/tp_async_backward") != std::string::npos);
 }
+
+TEST_CASE("check says when pipeline receives are posted ahead, and only with interleaving",
+          "[tools][cli]") {
+  const fs::path dir = cli::cli_scratch("overlap-p2p-comm");
+  nlohmann::json s = nlohmann::json::parse(cli::shipped_scenario_text("seed-optimized-1024.json"));
+  s["training"]["overlap_p2p_comm"] = true;
+  // The shipped 1F1B layout: refused at the key's path, with exit code 2.
+  cli::write_text(dir / "bad.json", s.dump());
+  const cli::CliRun bad = cli::run_cli("check bad.json", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("/training/overlap_p2p_comm") != std::string::npos);
+
+  s["parallelism"]["schedule"] = "interleaved";
+  s["parallelism"]["vpp"] = 2;
+  cli::write_text(dir / "on.json", s.dump());
+  const cli::CliRun on = cli::run_cli("check on.json", dir);
+  INFO(on.out << on.err);
+  REQUIRE(on.exit_code == 0);
+  CHECK(on.out.find("each pipeline receive posted when the pass before it ends") !=
+        std::string::npos);
+}

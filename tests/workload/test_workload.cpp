@@ -2,6 +2,7 @@
 // ZeRO gathers. Expected values are hand calculations.
 #include <catch2/catch.hpp>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "core/errors.hpp"
@@ -621,4 +622,61 @@ TEST_CASE("Megatron-LM's unfused cross entropy passes over the FP32 logits op by
   CHECK(b1.kernels - b0.kernels == 2 + 5 - 1);
   // The layers are untouched.
   CHECK(layer_costs(unfused, cu).forward.bytes == Approx(layer_costs(fused, cf).forward.bytes));
+}
+
+namespace {
+
+// The pipeline ops of a stage's program pass by pass: "F" or "B" opens a pass, then "r" for a
+// receive, "s" for a send and "pf" / "pb" for a posted forward / backward receive.
+std::string pipeline_ops(const StageProgram& prog) {
+  std::string out;
+  int pass_mb = -2;
+  PassKind pass_kind = PassKind::forward;
+  for (const auto& op : prog.ops) {
+    if (op.micro_batch >= 0 && (op.micro_batch != pass_mb || op.pass != pass_kind)) {
+      pass_mb = op.micro_batch;
+      pass_kind = op.pass;
+      out += op.pass == PassKind::forward ? " F" : " B";
+    }
+    if (op.kind == OpKind::recv) out += "r";
+    if (op.kind == OpKind::send) out += "s";
+    if (op.kind == OpKind::recv_post) out += op.pass == PassKind::forward ? "pf" : "pb";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("overlap_p2p_comm posts each receive when the pass before it in its direction ends") {
+  // p = 2, v = 2, m = 4 on rank 0 (virtual stages 0 and 2 of 0..3). Megatron-Core's interleaved
+  // order: four warm-up forwards (chunks 0 0 1 1), F B pairs, four cool-down backwards.
+  // Chunk 0's forwards start the chain (nothing to receive), chunk 0's backwards end it on the
+  // way back (nothing to send). By hand from forward_backward_pipelining_with_interleaving:
+  // a forward posts the next forward's receive when that one is chunk 1's, a backward the next
+  // backward's; the last warm-up forward posts the first backward's.
+  nlohmann::json j = small_scenario(2, 1, 1, 2);
+  j["parallelism"]["vpp"] = 2;
+  j["parallelism"]["schedule"] = "interleaved";
+  j["training"]["global_batch"] = 4;
+  SECTION("on") {
+    j["training"]["overlap_p2p_comm"] = true;
+    const Scenario s = load(j);
+    const Workload w = build_workload(s, test::compute_model(s));
+    // F0 F1 F2 F3 | F4 B0 F5 B1 F6 B2 F7 B3 | B4 B5 B6 B7 (chunks: F 0 0 1 1 0 . 0 . 1 . 1;
+    // B 1 1 0 0 1 1 0 0).
+    CHECK(pipeline_ops(w.stages[0]) ==
+          " Fs Fspf Frspf Frspb Fs Brspb Fspf Brspb Frspf Brpb Frs Brpb Brspb Brspb Brpb Br");
+  }
+  SECTION("off: every receive where its pass starts") {
+    const Scenario s = load(j);
+    const Workload w = build_workload(s, test::compute_model(s));
+    CHECK(pipeline_ops(w.stages[0]) == " Fs Fs Frs Frs Fs Brs Fs Brs Frs Br Frs Br Brs Brs Br Br");
+  }
+}
+
+TEST_CASE("overlap_p2p_comm needs the interleaved schedule") {
+  nlohmann::json j = small_scenario(2, 1, 1, 2);
+  j["training"]["overlap_p2p_comm"] = true;
+  CHECK_THROWS_WITH(
+      load(j), Catch::Contains("/training/overlap_p2p_comm") && Catch::Contains("interleaved"));
 }
