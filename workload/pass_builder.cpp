@@ -244,7 +244,7 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
   if (async) input_regather(out, c, dgrad_gemm(ffn_in()).time_s);
   c += gemm_backward(ffn_in(), part);
   tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
-  if (async) beside(out.back(), c_.gemm(wgrad(ffn_in()), d.precision).time_s);
+  if (async) beside(out.back(), wgrad_gemm(ffn_in()).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
 }
 
@@ -271,8 +271,8 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   const bool async = async_backward(part) && !d.mla;
   if (async) input_regather(out, c, dgrad_gemm(qkv()).time_s);
   c += attention_in_backward(part);
-  tp_reduce(out, c, "layer", c_.gemm(dgrad(attention_in_first_gemm()), d.precision));
-  if (async) beside(out.back(), c_.gemm(wgrad(qkv()), d.precision).time_s);
+  tp_reduce(out, c, "layer", dgrad_gemm(attention_in_first_gemm()));
+  if (async) beside(out.back(), wgrad_gemm(qkv()).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
 }
 
@@ -306,10 +306,10 @@ Segments PassBuilder::layer_weight_grad(bool moe) {
   if (moe) {
     c += moe_weight_grad();
   } else {
-    for (const GemmShape& g : {ffn_out(), ffn_in()}) c += c_.gemm(wgrad(g), d_.precision);
+    for (const GemmShape& g : {ffn_out(), ffn_in()}) c += wgrad_gemm(g);
   }
-  c += c_.gemm(wgrad(out_proj()), d_.precision);
-  for (const GemmShape& g : attention_in_gemms()) c += c_.gemm(wgrad(g), d_.precision);
+  c += wgrad_gemm(out_proj());
+  for (const GemmShape& g : attention_in_gemms()) c += wgrad_gemm(g);
   Segments out;
   flush(out, c);
   return out;
@@ -517,8 +517,8 @@ OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm) const {
 // output gradient, which both use.
 OpCost PassBuilder::gemm_backward(const GemmShape& g, BackwardPart part) const {
   OpCost c = fp8_cast(g.m * g.n);
-  c += c_.gemm(dgrad(g), d_.precision);
-  if (part == BackwardPart::whole) c += c_.gemm(wgrad(g), d_.precision);
+  c += dgrad_gemm(g);
+  if (part == BackwardPart::whole) c += wgrad_gemm(g);
   return c;
 }
 
@@ -686,6 +686,10 @@ OpCost PassBuilder::forward_gemm(const GemmShape& g) const {
 }
 OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
   return c_.gemm(dgrad(g), d_.precision);
+}
+
+OpCost PassBuilder::wgrad_gemm(const GemmShape& g) const {
+  return c_.gemm(wgrad(g), d_.precision);
 }
 
 // The first GEMM of the attention input projections (what an SP all-gather overlaps).

@@ -248,6 +248,7 @@ class PassBuilder {
   models::OpCost sm_margin(const models::GemmShape& g, int sms) const;
   models::OpCost forward_gemm(const models::GemmShape& g) const;
   models::OpCost dgrad_gemm(const models::GemmShape& g) const;
+  models::OpCost wgrad_gemm(const models::GemmShape& g) const;
 
   const Scenario& s_;
   const models::ComputeCostModel& c_;

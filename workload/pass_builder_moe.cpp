@@ -114,7 +114,7 @@ OpCost PassBuilder::moe_weight_grad() const {
   const Dims& d = d_;
   OpCost c;
   if (d.fs > 0) {
-    for (const GemmShape& g : {shared_out(), shared_in()}) c += c_.gemm(wgrad(g), d.precision);
+    for (const GemmShape& g : {shared_out(), shared_in()}) c += wgrad_gemm(g);
   }
   c += expert_gemm(wgrad(expert_out()));
   c += expert_gemm(wgrad(expert_in()));

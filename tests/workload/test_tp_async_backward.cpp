@@ -45,6 +45,11 @@ std::vector<TpCall> backward_tp_calls(const Scenario& s) {
   return out;
 }
 
+// Healthy-GPU time of the m x n x k GEMM in the scenario's precision.
+double gemm_s(const Scenario& s, double m, double n, double k) {
+  return test::compute_model(s).gemm({m, n, k}, s.training.precision).time_s;
+}
+
 constexpr double T = 8192, h = 1024, f = 4096, t = 2, kBf16 = 2;
 
 }  // namespace
@@ -53,15 +58,13 @@ TEST_CASE(
     "With sequence parallelism the async backward re-gathers each column input beside its "
     "input gradient and reduce-scatters beside the weight gradient") {
   const Scenario s = load(tp2(true, true));
-  const auto model = test::compute_model(s);
-  const Dtype p = s.training.precision;
   // MLP first (backward order), then attention. The first linear's forward was [T x h] x
   // [h x f/t] (QKV's [T x h] x [h x 3h/t]): its input gradient is [T x f/t] x [f/t x h], its
   // weight gradient [h x T] x [T x f/t].
-  const double fc1_dgrad = model.gemm({T, h, f / t}, p).time_s;
-  const double fc1_wgrad = model.gemm({h, f / t, T}, p).time_s;
-  const double qkv_dgrad = model.gemm({T, h, 3 * h / t}, p).time_s;
-  const double qkv_wgrad = model.gemm({h, 3 * h / t, T}, p).time_s;
+  const double fc1_dgrad = gemm_s(s, T, h, f / t);
+  const double fc1_wgrad = gemm_s(s, h, f / t, T);
+  const double qkv_dgrad = gemm_s(s, T, h, 3 * h / t);
+  const double qkv_wgrad = gemm_s(s, h, 3 * h / t, T);
   const std::vector<TpCall> c = backward_tp_calls(s);
   REQUIRE(c.size() == 6);
   const double activation = T * h * kBf16;  // 16 MiB, every call of the layer
@@ -97,14 +100,12 @@ TEST_CASE(
     "Without sequence parallelism the async backward all-reduces beside the weight "
     "gradient and gathers nothing") {
   const Scenario s = load(tp2(false, true));
-  const auto model = test::compute_model(s);
-  const Dtype p = s.training.precision;
   const std::vector<TpCall> c = backward_tp_calls(s);
   REQUIRE(c.size() == 2);
   CHECK(c[0].kind == CollKind::all_reduce);
-  CHECK(c[0].beside_s == Approx(model.gemm({h, f / t, T}, p).time_s));
+  CHECK(c[0].beside_s == Approx(gemm_s(s, h, f / t, T)));
   CHECK(c[1].kind == CollKind::all_reduce);
-  CHECK(c[1].beside_s == Approx(model.gemm({h, 3 * h / t, T}, p).time_s));
+  CHECK(c[1].beside_s == Approx(gemm_s(s, h, 3 * h / t, T)));
   for (const TpCall& x : c) CHECK(x.beside);
 }
 
