@@ -158,10 +158,14 @@ StepPasses PassBuilder::step_passes() {
 // With sequence parallelism, the all-gather of the sequence-split activations that starts a
 // tensor-parallel block (Korthikanti et al. 2022 §4.2.2); the compute before it is flushed.
 // With tp_comm_overlap it is pipelined with the GEMM that consumes it, `next_gemm`.
-void PassBuilder::sequence_all_gather(Segments& out, OpCost& c, const OpCost& next_gemm) {
+// `dtype`: of the gathered elements (a column-parallel linear's input: gathered_input_dtype();
+// an output gradient in the backward: BF16).
+void PassBuilder::sequence_all_gather(Segments& out, OpCost& c, const OpCost& next_gemm,
+                                      Dtype dtype) {
   if (!d_.sp) return;
   flush(out, c);
-  out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer sequence all-gather"));
+  out.push_back(
+      coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer sequence all-gather", dtype));
   if (s_.training.tp_comm_overlap) out.back().overlap_s = next_gemm.time_s;
 }
 
@@ -184,7 +188,8 @@ Segments PassBuilder::layer_forward(bool moe) {
 void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
-  sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision));
+  sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision),
+                      gathered_input_dtype());
   c += attention_in_forward();
   c += rope(PassKind::forward);
   c += repeat_kv();
@@ -207,7 +212,7 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
 void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
-  sequence_all_gather(out, c, forward_gemm(ffn_in()));
+  sequence_all_gather(out, c, forward_gemm(ffn_in()), gathered_input_dtype());
   c += linear_forward(ffn_in(), true);
   c += ffn_activation(PassKind::forward);
   c += linear_forward(ffn_out());
@@ -292,7 +297,8 @@ bool PassBuilder::async_backward(BackwardPart part) const {
 void PassBuilder::input_regather(Segments& out, OpCost& c, double dgrad_s) {
   if (!d_.sp) return;
   flush(out, c);
-  out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer input re-gather"));
+  out.push_back(coll(CollKind::all_gather, Group::tp, d_.T * d_.h, "layer input re-gather",
+                     gathered_input_dtype()));
   beside(out.back(), dgrad_s);
 }
 
@@ -686,6 +692,16 @@ OpCost PassBuilder::forward_gemm(const GemmShape& g) const {
 }
 OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
   return c_.gemm(dgrad(g), d_.precision);
+}
+
+// The elements of a column-parallel linear's sequence-parallel input as they are all-gathered:
+// FP8 under FP8 training. Transformer Engine quantizes the norm's output (LayerNormLinear,
+// LayerNormMLP) or the input (Linear) before gather_along_first_dim and keeps the FP8 copy for
+// the backward's re-gather (v1.8; v2.9 gathers with the input quantizer, delayed or current
+// scaling); torchtitan (9dec370) casts it with torchao's PrepareFloat8ModuleInput before the
+// redistribute. Output gradients are gathered in BF16 here (docs/tensor-parallel-overlap.md).
+Dtype PassBuilder::gathered_input_dtype() const {
+  return d_.precision == Dtype::fp8 ? Dtype::fp8 : Dtype::bf16;
 }
 
 OpCost PassBuilder::wgrad_gemm(const GemmShape& g) const {

@@ -239,7 +239,9 @@ class PassBuilder {
   Segment coll(CollKind kind, Group group, double elements, const std::string& label,
                Dtype dtype = Dtype::bf16);
   Segment context_dkv_exchange();
-  void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {});
+  void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {},
+                           Dtype dtype = Dtype::bf16);
+  Dtype gathered_input_dtype() const;
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
                  const models::OpCost& prev_gemm = {});
   bool async_backward(BackwardPart part) const;

@@ -187,7 +187,7 @@ void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   if (d.fs <= 0) return;
   const GemmShape in = shared_in();
   const GemmShape outp = shared_out();
-  sequence_all_gather(out, c, forward_gemm(in));
+  sequence_all_gather(out, c, forward_gemm(in), gathered_input_dtype());
   c += linear_forward(in);
   c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
   c += linear_forward(outp);

@@ -122,3 +122,30 @@ TEST_CASE("A TP collective beside a whole GEMM exposes only what the GEMM cannot
   CHECK(exposed_beside_gemm_s(1.0, 3.0) == 0);
   CHECK(exposed_beside_gemm_s(2.0, 0.0) == 2.0);
 }
+
+TEST_CASE("Under FP8 the column inputs are gathered in FP8, the output gradients in BF16") {
+  // Transformer Engine and torchao quantize a column-parallel linear's input before the
+  // sequence-parallel all-gather: T x h elements of 1 byte, in the forward and in the backward's
+  // re-gather; the reduce-scatters and the gathers of output gradients keep 2 bytes.
+  nlohmann::json j = tp2(true, true);
+  j["training"]["precision"] = "fp8";
+  const Scenario s = load(j);
+  const std::vector<TpCall> c = backward_tp_calls(s);
+  REQUIRE(c.size() == 6);
+  const double fp8 = T * h * 1, bf16 = T * h * kBf16;
+  // Backward order: gradient gather, re-gather, reduce-scatter (MLP), then the same (attention).
+  for (int i : {0, 3}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
+  for (int i : {1, 4}) CHECK(c[static_cast<std::size_t>(i)].bytes == fp8);
+  for (int i : {2, 5}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
+
+  const auto compute = test::compute_model(s);
+  PassBuilder b(s, compute);
+  std::vector<double> forward;
+  for (const Segment& seg : b.layer_forward()) {
+    if (!seg.is_collective) continue;
+    const Collective& coll = b.collectives().at(seg.collective);
+    if (coll.group == Group::tp) forward.push_back(coll.bytes);
+  }
+  // All-gather before QKV, reduce-scatter after the output projection, the same for the MLP.
+  CHECK(forward == std::vector<double>{fp8, bf16, fp8, bf16});
+}
