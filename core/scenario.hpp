@@ -388,6 +388,10 @@ struct Training {
   bool repeat_kv = false;
   KernelFusion kernel_fusion = KernelFusion::fused;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // with precision fp8
+  // With precision fp8 and sequence parallelism: a row-parallel linear's output gradient is cast
+  // to FP8 (E5M2) before its all-gather in the backward (Transformer Engine v1.8 and v2.9,
+  // grad_output_preprocess). Off: gathered in BF16 and cast after (torchao's Float8 linears).
+  bool fp8_gradient_gather = true;
   CrossEntropy cross_entropy = CrossEntropy::fused;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks

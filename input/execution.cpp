@@ -164,6 +164,10 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   if (n.has("fp8_recipe") && t.precision != Dtype::fp8) {
     n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
   }
+  t.fp8_gradient_gather = n.bool_or("fp8_gradient_gather", true);
+  if (n.has("fp8_gradient_gather") && t.precision != Dtype::fp8) {
+    n.fail_at("fp8_gradient_gather", "gathering gradients in FP8 needs \"precision\": \"fp8\"");
+  }
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   t.tp_async_backward = n.bool_or("tp_async_backward", false);
   parse_tp_overlap_sms(n, t);

@@ -104,6 +104,9 @@ ObjectSpec make_training() {
            choice("fp8_recipe", kFp8RecipeNames.names(),
                   "with precision fp8: delayed (default: amax history) or current (each "
                   "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling)"),
+           flag("fp8_gradient_gather",
+                "with precision fp8 and sequence parallelism: output gradients all-gathered in "
+                "FP8 (true, Transformer Engine) or BF16 (false, torchao); default true"),
            choice("cross_entropy", kCrossEntropyNames.names(),
                   "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
                   "PyTorch ops over FP32 logits)"),

@@ -220,6 +220,8 @@ std::string training_text(const Scenario& s) {
   t << to_string(tr.precision)
     << (tr.precision == Dtype::fp8 && tr.fp8_recipe == Fp8Recipe::current ? " (current scaling)"
                                                                           : "")
+    << (tr.precision == Dtype::fp8 && !tr.fp8_gradient_gather ? " (gradients gathered in BF16)"
+                                                              : "")
     << ", " << to_string(tr.recompute) << " recomputation";
   if (tr.recompute == Recompute::full && tr.recompute_layers > 0) {
     t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers

@@ -130,7 +130,10 @@ Json training_json(const Scenario& s) {
   if (t.repeat_kv) out["repeat_kv"] = true;
   out["kernel_fusion"] = to_string(t.kernel_fusion);
   out["cross_entropy"] = to_string(t.cross_entropy);
-  if (t.precision == Dtype::fp8) out["fp8_recipe"] = to_string(t.fp8_recipe);
+  if (t.precision == Dtype::fp8) {
+    out["fp8_recipe"] = to_string(t.fp8_recipe);
+    out["fp8_gradient_gather"] = t.fp8_gradient_gather;
+  }
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);
     out["moe_expert_gemm"] = to_string(t.moe_expert_gemm);

@@ -159,7 +159,7 @@ StepPasses PassBuilder::step_passes() {
 // tensor-parallel block (Korthikanti et al. 2022 §4.2.2); the compute before it is flushed.
 // With tp_comm_overlap it is pipelined with the GEMM that consumes it, `next_gemm`.
 // `dtype`: of the gathered elements (a column-parallel linear's input: gathered_input_dtype();
-// an output gradient in the backward: BF16).
+// an output gradient in the backward: gathered_gradient_dtype()).
 void PassBuilder::sequence_all_gather(Segments& out, OpCost& c, const OpCost& next_gemm,
                                       Dtype dtype) {
   if (!d_.sp) return;
@@ -242,7 +242,7 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
 // after it.
 void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
-  sequence_all_gather(out, c, dgrad_gemm(ffn_out()));
+  sequence_all_gather(out, c, dgrad_gemm(ffn_out()), gathered_gradient_dtype());
   c += gemm_backward(ffn_out(), part);
   c += ffn_activation(PassKind::backward);
   const bool async = async_backward(part);
@@ -256,7 +256,7 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
 void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
   c += mem(kResidualPasses * d.Ts * d.h);
-  sequence_all_gather(out, c, dgrad_gemm(out_proj()));
+  sequence_all_gather(out, c, dgrad_gemm(out_proj()), gathered_gradient_dtype());
   c += gemm_backward(out_proj(), part);
   c += selective_recompute();
   if (torch_cp()) {
@@ -694,12 +694,19 @@ OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
   return c_.gemm(dgrad(g), d_.precision);
 }
 
+// The elements of a row-parallel linear's output gradient as the backward all-gathers them:
+// FP8 under FP8 training with training.fp8_gradient_gather (Transformer Engine's
+// grad_output_preprocess casts, then gathers), else BF16.
+Dtype PassBuilder::gathered_gradient_dtype() const {
+  return d_.precision == Dtype::fp8 && s_.training.fp8_gradient_gather ? Dtype::fp8 : Dtype::bf16;
+}
+
 // The elements of a column-parallel linear's sequence-parallel input as they are all-gathered:
 // FP8 under FP8 training. Transformer Engine quantizes the norm's output (LayerNormLinear,
 // LayerNormMLP) or the input (Linear) before gather_along_first_dim and keeps the FP8 copy for
 // the backward's re-gather (v1.8; v2.9 gathers with the input quantizer, delayed or current
 // scaling); torchtitan (9dec370) casts it with torchao's PrepareFloat8ModuleInput before the
-// redistribute. Output gradients are gathered in BF16 here (docs/tensor-parallel-overlap.md).
+// redistribute.
 Dtype PassBuilder::gathered_input_dtype() const {
   return d_.precision == Dtype::fp8 ? Dtype::fp8 : Dtype::bf16;
 }

@@ -242,6 +242,7 @@ class PassBuilder {
   void sequence_all_gather(Segments& out, models::OpCost& c, const models::OpCost& next_gemm = {},
                            Dtype dtype = Dtype::bf16);
   Dtype gathered_input_dtype() const;
+  Dtype gathered_gradient_dtype() const;
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
                  const models::OpCost& prev_gemm = {});
   bool async_backward(BackwardPart part) const;

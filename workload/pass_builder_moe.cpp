@@ -199,7 +199,7 @@ void PassBuilder::shared_experts_backward(Segments& out, OpCost& c, BackwardPart
   if (d.fs <= 0) return;
   const GemmShape in = shared_in();
   const GemmShape outp = shared_out();
-  sequence_all_gather(out, c, dgrad_gemm(outp));
+  sequence_all_gather(out, c, dgrad_gemm(outp), gathered_gradient_dtype());
   c += gemm_backward(outp, part);
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
   c += gemm_backward(in, part);

@@ -26,10 +26,16 @@ TEST_CASE("check names the framework's kernels and its checkpointing policy", "[
   CHECK(check.out.find("PyTorch's eager element-wise kernels") != std::string::npos);
   CHECK(check.out.find("unfused cross entropy") != std::string::npos);
 
+  CHECK(check.out.find("gradients gathered in BF16") == std::string::npos);
+
   s["training"]["kernel_fusion"] = "compiled_blocks";
+  s["training"]["fp8_gradient_gather"] = false;
   cli::write_text(dir / "compiled.json", s.dump());
   const cli::CliRun compiled = cli::run_cli("check compiled.json", dir);
   CHECK(compiled.out.find("compiled blocks (final norm and loss eager)") != std::string::npos);
+  CHECK(compiled.out.find("fp8 (current scaling) (gradients gathered in BF16)") !=
+        std::string::npos);
+  s["training"].erase("fp8_gradient_gather");
 
   // A recipe without FP8 is refused at its path, with exit code 2.
   s["training"]["precision"] = "bf16";

@@ -123,18 +123,26 @@ TEST_CASE("A TP collective beside a whole GEMM exposes only what the GEMM cannot
   CHECK(exposed_beside_gemm_s(2.0, 0.0) == 2.0);
 }
 
-TEST_CASE("Under FP8 the column inputs are gathered in FP8, the output gradients in BF16") {
+TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatters BF16") {
   // Transformer Engine and torchao quantize a column-parallel linear's input before the
   // sequence-parallel all-gather: T x h elements of 1 byte, in the forward and in the backward's
-  // re-gather; the reduce-scatters and the gathers of output gradients keep 2 bytes.
+  // re-gather. Transformer Engine also casts a row-parallel linear's output gradient before the
+  // backward's gather (fp8_gradient_gather, default); torchao gathers it in BF16. The
+  // reduce-scatters keep 2 bytes.
   nlohmann::json j = tp2(true, true);
   j["training"]["precision"] = "fp8";
+  const double fp8 = T * h * 1, bf16 = T * h * kBf16;
+  double gradient = fp8;
+  SECTION("Transformer Engine") {}
+  SECTION("torchao: gradients in BF16") {
+    j["training"]["fp8_gradient_gather"] = false;
+    gradient = bf16;
+  }
   const Scenario s = load(j);
   const std::vector<TpCall> c = backward_tp_calls(s);
   REQUIRE(c.size() == 6);
-  const double fp8 = T * h * 1, bf16 = T * h * kBf16;
   // Backward order: gradient gather, re-gather, reduce-scatter (MLP), then the same (attention).
-  for (int i : {0, 3}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
+  for (int i : {0, 3}) CHECK(c[static_cast<std::size_t>(i)].bytes == gradient);
   for (int i : {1, 4}) CHECK(c[static_cast<std::size_t>(i)].bytes == fp8);
   for (int i : {2, 5}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
 
@@ -148,4 +156,10 @@ TEST_CASE("Under FP8 the column inputs are gathered in FP8, the output gradients
   }
   // All-gather before QKV, reduce-scatter after the output projection, the same for the MLP.
   CHECK(forward == std::vector<double>{fp8, bf16, fp8, bf16});
+}
+
+TEST_CASE("fp8_gradient_gather needs FP8 training") {
+  nlohmann::json j = tp2(true, true);
+  j["training"]["fp8_gradient_gather"] = false;
+  CHECK_THROWS_WITH(load(j), Catch::Contains("/training/fp8_gradient_gather"));
 }
