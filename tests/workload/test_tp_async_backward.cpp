@@ -33,11 +33,12 @@ struct TpCall {
   bool beside;
 };
 
-std::vector<TpCall> backward_tp_calls(const Scenario& s) {
+// The TP collectives of a layer's backward (or forward), in order.
+std::vector<TpCall> backward_tp_calls(const Scenario& s, bool forward = false) {
   const auto compute = test::compute_model(s);
   PassBuilder b(s, compute);
   std::vector<TpCall> out;
-  for (const Segment& seg : b.layer_backward()) {
+  for (const Segment& seg : forward ? b.layer_forward() : b.layer_backward()) {
     if (!seg.is_collective) continue;
     const Collective& c = b.collectives().at(seg.collective);
     if (c.group == Group::tp) out.push_back({c.kind, c.bytes, seg.overlap_s, seg.beside});
@@ -146,14 +147,8 @@ TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatter
   for (int i : {1, 4}) CHECK(c[static_cast<std::size_t>(i)].bytes == fp8);
   for (int i : {2, 5}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
 
-  const auto compute = test::compute_model(s);
-  PassBuilder b(s, compute);
   std::vector<double> forward;
-  for (const Segment& seg : b.layer_forward()) {
-    if (!seg.is_collective) continue;
-    const Collective& coll = b.collectives().at(seg.collective);
-    if (coll.group == Group::tp) forward.push_back(coll.bytes);
-  }
+  for (const TpCall& x : backward_tp_calls(s, true)) forward.push_back(x.bytes);
   // All-gather before QKV, reduce-scatter after the output projection, the same for the MLP.
   CHECK(forward == std::vector<double>{fp8, bf16, fp8, bf16});
 }
