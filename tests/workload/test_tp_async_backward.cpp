@@ -34,7 +34,7 @@ struct TpCall {
 };
 
 // The TP collectives of a layer's backward (or forward), in order.
-std::vector<TpCall> backward_tp_calls(const Scenario& s, bool forward = false) {
+std::vector<TpCall> layer_tp_calls(const Scenario& s, bool forward = false) {
   const auto compute = test::compute_model(s);
   PassBuilder b(s, compute);
   std::vector<TpCall> out;
@@ -66,7 +66,7 @@ TEST_CASE(
   const double fc1_wgrad = gemm_s(s, h, f / t, T);
   const double qkv_dgrad = gemm_s(s, T, h, 3 * h / t);
   const double qkv_wgrad = gemm_s(s, h, 3 * h / t, T);
-  const std::vector<TpCall> c = backward_tp_calls(s);
+  const std::vector<TpCall> c = layer_tp_calls(s);
   REQUIRE(c.size() == 6);
   const double activation = T * h * kBf16;  // 16 MiB, every call of the layer
   for (const TpCall& x : c) CHECK(x.bytes == activation);
@@ -89,7 +89,7 @@ TEST_CASE(
 }
 
 TEST_CASE("Without the async backward the layer's backward has its four TP calls, each alone") {
-  const std::vector<TpCall> c = backward_tp_calls(load(tp2(true, false)));
+  const std::vector<TpCall> c = layer_tp_calls(load(tp2(true, false)));
   REQUIRE(c.size() == 4);
   for (const TpCall& x : c) {
     CHECK_FALSE(x.beside);
@@ -101,7 +101,7 @@ TEST_CASE(
     "Without sequence parallelism the async backward all-reduces beside the weight "
     "gradient and gathers nothing") {
   const Scenario s = load(tp2(false, true));
-  const std::vector<TpCall> c = backward_tp_calls(s);
+  const std::vector<TpCall> c = layer_tp_calls(s);
   REQUIRE(c.size() == 2);
   CHECK(c[0].kind == CollKind::all_reduce);
   CHECK(c[0].beside_s == Approx(gemm_s(s, h, f / t, T)));
@@ -113,7 +113,7 @@ TEST_CASE(
 TEST_CASE("Userbuffers take precedence over the async backward") {
   nlohmann::json j = tp2(true, true);
   j["training"]["tp_comm_overlap"] = true;
-  const std::vector<TpCall> c = backward_tp_calls(load(j));
+  const std::vector<TpCall> c = layer_tp_calls(load(j));
   REQUIRE(c.size() == 4);
   for (const TpCall& x : c) CHECK_FALSE(x.beside);
 }
@@ -140,7 +140,7 @@ TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatter
     gradient = bf16;
   }
   const Scenario s = load(j);
-  const std::vector<TpCall> c = backward_tp_calls(s);
+  const std::vector<TpCall> c = layer_tp_calls(s);
   REQUIRE(c.size() == 6);
   // Backward order: gradient gather, re-gather, reduce-scatter (MLP), then the same (attention).
   for (int i : {0, 3}) CHECK(c[static_cast<std::size_t>(i)].bytes == gradient);
@@ -148,7 +148,7 @@ TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatter
   for (int i : {2, 5}) CHECK(c[static_cast<std::size_t>(i)].bytes == bf16);
 
   std::vector<double> forward;
-  for (const TpCall& x : backward_tp_calls(s, true)) forward.push_back(x.bytes);
+  for (const TpCall& x : layer_tp_calls(s, true)) forward.push_back(x.bytes);
   // All-gather before QKV, reduce-scatter after the output projection, the same for the MLP.
   CHECK(forward == std::vector<double>{fp8, bf16, fp8, bf16});
 }
