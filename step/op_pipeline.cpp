@@ -32,7 +32,7 @@ void Replay::post_recv(ClassStage& me, const Op& recv) {
 
 // overlap_p2p_comm: posts the receive of the next recv op in the op's direction.
 bool Replay::on_recv_post(ClassStage& me, const Op& op) {
-  const std::size_t d = op.pass == PassKind::forward ? 0 : 1;
+  const std::size_t d = ClassStage::direction(op);
   if (me.posted[d] < me.recvs[d].size()) post_recv(me, me.recvs[d][me.posted[d]++]);
   return true;
 }
@@ -41,7 +41,7 @@ bool Replay::on_recv_post(ClassStage& me, const Op& op) {
 // sender counts as bubble, the transfer after that as pipeline time.
 bool Replay::on_recv(ClassStage& me, const Op& op) {
   const double wait_t = sim_.now();
-  const std::size_t d = op.pass == PassKind::forward ? 0 : 1;
+  const std::size_t d = ClassStage::direction(op);
   if (me.recvs[d].empty()) {
     post_recv(me, op);
   } else if (me.waited[d]++ == me.posted[d]) {  // overlap_p2p_comm, not posted ahead

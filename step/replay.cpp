@@ -134,8 +134,7 @@ void Replay::run_class_stage(int cls, int st) {
   const auto& ops = w_.stages[static_cast<std::size_t>(st)].ops;
   if (s_.training.overlap_p2p_comm) {
     for (const Op& op : ops) {
-      if (op.kind == OpKind::recv)
-        me.recvs[op.pass == workload::PassKind::forward ? 0 : 1].push_back(op);
+      if (op.kind == OpKind::recv) me.recvs[ClassStage::direction(op)].push_back(op);
     }
   }
   for (const Op& op : ops) {

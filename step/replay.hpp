@@ -156,6 +156,10 @@ struct ClassStage {
   std::array<std::vector<workload::Op>, 2> recvs;
   std::array<std::size_t, 2> posted{};
   std::array<std::size_t, 2> waited{};
+  // The index into recvs, posted and waited of a recv or recv_post op.
+  static std::size_t direction(const workload::Op& op) {
+    return op.pass == workload::PassKind::forward ? 0 : 1;
+  }
 };
 
 class Replay {

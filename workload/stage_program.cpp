@@ -59,7 +59,10 @@ class StageBuilder {
   void receive(const OpSite& at);
   void hand_on(const OpSite& at);
   void post_receives(std::size_t i);
-  bool receives(const PassSlot& slot) const;
+  bool receives(PassKind pass, int virtual_stage) const;
+  bool receives(const PassSlot& slot) const {
+    return receives(slot.kind, chain_.virtual_stage(stage_, slot.chunk));
+  }
   void forward_kernels(const PassSlot& slot, const OpSite& at);
   void backward_kernels(const PassSlot& slot, const OpSite& at);
   void weight_grad(const PassSlot& slot);
@@ -111,7 +114,11 @@ class StageBuilder {
   // Which micro-batch's backward (its weight-gradient pass when deferred) of a chunk launches
   // its reductions: the last one this rank runs (gradient accumulation), unless every one does.
   std::vector<int> last_backward_mb_;
-  std::vector<int> first_micro_batch_;         // per chunk, of its first forward
+  std::vector<int> first_micro_batch_;  // per chunk, of its first forward
+  // Per pass in order_, the index of the next pass of the same kind (order_.size(): none), and
+  // the index of the first backward (order_.size(): none).
+  std::vector<std::size_t> next_same_kind_;
+  std::size_t first_backward_;
   std::vector<bool> zero12_waited_;            // per ZeRO-1/2 gather
   std::vector<std::pair<int, int>> deferred_;  // (bucket, micro_batch) launched after backward
 };
@@ -132,7 +139,9 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
       order_(pipeline_order(s_.parallelism.schedule, chain_.p, stage,
                             static_cast<int>(s_.micro_batches()), s_.parallelism.vpp)),
       last_backward_mb_(static_cast<std::size_t>(chain_.chunks()), -1),
-      first_micro_batch_(static_cast<std::size_t>(chain_.chunks()), -1) {
+      first_micro_batch_(static_cast<std::size_t>(chain_.chunks()), -1),
+      next_same_kind_(order_.size(), order_.size()),
+      first_backward_(order_.size()) {
   prog_.stage = stage;
   for (const auto& slot : order_) {
     const auto c = static_cast<std::size_t>(slot.chunk);
@@ -140,6 +149,13 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
     if (slot.kind == PassKind::forward && first_micro_batch_[c] < 0)
       first_micro_batch_[c] = slot.micro_batch;
   }
+  std::size_t next[3] = {order_.size(), order_.size(), order_.size()};  // per PassKind
+  for (std::size_t i = order_.size(); i-- > 0;) {
+    const auto k = static_cast<std::size_t>(order_[i].kind);
+    next_same_kind_[i] = next[k];
+    next[k] = i;
+  }
+  first_backward_ = next[static_cast<std::size_t>(PassKind::backward)];
 }
 
 StageProgram StageBuilder::build() {
@@ -263,19 +279,16 @@ void StageBuilder::pair(const PassSlot& f, const PassSlot& b) {
 // The activation (forward) or gradient (backward) a pass waits for, unless its virtual stage
 // starts the chain in that direction.
 void StageBuilder::receive(const OpSite& at) {
-  const bool first = at.pass == PassKind::forward ? chain_.chain_start(at.virtual_stage)
-                                                  : chain_.chain_end(at.virtual_stage);
-  if (first) return;
+  if (!receives(at.pass, at.virtual_stage)) return;
   ops_.recv(plan_.message_bytes, at);
   if (plan_.message_gather >= 0) ops_.tp_collective(plan_.message_gather, 0, at);
 }
 
-// Whether a pass waits for a pipeline message (receive).
-bool StageBuilder::receives(const PassSlot& slot) const {
-  const int vs = chain_.virtual_stage(stage_, slot.chunk);
-  return slot.kind == PassKind::forward    ? !chain_.chain_start(vs)
-         : slot.kind == PassKind::backward ? !chain_.chain_end(vs)
-                                           : false;
+// Whether a pass of `virtual_stage` waits for a pipeline message: unless it starts the chain in
+// its direction (a backward: from the chain's end).
+bool StageBuilder::receives(PassKind pass, int virtual_stage) const {
+  return pass == PassKind::forward ? !chain_.chain_start(virtual_stage)
+                                   : !chain_.chain_end(virtual_stage);
 }
 
 // overlap_p2p_comm (Megatron-Core forward_backward_pipelining_with_interleaving): when pass `i`
@@ -284,21 +297,14 @@ bool StageBuilder::receives(const PassSlot& slot) const {
 // 1). Only where that pass has something to receive, as recv_prev and recv_next say.
 void StageBuilder::post_receives(std::size_t i) {
   const PassKind kind = order_[i].kind;
-  auto next_of = [&](PassKind k, std::size_t from) -> const PassSlot* {
-    for (std::size_t j = from; j < order_.size(); ++j)
-      if (order_[j].kind == k) return &order_[j];
-    return nullptr;
-  };
   if (kind != PassKind::forward && kind != PassKind::backward) return;
-  const PassSlot* next = next_of(kind, i + 1);
-  if (next && receives(*next)) ops_.recv_post(kind);
+  const std::size_t next = next_same_kind_[i];
+  if (next < order_.size() && receives(order_[next])) ops_.recv_post(kind);
   // The last warm-up forward: the pass after it is a forward followed by the first backward
   // (none when every forward is warm-up, m = p: the first backward receives when it starts).
   const bool all_warmup = s_.micro_batches() == static_cast<std::int64_t>(chain_.p);
-  const bool last_warmup = kind == PassKind::forward && !all_warmup && i + 2 < order_.size() &&
-                           order_[i + 1].kind == PassKind::forward &&
-                           order_[i + 2].kind == PassKind::backward &&
-                           next_of(PassKind::backward, 0) == &order_[i + 2];
+  const bool last_warmup = kind == PassKind::forward && !all_warmup && i + 2 == first_backward_ &&
+                           order_[i + 1].kind == PassKind::forward;
   if (last_warmup && receives(order_[i + 2])) ops_.recv_post(PassKind::backward);
 }
 
