@@ -51,6 +51,10 @@ const char* to_string(CrossEntropy c) {
   return kCrossEntropyNames.name(c);
 }
 
+const char* to_string(GradAccumulation g) {
+  return kGradAccumulationNames.name(g);
+}
+
 const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }

@@ -108,6 +108,21 @@ enum class Fp8Recipe { delayed, current };
 //             subtract, exp, sum and divide over the logits, then multiply and cast back in the
 //             backward (its default before cross_entropy_loss_fusion; Megatron-LM 2021-24).
 enum class CrossEntropy { fused, unfused };
+// How each micro-batch's weight gradients join the step's gradient:
+//   fused          - the weight-gradient GEMM accumulates into the gradient buffer itself
+//                    (Megatron-LM's gradient_accumulation_fusion from 83b1e42f, 2022-02;
+//                    Transformer Engine's fuse_wgrad_accumulation): no kernel of its own;
+//   autograd       - PyTorch's AccumulateGrad adds each micro-batch's gradient into the
+//                    parameter's .grad in place, in the 16-bit parameter dtype, from the second
+//                    micro-batch on (Megatron-LM 2021's FP16 runs: no contiguous DDP buffers);
+//   deepspeed_bf16 - DeepSpeed's BF16_Optimizer: after every micro-batch's backward each BF16
+//                    gradient is cast to FP32 and added into the FP32 gradient (update_hp_grads).
+enum class GradAccumulation { fused, autograd, deepspeed_bf16 };
+inline const NameTable<GradAccumulation> kGradAccumulationNames = {
+    {GradAccumulation::fused, "fused"},
+    {GradAccumulation::autograd, "autograd"},
+    {GradAccumulation::deepspeed_bf16, "deepspeed-bf16"}};
+
 inline const NameTable<CrossEntropy> kCrossEntropyNames = {{CrossEntropy::fused, "fused"},
                                                            {CrossEntropy::unfused, "unfused"}};
 inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
@@ -141,6 +156,7 @@ const char* to_string(AttentionKernel k);
 const char* to_string(KernelFusion f);
 const char* to_string(Fp8Recipe r);
 const char* to_string(CrossEntropy c);
+const char* to_string(GradAccumulation g);
 const char* to_string(MoeDispatcher d);
 const char* to_string(MoeExpertGemm g);
 
@@ -393,6 +409,7 @@ struct Training {
   // grad_output_preprocess). Off: gathered in BF16 and cast after (torchao's Float8 linears).
   bool fp8_gradient_gather = true;
   CrossEntropy cross_entropy = CrossEntropy::fused;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

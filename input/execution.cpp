@@ -161,6 +161,12 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.kernel_fusion = choice_or(n, keys, "kernel_fusion", kKernelFusionNames, KernelFusion::fused);
   t.fp8_recipe = choice_or(n, keys, "fp8_recipe", kFp8RecipeNames, Fp8Recipe::delayed);
   t.cross_entropy = choice_or(n, keys, "cross_entropy", kCrossEntropyNames, CrossEntropy::fused);
+  t.grad_accumulation =
+      choice_or(n, keys, "grad_accumulation", kGradAccumulationNames, GradAccumulation::fused);
+  if (t.grad_accumulation == GradAccumulation::deepspeed_bf16 && t.precision != Dtype::bf16) {
+    n.fail_at("grad_accumulation",
+              "DeepSpeed's BF16_Optimizer accumulation needs \"precision\": \"bf16\"");
+  }
   if (n.has("fp8_recipe") && t.precision != Dtype::fp8) {
     n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
   }

@@ -110,6 +110,10 @@ ObjectSpec make_training() {
            choice("cross_entropy", kCrossEntropyNames.names(),
                   "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
                   "PyTorch ops over FP32 logits)"),
+           choice("grad_accumulation", kGradAccumulationNames.names(),
+                  "how micro-batch gradients accumulate: fused (default: in the weight-gradient "
+                  "GEMM), autograd (PyTorch adds each into .grad from the second micro-batch on) "
+                  "or deepspeed-bf16 (cast to FP32 and added after every backward)"),
            choice("kernel_fusion", kKernelFusionNames.names(),
                   "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
                   "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "

@@ -229,6 +229,12 @@ std::vector<double> layer_weight_matrices_per_tp_rank(const ModelSpec& m, int tp
   return {h * (w.q + 2 * w.kv), w.q * h, (ffn_matrices(m) - 1) * h * f / tp, h * f / tp};
 }
 
+int layer_param_tensors(const ModelSpec& m) {
+  const int matrices = static_cast<int>(layer_weight_matrices_per_tp_rank(m, 1).size());
+  const int norm_tensors = m.norm == "rmsnorm" ? 1 : 2;
+  return matrices * (m.linear_biases ? 2 : 1) + 2 * norm_tensors;
+}
+
 const char* to_string(FlopConvention c) {
   return c == FlopConvention::megatron ? "megatron" : "palm";
 }

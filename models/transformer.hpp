@@ -113,6 +113,10 @@ LayerParameters moe_layer_parameters_on_gpu(const clustersim::ModelSpec& model,
 // fused for SwiGLU) and the FFN output, in elements. Biases and norms are the rest of
 // layer_parameters_per_tp_rank.
 std::vector<double> layer_weight_matrices_per_tp_rank(const clustersim::ModelSpec& model, int tp);
+// The parameter tensors of one dense layer as PyTorch holds them: those four matrices, their
+// biases when the model has them, and the two norms' gains (and biases for LayerNorm). Kernels
+// that loop over parameters (gradient accumulation, DeepSpeed 2021's gathers) run one per tensor.
+int layer_param_tensors(const clustersim::ModelSpec& model);
 
 enum class FlopConvention { megatron, palm };
 const char* to_string(FlopConvention c);

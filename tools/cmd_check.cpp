@@ -240,6 +240,12 @@ std::string training_text(const Scenario& s) {
     t << ", compiled blocks (final norm and loss eager)";
   }
   if (tr.cross_entropy == CrossEntropy::unfused) t << ", unfused cross entropy";
+  if (tr.grad_accumulation == GradAccumulation::autograd) {
+    t << ", micro-batch gradients added into .grad by autograd";
+  }
+  if (tr.grad_accumulation == GradAccumulation::deepspeed_bf16) {
+    t << ", micro-batch gradients cast and added into FP32 (DeepSpeed BF16_Optimizer)";
+  }
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
     << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0

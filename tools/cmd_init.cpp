@@ -130,6 +130,7 @@ Json training_json(const Scenario& s) {
   if (t.repeat_kv) out["repeat_kv"] = true;
   out["kernel_fusion"] = to_string(t.kernel_fusion);
   out["cross_entropy"] = to_string(t.cross_entropy);
+  out["grad_accumulation"] = to_string(t.grad_accumulation);
   if (t.precision == Dtype::fp8) {
     out["fp8_recipe"] = to_string(t.fp8_recipe);
     out["fp8_gradient_gather"] = t.fp8_gradient_gather;

@@ -91,6 +91,29 @@ NEMO_2407_UNFUSED_CROSS_ENTROPY = ("gpt3/5b.yaml", "gpt3/20b.yaml", "gpt3/175b.y
 # DTensor tensor parallelism (torchtitan) runs its collectives in order.
 ASYNC_TP_BACKWARD_PREFIXES = ("korthikanti_", "megatron_readme_h100_", "nemo2407_",
                               "megatron_bridge_")
+# How each micro-batch's weight gradients join the step's (training.grad_accumulation) where the
+# run's stack did not accumulate them inside the weight-gradient GEMM (Megatron-LM's
+# gradient_accumulation_fusion, from 83b1e42f, 2022-02-13: Korthikanti's runs and later;
+# Transformer Engine's fuse_wgrad_accumulation under Megatron-Core, NeMo and Megatron-Bridge):
+#   SC'21's Megatron-LM runs (NVIDIA/Megatron-LM de7dc40f, examples/sc21: --fp16, --DDP-impl
+#     local or torch): FP16 leaves --use-contiguous-buffers-in-ddp off (megatron/arguments.py
+#     turns it on only with BF16's FP32 accumulation), so no main_grad buffer exists and PyTorch's
+#     autograd adds each micro-batch's gradient into .grad. Their ZeRO-3 rows ran DeepSpeed.
+#   BLOOM (DeepSpeed's BigScience branch 5ea1c60f8): the pipeline engine calls
+#     BF16_Optimizer.update_hp_grads after every micro-batch's backward
+#     (deepspeed/runtime/pipe/engine.py _exec_backward_pass; the last stage through
+#     BF16_Optimizer.backward).
+GRAD_ACCUMULATION = (
+    ("sc21_t1_", "autograd", "FP16 without contiguous DDP buffers in Megatron-LM de7dc40f: "
+     "autograd adds each micro-batch's gradient into .grad; gradient accumulation fusion came "
+     "in 83b1e42f (2022-02)"),
+    ("sc21_t2_ptdp_", "autograd", "FP16 without contiguous DDP buffers in Megatron-LM de7dc40f: "
+     "autograd adds each micro-batch's gradient into .grad; gradient accumulation fusion came "
+     "in 83b1e42f (2022-02)"),
+    ("bloom_", "deepspeed-bf16", "DeepSpeed's pipeline engine calls BF16_Optimizer."
+     "update_hp_grads after every micro-batch's backward: each BF16 gradient cast to FP32 and "
+     "added (BigScience branch 5ea1c60f8)"),
+)
 # Interleaved runs whose stack posts each pipeline receive when the pass before it ends
 # (training.overlap_p2p_comm, Megatron-Core's overlap_p2p_comm in
 # forward_backward_pipelining_with_interleaving): the NeMo 24.07 launcher configs that set
@@ -672,6 +695,11 @@ def scenario_for(run, presets, fills):
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
             "the NeMo launcher config " + nemo[0] if nemo else
             "Megatron-Bridge %s %s" % (BRIDGE_COMMIT, bridge[3])))
+    for prefix, mode, why in GRAD_ACCUMULATION:
+        if run["id"].startswith(prefix):
+            scenario["training"]["grad_accumulation"] = mode
+            assumptions.append("micro-batch gradients accumulated by %s (grad_accumulation %s)" % (
+                why, mode))
     grad = grad_dtype_for(run, nemo, bridge)
     if grad:
         scenario.setdefault("comm", {})["grad_dtype"] = grad[0]

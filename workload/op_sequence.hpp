@@ -27,6 +27,8 @@ enum class ComputeKind : unsigned char {
   optimizer,    // optimizer update
   compression,  // 1-bit Adam compression with error feedback
   gather_copy,  // DeepSpeed 2021 gather's own work: zero-fill, all_gather call, per-rank copy-out
+  grad_accumulation,  // a micro-batch's gradients added into the step's
+                      // (training.grad_accumulation)
 };
 const char* to_string(ComputeKind k);
 

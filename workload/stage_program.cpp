@@ -7,6 +7,7 @@
 
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
+#include "models/transformer.hpp"
 #include "workload/grad_buckets.hpp"
 #include "workload/op_builder.hpp"
 #include "workload/param_gathers.hpp"
@@ -28,6 +29,18 @@ constexpr double kGradNormBytesPerParam = 4;
 // momentum and its error buffer (FP32), writes the new error and reads the compensated value
 // again for the scale (4 x 4 B); the server repeats this on its 1/n chunk.
 constexpr double kOnebitErrorFeedbackBytesPerElement = 16;
+// training.grad_accumulation, per parameter: the bytes the kernels adding one micro-batch's
+// weight gradient into the step's move, and their kernels per parameter tensor.
+// autograd: PyTorch's AccumulateGrad with grad mode off runs `variable_grad += new_grad`
+// (torch/csrc/autograd/functions/accumulate_grad.h): it reads both gradients and writes one, in
+// the 16-bit parameter dtype (times bytes per element).
+constexpr double kAutogradAccumulateElementAccesses = 3;
+// deepspeed_bf16: BF16_Optimizer.update_hp_grads (deepspeed/runtime/bf16_optimizer.py, BigScience
+// branch 5ea1c60f8, 2022-03) runs `hp_grad.add_(lp.grad.to(hp_grad.dtype))` per tensor: the cast
+// reads the BF16 gradient and writes an FP32 copy, the add reads it and the FP32 gradient and
+// writes the sum.
+constexpr double kDeepSpeedBf16AccumulateBytes = (2 + 4) + (4 + 4 + 4);
+constexpr double kDeepSpeedBf16AccumulateKernels = 2;
 
 double adam_bytes_per_param(Dtype master_dtype, Dtype moments_dtype) {
   return 2 * models::adam_state_bytes_per_param(master_dtype, moments_dtype) +
@@ -93,6 +106,7 @@ class StageBuilder {
   void unit_forward(const GradUnit& unit, const OpSite& at);
   void unit_backward(const GradUnit& unit, const OpSite& at, bool weight_deferred);
   void unit_weight_grad(const GradUnit& unit, const OpSite& at);
+  void accumulate_gradients(const GradUnit& unit, const PassSlot& slot, const OpSite& at);
   void launch_reductions(const GradUnit& unit, const OpSite& at);
   void reduce_after_micro_batch(const OpSite& at);
   void optimizer();
@@ -329,7 +343,9 @@ void StageBuilder::backward_kernels(const PassSlot& slot, const OpSite& at) {
   for (std::size_t i = 0; i < units.size(); ++i) {
     gather_before(units, i, at);
     unit_backward(*units[i], at, slot.weight_deferred);
-    if (!slot.weight_deferred && reducing(slot)) launch_reductions(*units[i], at);
+    if (slot.weight_deferred) continue;
+    accumulate_gradients(*units[i], slot, at);
+    if (reducing(slot)) launch_reductions(*units[i], at);
   }
 }
 
@@ -339,6 +355,7 @@ void StageBuilder::weight_grad(const PassSlot& slot) {
   const OpSite at = site_of(slot);
   for (const GradUnit* unit : pass_units(slot)) {
     unit_weight_grad(*unit, at);
+    accumulate_gradients(*unit, slot, at);
     if (reducing(slot)) launch_reductions(*unit, at);
   }
   after_gradients(at);
@@ -442,6 +459,35 @@ void StageBuilder::unit_weight_grad(const GradUnit& unit, const OpSite& at) {
       break;
     case UnitKind::head: ops_.pass(passes.head_weight_grad, ComputeKind::lm_head, here); break;
   }
+}
+
+// A unit's weight gradients of this micro-batch added into the step's (training.grad_accumulation):
+// nothing when the GEMM accumulates them itself; under autograd from the chunk's second
+// micro-batch on (the first one's gradient becomes .grad as it is); under DeepSpeed's
+// BF16_Optimizer after every micro-batch. One launch per kernel and parameter tensor; an MoE
+// layer is counted with a dense layer's tensors, the embedding and the LM head as one each.
+void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& slot,
+                                        const OpSite& at) {
+  double bytes_per_param = 0;
+  double kernels_per_tensor = 0;
+  switch (tr_.grad_accumulation) {
+    case GradAccumulation::fused: return;
+    case GradAccumulation::autograd:
+      if (first_forward(slot)) return;
+      bytes_per_param =
+          kAutogradAccumulateElementAccesses *
+          bytes_per_element(tr_.precision == Dtype::fp8 ? Dtype::bf16 : tr_.precision);
+      kernels_per_tensor = 1;
+      break;
+    case GradAccumulation::deepspeed_bf16:
+      bytes_per_param = kDeepSpeedBf16AccumulateBytes;
+      kernels_per_tensor = kDeepSpeedBf16AccumulateKernels;
+      break;
+  }
+  const int tensors = unit.kind == UnitKind::layer ? models::layer_param_tensors(s_.model) : 1;
+  models::OpCost cost = plan_.compute.memory_op(bytes_per_param * unit.params);
+  cost += plan_.compute.launches(kernels_per_tensor * tensors - 1);
+  ops_.compute(ComputeKind::grad_accumulation, cost, at.at_layer(unit.layer));
 }
 
 // The buckets this unit completes start reducing now (overlap_grad_reduce) or after the pass.

@@ -75,6 +75,7 @@ const char* to_string(ComputeKind k) {
     case ComputeKind::optimizer: return "optimizer";
     case ComputeKind::compression: return "compression";
     case ComputeKind::gather_copy: return "gather_copy";
+    case ComputeKind::grad_accumulation: return "grad_accumulation";
   }
   return "?";
 }

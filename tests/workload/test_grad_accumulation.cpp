@@ -1,0 +1,95 @@
+// training.grad_accumulation: the kernels that add each micro-batch's weight gradients into the
+// step's. Expected values are hand calculations over the small GPT of fixtures.hpp.
+#include <catch2/catch.hpp>
+
+#include "models/transformer.hpp"
+#include "tests/workload/fixtures.hpp"
+#include "workload/workload.hpp"
+
+using namespace clustersim;
+using namespace clustersim::workload;
+using clustersim::test::load;
+using clustersim::test::small_scenario;
+
+namespace {
+
+// The small model's layer: h = 1024, f = 4096, no linear biases, LayerNorm. Q/K/V 3h^2, output
+// h^2, FFN h f and f h, two LayerNorms of 2h: 12,587,008 parameters in 8 tensors.
+constexpr double kH = 1024, kF = 4096;
+constexpr double kLayerParams = 4 * kH * kH + 2 * kH * kF + 2 * 2 * kH;
+constexpr int kLayerTensors = 4 + 2 * 2;
+
+// One GPU, 8 layers, 4 micro-batches of one sequence.
+nlohmann::json one_gpu(const char* precision, const char* accumulation) {
+  nlohmann::json j = small_scenario(1, 1, 1, 1);
+  j["training"]["global_batch"] = 4;
+  j["training"]["micro_batch"] = 1;
+  j["training"]["precision"] = precision;
+  if (accumulation) j["training"]["grad_accumulation"] = accumulation;
+  return j;
+}
+
+// The accumulation ops of the layers, in program order.
+std::vector<Op> layer_accumulations(const Scenario& s) {
+  const auto model = test::compute_model(s);
+  const Workload w = build_workload(s, model);
+  std::vector<Op> out;
+  for (const auto& op : w.stages.at(0).ops) {
+    if (op.kind == OpKind::compute && op.compute == ComputeKind::grad_accumulation &&
+        op.layer >= 0) {
+      out.push_back(op);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("A layer's parameter tensors: four matrices, their biases, two norms") {
+  ModelSpec m = load(small_scenario(1, 1, 1, 1)).model;
+  CHECK(models::layer_param_tensors(m) == kLayerTensors);
+  m.linear_biases = true;
+  CHECK(models::layer_param_tensors(m) == 12);  // GPT-3: 4 weights, 4 biases, 2 x (gain, bias)
+  m.norm = "rmsnorm";
+  m.linear_biases = false;
+  CHECK(models::layer_param_tensors(m) == 6);  // Llama: 4 weights, 2 gains
+}
+
+TEST_CASE("Fused gradient accumulation adds no kernel") {
+  const Scenario s = load(one_gpu("bf16", nullptr));
+  CHECK(s.training.grad_accumulation == GradAccumulation::fused);
+  CHECK(layer_accumulations(s).empty());
+}
+
+TEST_CASE("Autograd adds every micro-batch's gradient after the first into .grad") {
+  const Scenario s = load(one_gpu("fp16", "autograd"));
+  const auto model = test::compute_model(s);
+  const std::vector<Op> ops = layer_accumulations(s);
+  // 8 layers x micro-batches 1, 2, 3 (the first one's gradient becomes .grad as it is).
+  REQUIRE(ops.size() == 8 * 3);
+  for (const Op& op : ops) {
+    CHECK(op.micro_batch >= 1);
+    CHECK(op.pass == PassKind::backward);
+    // grad += new: read both FP16 gradients, write one (6 B), one kernel per tensor.
+    CHECK(op.time_s ==
+          Approx(6 * kLayerParams / model.hbm_Bps() + kLayerTensors * model.kernel_gap_s()));
+  }
+}
+
+TEST_CASE("DeepSpeed's BF16_Optimizer casts and adds every micro-batch's gradient into FP32") {
+  const Scenario s = load(one_gpu("bf16", "deepspeed-bf16"));
+  const auto model = test::compute_model(s);
+  const std::vector<Op> ops = layer_accumulations(s);
+  REQUIRE(ops.size() == 8 * 4);
+  for (const Op& op : ops) {
+    // The cast reads 2 B and writes 4, the add reads 4 + 4 and writes 4: 18 B per parameter;
+    // two kernels per tensor.
+    CHECK(op.time_s ==
+          Approx(18 * kLayerParams / model.hbm_Bps() + 2 * kLayerTensors * model.kernel_gap_s()));
+  }
+}
+
+TEST_CASE("DeepSpeed's BF16_Optimizer accumulation needs BF16 training") {
+  CHECK_THROWS_WITH(load(one_gpu("fp16", "deepspeed-bf16")),
+                    Catch::Contains("/training/grad_accumulation") && Catch::Contains("bf16"));
+}
