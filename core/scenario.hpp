@@ -312,9 +312,16 @@ enum class Zero3Implementation {
   // device-wide synchronize, so nothing overlaps; weights re-gathered for the recompute
   // forward; gradients all-reduced in reduce_bucket_size buckets.
   deepspeed_2021,
+  // PyTorch's FSDP2 (fully_shard, per-parameter sharding): as fsdp, plus the copies it makes on
+  // the compute stream: each gathered unit copied out of the all-gather buffer into its
+  // parameters, and each unit's gradients copied (cast to the reduce dtype) into the
+  // reduce-scatter input (torch/distributed/_composable/fsdp/_fsdp_collectives.py).
+  fsdp2,
 };
 inline const NameTable<Zero3Implementation> kZero3ImplementationNames = {
-    {Zero3Implementation::fsdp, "fsdp"}, {Zero3Implementation::deepspeed_2021, "deepspeed-2021"}};
+    {Zero3Implementation::fsdp, "fsdp"},
+    {Zero3Implementation::deepspeed_2021, "deepspeed-2021"},
+    {Zero3Implementation::fsdp2, "fsdp2"}};
 const char* to_string(Zero3Implementation z);
 
 // How context parallelism moves K and V (with cp > 1).

@@ -36,34 +36,36 @@ ObjectSpec make_scenario() {
 }
 
 ObjectSpec make_parallelism() {
-  return {"parallelism",
-          "The parallel layout, as Megatron-LM lays it out",
-          {integer("dp", 1, 1 << 20, "data-parallel size; default gpus / (tp x pp x cp)"),
-           integer("tp", 1, 1 << 12, "tensor-parallel size"),
-           integer("pp", 1, 1 << 12, "pipeline-parallel size"),
-           integer("cp", 1, 1 << 12, "context-parallel size"),
-           integer("vpp", 1, 1 << 10, "virtual pipeline stages per rank (interleaved schedule)"),
-           integer("ep", 1, 1 << 16, "expert-parallel size; needs a model with \"moe\""),
-           integer("etp", 1, 1 << 12, "expert tensor-parallel size; default tp"),
-           flag("sequence_parallel", "Megatron sequence parallelism; default false"),
-           flag("pipeline_scatter_gather",
-                "without sequence parallelism, each TP rank sends 1/tp of a pipeline message and "
-                "the receiver all-gathers it over TP (Megatron-LM before Megatron-Core); default "
-                "false"),
-           integer("zero_stage", 0, 3, "ZeRO stage of the optimizer state sharding; default 0"),
-           choice("zero3_implementation", kZero3ImplementationNames.names(),
-                  "with zero_stage 3: \"fsdp\" (default) or DeepSpeed's 2021 ZeRO-3"),
-           choice("cp_implementation", kCpImplementationNames.names(),
-                  "with cp > 1: \"all_gather\" (default) or \"torch\" (PyTorch's "
-                  "context_parallel: K/V re-gathered for the backward, FP32 dK/dV ring)"),
-           choice("schedule", kScheduleNames.names(),
-                  "pipeline schedule; default 1f1b, interleaved when vpp > 1"),
-           array("layers_per_stage", integer("", 1, 1 << 20, "Transformer layers"),
-                 "layers of each pipeline stage (with vpp > 1, of each virtual stage)"),
-           flag("account_for_embedding_in_pipeline_split",
-                "count the input embedding as one layer when splitting; default false"),
-           flag("account_for_loss_in_pipeline_split",
-                "count the loss as one layer when splitting; default false")}};
+  return {
+      "parallelism",
+      "The parallel layout, as Megatron-LM lays it out",
+      {integer("dp", 1, 1 << 20, "data-parallel size; default gpus / (tp x pp x cp)"),
+       integer("tp", 1, 1 << 12, "tensor-parallel size"),
+       integer("pp", 1, 1 << 12, "pipeline-parallel size"),
+       integer("cp", 1, 1 << 12, "context-parallel size"),
+       integer("vpp", 1, 1 << 10, "virtual pipeline stages per rank (interleaved schedule)"),
+       integer("ep", 1, 1 << 16, "expert-parallel size; needs a model with \"moe\""),
+       integer("etp", 1, 1 << 12, "expert tensor-parallel size; default tp"),
+       flag("sequence_parallel", "Megatron sequence parallelism; default false"),
+       flag("pipeline_scatter_gather",
+            "without sequence parallelism, each TP rank sends 1/tp of a pipeline message and "
+            "the receiver all-gathers it over TP (Megatron-LM before Megatron-Core); default "
+            "false"),
+       integer("zero_stage", 0, 3, "ZeRO stage of the optimizer state sharding; default 0"),
+       choice("zero3_implementation", kZero3ImplementationNames.names(),
+              "with zero_stage 3: \"fsdp\" (default), \"fsdp2\" (PyTorch FSDP2: its copies around "
+              "each gather and reduce-scatter) or DeepSpeed's 2021 ZeRO-3"),
+       choice("cp_implementation", kCpImplementationNames.names(),
+              "with cp > 1: \"all_gather\" (default) or \"torch\" (PyTorch's "
+              "context_parallel: K/V re-gathered for the backward, FP32 dK/dV ring)"),
+       choice("schedule", kScheduleNames.names(),
+              "pipeline schedule; default 1f1b, interleaved when vpp > 1"),
+       array("layers_per_stage", integer("", 1, 1 << 20, "Transformer layers"),
+             "layers of each pipeline stage (with vpp > 1, of each virtual stage)"),
+       flag("account_for_embedding_in_pipeline_split",
+            "count the input embedding as one layer when splitting; default false"),
+       flag("account_for_loss_in_pipeline_split",
+            "count the loss as one layer when splitting; default false")}};
 }
 
 KeySpec recompute_modules() {

@@ -253,7 +253,8 @@ MemorySizes memory_sizes(const Scenario& s) {
   z.embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : z.grad_bytes;
   z.head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : z.grad_bytes;
   z.shard_ranks = static_cast<double>(par.dp) * par.cp;
-  z.master_is_shard = par.zero_stage >= 3 && par.zero3_implementation == Zero3Implementation::fsdp;
+  z.master_is_shard =
+      par.zero_stage >= 3 && par.zero3_implementation != Zero3Implementation::deepspeed_2021;
   z.adam_bytes = adam_state_bytes_per_param(tr.optimizer_state_dtype, tr.optimizer_moments_dtype) -
                  (z.master_is_shard ? bytes_per_element(tr.optimizer_state_dtype) : 0.0);
   // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp

@@ -362,14 +362,17 @@ def _torchtitan_defaults(run, f):
                            ", two stages per rank for Interleaved1F1B, placed round-robin"
                            if per_rank > 1 else "", TORCHTITAN_COMMIT))
     f.comm["grad_dtype"] = "fp32"
+    f.parallelism["zero3_implementation"] = "fsdp2"
     f.training["dropout"] = False
     f.training["repeat_kv"] = True
     if run["cp"] > 1:
         f.parallelism["cp_implementation"] = "torch"
     if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
         f.training["tp_comm_overlap"] = True
-    f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched; "
-                   "reshard_after_forward off with pipeline parallelism is not modelled), "
+    f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched, each "
+                   "copied out into the parameters and each reduce-scatter's gradients copied "
+                   "in on the compute stream: zero3_implementation fsdp2; reshard_after_forward "
+                   "off with pipeline parallelism is not modelled), "
                    "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
                    "dropout; K/V repeated to the query heads before attention (repeat_kv in "
                    "torchtitan/models/llama/model.py)%s" % (

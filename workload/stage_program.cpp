@@ -41,6 +41,11 @@ constexpr double kAutogradAccumulateElementAccesses = 3;
 // writes the sum.
 constexpr double kDeepSpeedBf16AccumulateBytes = (2 + 4) + (4 + 4 + 4);
 constexpr double kDeepSpeedBf16AccumulateKernels = 2;
+// PyTorch FSDP2 (Zero3Implementation::fsdp2; torch/distributed/_composable/fsdp/
+// _fsdp_collectives.py, PyTorch 2.5): after waiting for a unit's all-gather on the compute stream,
+// foreach_all_gather_copy_out copies the gathered buffer into the unsharded parameters
+// (split_with_sizes_copy: each gathered byte read once and written once).
+constexpr double kFsdp2CopyOutBytesPerByte = 2;
 
 double adam_bytes_per_param(Dtype master_dtype, Dtype moments_dtype) {
   return 2 * models::adam_state_bytes_per_param(master_dtype, moments_dtype) +
@@ -117,7 +122,7 @@ class StageBuilder {
   const int stage_;
   const StageChain chain_;
   const int zero_, dp_ranks_;
-  const bool ds2021_, zero12_overlap_, reduce_inline_;
+  const bool ds2021_, fsdp2_, zero12_overlap_, reduce_inline_;
   const std::vector<int> vstage_layers_;  // layers per model stage
   const std::vector<PassSlot> order_;     // this rank's passes in schedule order
   StageProgram prog_;
@@ -147,6 +152,7 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
       dp_ranks_(s_.parallelism.dp * s_.parallelism.cp),
       ds2021_(zero_ == 3 &&
               s_.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021),
+      fsdp2_(zero_ == 3 && s_.parallelism.zero3_implementation == Zero3Implementation::fsdp2),
       zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
       reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
       vstage_layers_(models::layers_per_virtual_stage(s_)),
@@ -379,7 +385,14 @@ void StageBuilder::gather_before(const std::vector<const GradUnit*>& units, std:
   } else {
     issue(i);
   }
-  for (int id : units[i]->gathers) ops_.gather_wait(id, at.at_layer(units[i]->layer));
+  const OpSite site = at.at_layer(units[i]->layer);
+  for (int id : units[i]->gathers) ops_.gather_wait(id, site);
+  if (!fsdp2_) return;
+  for (int id : units[i]->gathers) {
+    const double bytes = prog_.gathers[static_cast<std::size_t>(id)].call.bytes;
+    ops_.compute(ComputeKind::gather_copy,
+                 plan_.compute.memory_op(kFsdp2CopyOutBytesPerByte * bytes), site);
+  }
 }
 
 void StageBuilder::await_zero12(const GradUnit& unit, int chunk) {
@@ -491,7 +504,16 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
 }
 
 // The buckets this unit completes start reducing now (overlap_grad_reduce) or after the pass.
+// FSDP2 first copies the unit's gradients into the reduce-scatter input on the compute stream
+// (foreach_reduce_scatter_copy_in, one chunk_cat kernel): each 16-bit gradient read, written in
+// the reduce dtype.
 void StageBuilder::launch_reductions(const GradUnit& unit, const OpSite& at) {
+  if (fsdp2_) {
+    const double bytes_per_param =
+        bytes_per_element(gathered_param_dtype(s_)) + bytes_per_element(unit.dtype);
+    ops_.compute(ComputeKind::gather_copy, plan_.compute.memory_op(bytes_per_param * unit.params),
+                 at.at_layer(unit.layer));
+  }
   for (int bid : unit.buckets) {
     if (reduce_inline_) {
       ops_.grad_ready(bid, at.at_layer(unit.layer));

@@ -93,3 +93,50 @@ TEST_CASE("DeepSpeed's BF16_Optimizer accumulation needs BF16 training") {
   CHECK_THROWS_WITH(load(one_gpu("fp16", "deepspeed-bf16")),
                     Catch::Contains("/training/grad_accumulation") && Catch::Contains("bf16"));
 }
+
+TEST_CASE(
+    "FSDP2 copies each gathered unit out and each unit's gradients in, on the compute stream") {
+  // 8 GPUs of data parallelism, ZeRO-3 as PyTorch's FSDP2, BF16 parameters, gradients reduced in
+  // FP32; 8 micro-batches, reduced once per step.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 3;
+  j["parallelism"]["zero3_implementation"] = "fsdp2";
+  j["training"]["precision"] = "bf16";
+  j["training"]["micro_batch"] = 1;
+  j["comm"]["grad_dtype"] = "fp32";
+  const Scenario s = load(j);
+  const auto model = test::compute_model(s);
+  const Workload w = build_workload(s, model);
+  const std::vector<Op> ops = w.stages.at(0).ops.to_vector();
+  const double gap = model.kernel_gap_s();
+  int copy_outs = 0, layer_copy_ins = 0;
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::gather_wait) {
+      // The wait is followed by the copy-out: the gathered BF16 bytes read and written once.
+      const Op& copy = ops[i + 1];
+      REQUIRE(copy.kind == OpKind::compute);
+      REQUIRE(copy.compute == ComputeKind::gather_copy);
+      if (copy.layer >= 0) {
+        CHECK(copy.time_s == Approx(2 * 2 * kLayerParams / model.hbm_Bps() + gap));
+      }
+      ++copy_outs;
+    } else if (op.kind == OpKind::compute && op.compute == ComputeKind::gather_copy &&
+               op.pass == PassKind::backward && op.layer >= 0 &&
+               ops[i - 1].kind != OpKind::gather_wait) {
+      // The copy-in: each BF16 gradient read, written in FP32 into the reduce-scatter input.
+      CHECK(op.time_s == Approx((2 + 4) * kLayerParams / model.hbm_Bps() + gap));
+      CHECK(op.micro_batch == 7);  // reduced once per step, after the last micro-batch
+      ++layer_copy_ins;
+    }
+  }
+  // One gather per unit (8 layers, the embedding, the head) before every forward and backward
+  // use: 10 x 2 x 8 micro-batches.
+  CHECK(copy_outs == 10 * 2 * 8);
+  CHECK(layer_copy_ins == 8);
+  SECTION("FSDP (flat parameters) makes neither copy") {
+    j["parallelism"]["zero3_implementation"] = "fsdp";
+    const Workload flat = build_workload(load(j), model);
+    for (const auto& op : flat.stages.at(0).ops) CHECK(op.compute != ComputeKind::gather_copy);
+  }
+}
