@@ -139,6 +139,9 @@ std::string describe_layout(const Scenario& s) {
     os << " (DeepSpeed 2021: per-matrix gathers after a synchronize, per-rank copies, nothing "
           "overlapped)";
   }
+  if (p.zero_stage == 3 && p.zero3_implementation == Zero3Implementation::fsdp2) {
+    os << " (PyTorch FSDP2: each gather copied out, each reduce-scatter's gradients copied in)";
+  }
   if (p.pp > 1) {
     os << ", " << to_string(p.schedule) << " schedule";
     if (p.vpp > 1) os << " (" << p.vpp << " chunks per rank)";

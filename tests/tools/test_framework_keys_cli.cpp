@@ -89,3 +89,31 @@ TEST_CASE("check says when pipeline receives are posted ahead, and only with int
   CHECK(on.out.find("each pipeline receive posted when the pass before it ends") !=
         std::string::npos);
 }
+
+TEST_CASE("check names how micro-batch gradients accumulate and FSDP2's copies", "[tools][cli]") {
+  const fs::path dir = cli::cli_scratch("grad-accumulation");
+  nlohmann::json s = nlohmann::json::parse(cli::shipped_scenario_text("seed-optimized-1024.json"));
+  s["training"]["grad_accumulation"] = "deepspeed-bf16";
+  s["parallelism"]["zero_stage"] = 3;
+  s["parallelism"]["zero3_implementation"] = "fsdp2";
+  cli::write_text(dir / "on.json", s.dump());
+  const cli::CliRun on = cli::run_cli("check on.json", dir);
+  INFO(on.out << on.err);
+  REQUIRE(on.exit_code == 0);
+  CHECK(on.out.find("micro-batch gradients cast and added into FP32 (DeepSpeed BF16_Optimizer)") !=
+        std::string::npos);
+  CHECK(on.out.find("PyTorch FSDP2: each gather copied out") != std::string::npos);
+
+  s["training"]["grad_accumulation"] = "autograd";
+  cli::write_text(dir / "autograd.json", s.dump());
+  const cli::CliRun autograd = cli::run_cli("check autograd.json", dir);
+  CHECK(autograd.out.find("micro-batch gradients added into .grad by autograd") !=
+        std::string::npos);
+
+  // Not one of the three: refused at its path, with exit code 2.
+  s["training"]["grad_accumulation"] = "manual";
+  cli::write_text(dir / "bad.json", s.dump());
+  const cli::CliRun bad = cli::run_cli("check bad.json", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("/training/grad_accumulation") != std::string::npos);
+}
