@@ -104,13 +104,10 @@ ASYNC_TP_BACKWARD_PREFIXES = ("korthikanti_", "megatron_readme_h100_", "nemo2407
 #     (deepspeed/runtime/pipe/engine.py _exec_backward_pass; the last stage through
 #     BF16_Optimizer.backward).
 GRAD_ACCUMULATION = (
-    ("sc21_t1_", "autograd", "FP16 without contiguous DDP buffers in Megatron-LM de7dc40f: "
-     "autograd adds each micro-batch's gradient into .grad; gradient accumulation fusion came "
-     "in 83b1e42f (2022-02)"),
-    ("sc21_t2_ptdp_", "autograd", "FP16 without contiguous DDP buffers in Megatron-LM de7dc40f: "
-     "autograd adds each micro-batch's gradient into .grad; gradient accumulation fusion came "
-     "in 83b1e42f (2022-02)"),
-    ("bloom_", "deepspeed-bf16", "DeepSpeed's pipeline engine calls BF16_Optimizer."
+    (("sc21_t1_", "sc21_t2_ptdp_"), "autograd", "FP16 without contiguous DDP buffers in "
+     "Megatron-LM de7dc40f: autograd adds each micro-batch's gradient into .grad; gradient "
+     "accumulation fusion came in 83b1e42f (2022-02)"),
+    (("bloom_",), "deepspeed-bf16", "DeepSpeed's pipeline engine calls BF16_Optimizer."
      "update_hp_grads after every micro-batch's backward: each BF16 gradient cast to FP32 and "
      "added (BigScience branch 5ea1c60f8)"),
 )
@@ -695,8 +692,8 @@ def scenario_for(run, presets, fills):
         assumptions.append("no dropout (hidden_dropout = attention_dropout = 0.0 in %s)" % (
             "the NeMo launcher config " + nemo[0] if nemo else
             "Megatron-Bridge %s %s" % (BRIDGE_COMMIT, bridge[3])))
-    for prefix, mode, why in GRAD_ACCUMULATION:
-        if run["id"].startswith(prefix):
+    for prefixes, mode, why in GRAD_ACCUMULATION:
+        if run["id"].startswith(prefixes):
             scenario["training"]["grad_accumulation"] = mode
             assumptions.append("micro-batch gradients accumulated by %s (grad_accumulation %s)" % (
                 why, mode))

@@ -123,6 +123,7 @@ class StageBuilder {
   const StageChain chain_;
   const int zero_, dp_ranks_;
   const bool ds2021_, fsdp2_, zero12_overlap_, reduce_inline_;
+  const int layer_tensors_;  // parameter tensors of a layer (models::layer_param_tensors)
   const std::vector<int> vstage_layers_;  // layers per model stage
   const std::vector<PassSlot> order_;     // this rank's passes in schedule order
   StageProgram prog_;
@@ -155,6 +156,7 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
       fsdp2_(zero_ == 3 && s_.parallelism.zero3_implementation == Zero3Implementation::fsdp2),
       zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
       reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
+      layer_tensors_(models::layer_param_tensors(s_.model)),
       vstage_layers_(models::layers_per_virtual_stage(s_)),
       order_(pipeline_order(s_.parallelism.schedule, chain_.p, stage,
                             static_cast<int>(s_.micro_batches()), s_.parallelism.vpp)),
@@ -488,8 +490,7 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
     case GradAccumulation::autograd:
       if (first_forward(slot)) return;
       bytes_per_param =
-          kAutogradAccumulateElementAccesses *
-          bytes_per_element(tr_.precision == Dtype::fp8 ? Dtype::bf16 : tr_.precision);
+          kAutogradAccumulateElementAccesses * bytes_per_element(gathered_param_dtype(s_));
       kernels_per_tensor = 1;
       break;
     case GradAccumulation::deepspeed_bf16:
@@ -497,7 +498,7 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
       kernels_per_tensor = kDeepSpeedBf16AccumulateKernels;
       break;
   }
-  const int tensors = unit.kind == UnitKind::layer ? models::layer_param_tensors(s_.model) : 1;
+  const int tensors = unit.kind == UnitKind::layer ? layer_tensors_ : 1;
   models::OpCost cost = plan_.compute.memory_op(bytes_per_param * unit.params);
   cost += plan_.compute.launches(kernels_per_tensor * tensors - 1);
   ops_.compute(ComputeKind::grad_accumulation, cost, at.at_layer(unit.layer));
