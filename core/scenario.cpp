@@ -55,6 +55,10 @@ const char* to_string(GradAccumulation g) {
   return kGradAccumulationNames.name(g);
 }
 
+const char* to_string(OptimizerKernels k) {
+  return kOptimizerKernelsNames.name(k);
+}
+
 const char* to_string(MoeDispatcher d) {
   return kMoeDispatcherNames.name(d);
 }

@@ -123,6 +123,17 @@ inline const NameTable<GradAccumulation> kGradAccumulationNames = {
     {GradAccumulation::autograd, "autograd"},
     {GradAccumulation::deepspeed_bf16, "deepspeed-bf16"}};
 
+// The kernels of Adam's update and of the gradient-norm clipping before it:
+//   fused   - one multi-tensor kernel for the update (Apex FusedAdam, Transformer Engine,
+//             PyTorch's fused=True) and a clip that reads each gradient once and scales only
+//             when the norm exceeds the limit (Megatron-LM clip_grad_norm_fp32);
+//   foreach - PyTorch's torch.optim.AdamW with foreach=True: eight element-wise passes over the
+//             parameter lists, and torch.nn.utils.clip_grad_norm_, which multiplies every
+//             gradient by the clamped coefficient (torchtitan's defaults).
+enum class OptimizerKernels { fused, foreach_ };
+inline const NameTable<OptimizerKernels> kOptimizerKernelsNames = {
+    {OptimizerKernels::fused, "fused"}, {OptimizerKernels::foreach_, "foreach"}};
+
 inline const NameTable<CrossEntropy> kCrossEntropyNames = {{CrossEntropy::fused, "fused"},
                                                            {CrossEntropy::unfused, "unfused"}};
 inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
@@ -157,6 +168,7 @@ const char* to_string(KernelFusion f);
 const char* to_string(Fp8Recipe r);
 const char* to_string(CrossEntropy c);
 const char* to_string(GradAccumulation g);
+const char* to_string(OptimizerKernels k);
 const char* to_string(MoeDispatcher d);
 const char* to_string(MoeExpertGemm g);
 
@@ -417,6 +429,7 @@ struct Training {
   bool fp8_gradient_gather = true;
   CrossEntropy cross_entropy = CrossEntropy::fused;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
+  OptimizerKernels optimizer_kernels = OptimizerKernels::fused;
   // Tensor-parallel communication overlap (Transformer Engine userbuffers, Megatron-Core
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.

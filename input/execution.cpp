@@ -167,6 +167,8 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
     n.fail_at("grad_accumulation",
               "DeepSpeed's BF16_Optimizer accumulation needs \"precision\": \"bf16\"");
   }
+  t.optimizer_kernels =
+      choice_or(n, keys, "optimizer_kernels", kOptimizerKernelsNames, OptimizerKernels::fused);
   if (n.has("fp8_recipe") && t.precision != Dtype::fp8) {
     n.fail_at("fp8_recipe", "an FP8 scaling recipe needs \"precision\": \"fp8\"");
   }

@@ -116,6 +116,9 @@ ObjectSpec make_training() {
                   "how micro-batch gradients accumulate: fused (default: in the weight-gradient "
                   "GEMM), autograd (PyTorch adds each into .grad from the second micro-batch on) "
                   "or deepspeed-bf16 (cast to FP32 and added after every backward)"),
+           choice("optimizer_kernels", kOptimizerKernelsNames.names(),
+                  "Adam and gradient clipping: fused (default: one multi-tensor kernel) or "
+                  "foreach (PyTorch's AdamW foreach=True and clip_grad_norm_)"),
            choice("kernel_fusion", kKernelFusionNames.names(),
                   "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
                   "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "

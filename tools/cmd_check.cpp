@@ -249,6 +249,9 @@ std::string training_text(const Scenario& s) {
   if (tr.grad_accumulation == GradAccumulation::deepspeed_bf16) {
     t << ", micro-batch gradients cast and added into FP32 (DeepSpeed BF16_Optimizer)";
   }
+  if (tr.optimizer_kernels == OptimizerKernels::foreach_) {
+    t << ", PyTorch's foreach AdamW and clip_grad_norm_";
+  }
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
     << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0

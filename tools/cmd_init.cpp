@@ -131,6 +131,7 @@ Json training_json(const Scenario& s) {
   out["kernel_fusion"] = to_string(t.kernel_fusion);
   out["cross_entropy"] = to_string(t.cross_entropy);
   out["grad_accumulation"] = to_string(t.grad_accumulation);
+  out["optimizer_kernels"] = to_string(t.optimizer_kernels);
   if (t.precision == Dtype::fp8) {
     out["fp8_recipe"] = to_string(t.fp8_recipe);
     out["fp8_gradient_gather"] = t.fp8_gradient_gather;

@@ -365,6 +365,7 @@ def _torchtitan_defaults(run, f):
     f.parallelism["zero3_implementation"] = "fsdp2"
     f.training["dropout"] = False
     f.training["repeat_kv"] = True
+    f.training["optimizer_kernels"] = "foreach"
     if run["cp"] > 1:
         f.parallelism["cp_implementation"] = "torch"
     if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
@@ -375,7 +376,9 @@ def _torchtitan_defaults(run, f):
                    "off with pipeline parallelism is not modelled), "
                    "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
                    "dropout; K/V repeated to the query heads before attention (repeat_kv in "
-                   "torchtitan/models/llama/model.py)%s" % (
+                   "torchtitan/models/llama/model.py); AdamW with foreach = not "
+                   "optimizer.fused (false by default) and clip_grad_norm_ with foreach=True "
+                   "(build_optimizers, train.py: optimizer_kernels foreach)%s" % (
                        TORCHTITAN_COMMIT,
                        "; PyTorch's context_parallel with its default all-gather rotation "
                        "(cp_implementation torch: K/V gathered again for the backward, FP32 "

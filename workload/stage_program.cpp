@@ -25,6 +25,24 @@ constexpr double kAdamWeightWriteBytes = 2;
 // Global gradient-norm clipping reads each FP32 main gradient once more (Megatron-LM
 // clip_grads.py, multi-tensor L2 norm).
 constexpr double kGradNormBytesPerParam = 4;
+// training.optimizer_kernels "foreach": torch.optim.AdamW with foreach=True and capturable off
+// (_multi_tensor_adamw in torch/optim/adamw.py, PyTorch 2.x; torchtitan 9dec370 passes
+// foreach = not optimizer.fused, and fused defaults to false). Its passes over every parameter,
+// each a full read or write of one tensor list: the decoupled weight decay (_foreach_mul_ of the
+// parameters: 2 parameter accesses), the momentum (_foreach_lerp_: momentum read and written,
+// gradient read), the variance (_foreach_mul_ then _foreach_addcmul_: 4 variance accesses and one
+// gradient read; both gradient arguments are the same tensor, one DRAM read), the denominator
+// (_foreach_sqrt reads the variance into a new list, _foreach_div_ and _foreach_add_ read and
+// write it, _foreach_addcdiv_ reads it: 6 accesses in the moments' dtype) and the update
+// (_foreach_addcdiv_: parameter read and written, momentum read).
+constexpr double kForeachAdamParamAccesses = 2 + 2;
+constexpr double kForeachAdamMomentsAccesses = 3 + (4 + 1) + 6;
+constexpr double kForeachAdamGradientReadBytes = 4 + 4;  // FP32 main gradient, lerp and addcmul
+// torch.nn.utils.clip_grad_norm_ (torch/nn/utils/clip_grad.py; torchtitan 9dec370 utils.py with
+// foreach=True): the norm reads every FP32 gradient and _foreach_mul_ then scales every gradient
+// by the clamped coefficient, unconditionally ("avoids a `if clip_coef < 1:` conditional which
+// can require a CPU <=> device synchronization"): 3 accesses of 4 B.
+constexpr double kClipGradNormForeachBytesPerParam = 3 * 4;
 // 1-bit Adam error feedback (Tang et al. 2021, Algorithm 1): per element the worker reads the
 // momentum and its error buffer (FP32), writes the new error and reads the compensated value
 // again for the scale (4 x 4 B); the server repeats this on its 1/n chunk.
@@ -50,6 +68,17 @@ constexpr double kFsdp2CopyOutBytesPerByte = 2;
 double adam_bytes_per_param(Dtype master_dtype, Dtype moments_dtype) {
   return 2 * models::adam_state_bytes_per_param(master_dtype, moments_dtype) +
          kAdamGradientReadBytes + kAdamWeightWriteBytes;
+}
+
+// Bytes Adam's update and the gradient clipping before it move per parameter.
+double optimizer_bytes_per_param(const Training& tr) {
+  if (tr.optimizer_kernels == OptimizerKernels::foreach_) {
+    return kForeachAdamParamAccesses * bytes_per_element(tr.optimizer_state_dtype) +
+           kForeachAdamMomentsAccesses * bytes_per_element(tr.optimizer_moments_dtype) +
+           kForeachAdamGradientReadBytes + kClipGradNormForeachBytesPerParam;
+  }
+  return adam_bytes_per_param(tr.optimizer_state_dtype, tr.optimizer_moments_dtype) +
+         kGradNormBytesPerParam;
 }
 
 double layer_count(const std::vector<int>& v, int from, int to) {
@@ -569,10 +598,7 @@ void StageBuilder::tail() {
 void StageBuilder::optimizer() {
   const double shard = zero_ >= 1 ? prog_.params / dp_ranks_ : prog_.params;
   ops_.compute(ComputeKind::optimizer,
-               plan_.compute.memory_op(
-                   (adam_bytes_per_param(tr_.optimizer_state_dtype, tr_.optimizer_moments_dtype) +
-                    kGradNormBytesPerParam) *
-                   shard),
+               plan_.compute.memory_op(optimizer_bytes_per_param(tr_) * shard),
                OpSite{PassKind::backward});
 }
 

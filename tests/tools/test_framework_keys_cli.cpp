@@ -105,10 +105,12 @@ TEST_CASE("check names how micro-batch gradients accumulate and FSDP2's copies",
   CHECK(on.out.find("PyTorch FSDP2: each gather copied out") != std::string::npos);
 
   s["training"]["grad_accumulation"] = "autograd";
+  s["training"]["optimizer_kernels"] = "foreach";
   cli::write_text(dir / "autograd.json", s.dump());
   const cli::CliRun autograd = cli::run_cli("check autograd.json", dir);
   CHECK(autograd.out.find("micro-batch gradients added into .grad by autograd") !=
         std::string::npos);
+  CHECK(autograd.out.find("PyTorch's foreach AdamW and clip_grad_norm_") != std::string::npos);
 
   // Not one of the three: refused at its path, with exit code 2.
   s["training"]["grad_accumulation"] = "manual";
