@@ -27,6 +27,11 @@ void FluidNetwork::clear() {
   rate_.clear();
   is_active_.clear();
   active_.clear();
+  for (auto& on : flows_on_) on.clear();
+  added_.clear();
+  freed_.clear();
+  flow_seen_.clear();
+  share_all_ = true;
 }
 
 std::size_t FluidNetwork::add(const FluidFlow& flow) {
@@ -43,23 +48,87 @@ std::size_t FluidNetwork::add(const FluidFlow& flow) {
       cap_.push_back(capacity_(h.link));
       left_.push_back(0);
       users_.push_back(0);
+      flows_on_.emplace_back();
+      resource_seen_.push_back(0);
     }
     res.push_back(r);
+  }
+  const bool moves = flow.wire_bytes > 0;
+  if (moves) {
+    for (int r : res) flows_on_[static_cast<std::size_t>(r)].push_back(f);
+    active_.push_back(f);
+    added_.push_back(f);
   }
   resources_.push_back(std::move(res));
   wire_.push_back(flow.wire_bytes);
   rate_cap_.push_back(flow.rate_cap_Bps);
-  remaining_.push_back(flow.wire_bytes > 0 ? flow.wire_bytes : 0);
+  remaining_.push_back(moves ? flow.wire_bytes : 0);
   rate_.push_back(0);
-  is_active_.push_back(flow.wire_bytes > 0 ? 1 : 0);
-  if (flow.wire_bytes > 0) active_.push_back(f);
+  is_active_.push_back(moves ? 1 : 0);
+  flow_seen_.push_back(0);
   return f;
+}
+
+std::vector<std::size_t> FluidNetwork::changed_components() {
+  if (++visit_ == 0) {  // the marks wrapped: start them again
+    std::fill(flow_seen_.begin(), flow_seen_.end(), 0);
+    std::fill(resource_seen_.begin(), resource_seen_.end(), 0);
+    visit_ = 1;
+  }
+  std::vector<std::size_t> found;
+  std::vector<int> frontier;
+  const auto visit_resource = [&](int r) {
+    unsigned& seen = resource_seen_[static_cast<std::size_t>(r)];
+    if (seen != visit_) {
+      seen = visit_;
+      frontier.push_back(r);
+    }
+  };
+  for (std::size_t f : added_) {
+    if (!is_active_[f] || flow_seen_[f] == visit_) continue;
+    flow_seen_[f] = visit_;
+    found.push_back(f);
+    for (int r : resources_[f]) visit_resource(r);
+  }
+  for (int r : freed_) visit_resource(r);
+  while (!frontier.empty()) {
+    const auto r = static_cast<std::size_t>(frontier.back());
+    frontier.pop_back();
+    std::vector<std::size_t>& on = flows_on_[r];
+    std::size_t kept = 0;
+    for (std::size_t f : on) {
+      if (!is_active_[f]) continue;  // ended: dropped from the resource's list here
+      on[kept++] = f;
+      if (flow_seen_[f] == visit_) continue;
+      flow_seen_[f] = visit_;
+      found.push_back(f);
+      for (int q : resources_[f]) visit_resource(q);
+    }
+    on.resize(kept);
+  }
+  // In the order the flows were added, as a share of every active flow would take them.
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void FluidNetwork::share() {
+  if (share_all_) {
+    share_all_ = false;
+    added_.clear();
+    freed_.clear();
+    fill(active_);
+    return;
+  }
+  std::vector<std::size_t> open = changed_components();
+  added_.clear();
+  freed_.clear();
+  fill(std::move(open));
 }
 
 // Progressive filling: raise all unfixed rates together until a resource saturates or a flow
 // reaches its cap; fix those flows; repeat.
-void FluidNetwork::share() {
-  std::vector<std::size_t> open = active_, still;
+void FluidNetwork::fill(std::vector<std::size_t> open) {
+  std::vector<std::size_t> still;
   std::vector<int> touched;
   for (std::size_t f : open) {
     rate_[f] = 0;
@@ -122,6 +191,7 @@ void FluidNetwork::run(double dt, std::vector<std::size_t>* ended) {
       remaining_[f] = 0;
       rate_[f] = 0;
       is_active_[f] = 0;
+      freed_.insert(freed_.end(), resources_[f].begin(), resources_[f].end());
       if (ended) ended->push_back(f);
     } else {
       active_[kept++] = f;

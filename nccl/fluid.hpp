@@ -32,7 +32,10 @@ class FluidNetwork {
   void clear();
   // Adds a flow (inactive at once if it has no bytes); returns its number.
   std::size_t add(const FluidFlow& flow);
-  // The max-min rates of the active flows.
+  // The max-min rates of the active flows. Max-min sharing splits over the connected
+  // components of the flows (two flows connect when they cross a common resource), so after the
+  // first call only the components that flows joined or left since the last call are shared
+  // again; every other flow keeps its rate.
   void share();
   // Seconds until the next active flow ends at the current rates (+infinity if none moves).
   double next_end() const;
@@ -53,9 +56,23 @@ class FluidNetwork {
   std::vector<double> wire_, rate_cap_, remaining_, rate_;
   std::vector<char> is_active_;
   std::vector<std::size_t> active_;  // active flows, in the order they were added
+  // Progressive filling over `open` (whole components: every active user of their resources).
+  void fill(std::vector<std::size_t> open);
+  // The active flows connected to the changes since the last share(): the flows added and those
+  // on the resources of the flows that ended.
+  std::vector<std::size_t> changed_components();
+
   // Scratch for share().
   std::vector<double> left_;
   std::vector<int> users_;
+  // Incremental sharing: the flows on each resource (ended ones dropped when next met), the
+  // changes since the last share(), and visit marks for the component search.
+  std::vector<std::vector<std::size_t>> flows_on_;
+  std::vector<std::size_t> added_;
+  std::vector<int> freed_;  // resources of flows that ended
+  bool share_all_ = true;
+  std::vector<unsigned> flow_seen_, resource_seen_;
+  unsigned visit_ = 0;
 };
 
 // Returns when the last flow ends, all starting at 0 (+infinity if some flow can never move).

@@ -83,6 +83,41 @@ TEST_CASE("Max-min sharing of flows that come and go: what each has left, and wh
   CHECK(net.active_count() == 0);
 }
 
+TEST_CASE("Sharing again after flows end or join: the flows connected to the change move",
+          "[nccl]") {
+  using topologies::Direction;
+  // Link 0 carries 100 B/s, link 1 150 B/s, link 2 100 B/s (one direction each).
+  FluidNetwork net([](int link) { return link == 1 ? 150.0 : 100.0; });
+  net.add({{{0, Direction::up}}, 100, 0});                       // f0
+  net.add({{{0, Direction::up}, {1, Direction::up}}, 1000, 0});  // f1, bridges links 0 and 1
+  net.add({{{1, Direction::up}}, 1000, 0});                      // f2
+  net.add({{{2, Direction::up}}, 1000, 0});                      // f3, alone on link 2
+  // Link 0 saturates first: f0 and f1 at 50; f2 takes the rest of link 1, 100; f3 100.
+  net.share();
+  CHECK(net.next_end() == Approx(2.0));  // f0: 100 B at 50 B/s
+  std::vector<std::size_t> ended;
+  net.run(net.next_end(), &ended);
+  CHECK(ended == std::vector<std::size_t>{0});
+  CHECK(net.remaining(1) == Approx(900));
+  CHECK(net.remaining(2) == Approx(800));
+  CHECK(net.remaining(3) == Approx(800));
+  // f0 gone: link 1 binds f1 and f2 at 75 each (f1 reached through the link f0 left); f3 stays
+  // at 100.
+  net.share();
+  net.run(1.0);
+  CHECK(net.remaining(1) == Approx(825));
+  CHECK(net.remaining(2) == Approx(725));
+  CHECK(net.remaining(3) == Approx(700));
+  // f4 joins f3 on link 2: 50 each; f1 and f2 keep 75.
+  net.add({{{2, Direction::up}}, 1000, 0});
+  net.share();
+  net.run(1.0);
+  CHECK(net.remaining(1) == Approx(750));
+  CHECK(net.remaining(2) == Approx(650));
+  CHECK(net.remaining(3) == Approx(650));
+  CHECK(net.remaining(4) == Approx(950));
+}
+
 TEST_CASE("A cleared fluid network starts again from flow 0 and keeps its links' capacities",
           "[nccl]") {
   using topologies::Direction;
