@@ -31,7 +31,6 @@ void FluidNetwork::clear() {
   added_.clear();
   freed_.clear();
   flow_seen_.clear();
-  share_all_ = true;
 }
 
 std::size_t FluidNetwork::add(const FluidFlow& flow) {
@@ -112,13 +111,6 @@ std::vector<std::size_t> FluidNetwork::changed_components() {
 }
 
 void FluidNetwork::share() {
-  if (share_all_) {
-    share_all_ = false;
-    added_.clear();
-    freed_.clear();
-    fill(active_);
-    return;
-  }
   std::vector<std::size_t> open = changed_components();
   added_.clear();
   freed_.clear();

@@ -33,9 +33,9 @@ class FluidNetwork {
   // Adds a flow (inactive at once if it has no bytes); returns its number.
   std::size_t add(const FluidFlow& flow);
   // The max-min rates of the active flows. Max-min sharing splits over the connected
-  // components of the flows (two flows connect when they cross a common resource), so after the
-  // first call only the components that flows joined or left since the last call are shared
-  // again; every other flow keeps its rate.
+  // components of the flows (two flows connect when they cross a common resource), so only the
+  // components that flows joined or left since the last call are shared again; every other flow
+  // keeps its rate.
   void share();
   // Seconds until the next active flow ends at the current rates (+infinity if none moves).
   double next_end() const;
@@ -70,7 +70,6 @@ class FluidNetwork {
   std::vector<std::vector<std::size_t>> flows_on_;
   std::vector<std::size_t> added_;
   std::vector<int> freed_;  // resources of flows that ended
-  bool share_all_ = true;
   std::vector<unsigned> flow_seen_, resource_seen_;
   unsigned visit_ = 0;
 };
