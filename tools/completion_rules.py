@@ -424,6 +424,85 @@ def _bridge_qwen3_recipe(run, f):
                    "against the 70.0 usable of an 80 GB H100" % BRIDGE_COMMIT)
 
 
+# ---- NeMo Megatron 22.08 on DGX A100: the launcher config of the table's commit --------------
+
+# NVIDIA/NeMo-Framework-Launcher 3579cdb3 (2022-09-07), README section 7.1.2, gives nodes and
+# tokens per second only. The training configs of that commit, conf/training/gpt3/{5b,175b}.yaml,
+# give the rest; conf/config.yaml runs them in bignlp-training:22.08-py3, whose changelog entry
+# "NeMo Megatron 22.08" adds "Distributed Adam Optimizer for GPT-3": NeMo 1.11 (v1.11.0,
+# 2022-09-08) on Apex's DistributedFusedAdam (NVIDIA/apex 6f7d8ac3, 2022-08-25). From them:
+#   layout and batch        5b.yaml: TP 1, PP 1, MBS 2, GBS 2048; 175b.yaml: TP 8, PP 8, MBS 2,
+#                           GBS 2048, no virtual stages; sequence 2048; precision bf16 with
+#                           megatron_amp_O2 (FP32 master weights and main gradients)
+#   recomputation           5b: granularity full, method block, 0 layers: NeMo 1.11's
+#                           ParallelTransformer checkpoints layer l only while l < 0, so none;
+#                           175b: selective (core attention)
+#   sequence parallelism    5b: false; 175b: true
+#   optimizer               distributed_fused_adam: ZeRO-2 with Apex's defaults, bucket_cap_mb
+#                           100 (1024 x 1024 x 100 bytes per bucket), grad_sync_dtype = dtype
+#                           (FP32); step() runs Adam bucket by bucket and all-gathers each
+#                           bucket's parameters inside it, so the gather is not overlapped with
+#                           the next forward
+#   gradient overlap        MegatronGPTModel.configure_optimizers sets overlap_grad_sync False
+#                           when pipeline_model_parallel_size > 1 or sequence_parallel: the
+#                           175B reduces its gradients after the pipeline; the 5B overlaps them
+#                           with the last micro-batch's backward (no_sync(greedy_grad_copy))
+#   cross entropy           fp16_lm_cross_entropy False: vocab_parallel_cross_entropy over
+#                           output.float() (nemo/.../megatron/gpt_model.py)
+#   TP backward             Apex's LinearWithGradAccumulationAndAsyncCommunication launches the
+#                           sequence-parallel all-gather and reduce-scatter beside the GEMMs
+# The 5B config's comment reads "MBS=2, TPS=2, AGB=8 for 80GB nodes" and the README's Figure 1
+# caption says the 5B "uses tensor parallelism of 2", while the config's own value is 1; the
+# value the launcher passes is used.
+NEMO_2208_COMMIT = "3579cdb3"
+NEMO_2208_CONFIGS = {
+    # prefix: (config, model preset, tp, pp, micro-batch, sequence parallel, recomputation)
+    "nemo2208_gpt3-5b_": ("gpt3/5b.yaml", "gpt3-5b-nemo", 1, 1, 2, False, "none"),
+    "nemo2208_gpt3-175b_": ("gpt3/175b.yaml", "gpt3-175b-nemo", 8, 8, 2, True, "selective"),
+}
+NEMO_2208_GLOBAL_BATCH = 2048
+APEX_DISTRIBUTED_ADAM_BUCKET_MIB = 100
+
+
+def _nemo_2208_launcher(run, f):
+    cfg = next(c for p, c in NEMO_2208_CONFIGS.items() if run["id"].startswith(p))
+    name, model, tp, pp, mbs, sp, rc = cfg
+    f.model = model
+    f.cluster = "dgx-a100-sc21"
+    f.run.update(tp=tp, pp=pp, dp=run["num_gpus"] // (tp * pp), cp=1, micro_batch_size=mbs,
+                 virtual_pipeline_stages=1, global_batch_size=NEMO_2208_GLOBAL_BATCH,
+                 sequence_parallel=sp, precision="bf16 (megatron_amp_O2)",
+                 activation_recomputation=rc + " (launcher config)",
+                 zero_or_fsdp="ZeRO-2 (Apex DistributedFusedAdam)")
+    overlap = pp == 1 and not sp
+    f.training.update(grad_bucket_MiB=APEX_DISTRIBUTED_ADAM_BUCKET_MIB,
+                      overlap_grad_reduce=overlap, overlap_param_gather=False,
+                      cross_entropy="unfused")
+    if tp > 1:
+        f.training["tp_async_backward"] = True
+    f.comm["grad_dtype"] = "fp32"
+    f.notes.append(
+        "layout, batch, precision and recomputation not in the table: TP %d, PP %d, DP %d, "
+        "micro-batch %d, global batch %d, BF16 (megatron_amp_O2), sequence parallelism %s, "
+        "%s, from conf/training/%s (NeMo-Framework-Launcher %s)%s" % (
+            tp, pp, run["num_gpus"] // (tp * pp), mbs, NEMO_2208_GLOBAL_BATCH,
+            "on" if sp else "off",
+            "selective recomputation" if rc == "selective" else
+            "no recomputation (granularity full with 0 block layers)", name, NEMO_2208_COMMIT,
+            "; its comment and the README's Figure 1 caption say TP 2, the config's value 1 "
+            "is used" if tp == 1 else ""))
+    f.notes.append(
+        "distributed_fused_adam (NeMo 1.11, Apex 6f7d8ac3 DistributedFusedAdam): ZeRO-2, 100 MiB "
+        "buckets, gradients reduce-scattered in FP32, parameters all-gathered inside the "
+        "optimizer step (overlap_param_gather false); gradient reduction %s" % (
+            "overlapped with the last micro-batch's backward" if overlap else
+            "after the pipeline (overlap_grad_sync set False with pipeline or sequence "
+            "parallelism, MegatronGPTModel.configure_optimizers)"))
+    f.notes.append("NeMo 1.11 of the time: vocab-parallel cross entropy over FP32 logits, "
+                   "unfused attention around Apex's fused softmax, dropout 0.1%s" % (
+                       ", Apex's asynchronous TP collectives in the backward" if tp > 1 else ""))
+
+
 # Rules, in the order they are applied.
 RULES = [
     Rule("SC21_T2_TAKEAWAY1",
@@ -448,6 +527,9 @@ RULES = [
     Rule("TORCHTITAN_9DEC370_DEFAULTS",
          "pytorch/torchtitan %s train_configs and parallelisms defaults" % TORCHTITAN_COMMIT,
          "torchtitan_", _torchtitan_defaults),
+    Rule("NEMO_2208_LAUNCHER",
+         "NVIDIA/NeMo-Framework-Launcher %s conf/training/gpt3 and NeMo 1.11" % NEMO_2208_COMMIT,
+         "nemo2208_", _nemo_2208_launcher),
     Rule("BRIDGE_2511_QWEN3_RECIPE",
          "NVIDIA-NeMo/Megatron-Bridge %s scripts/performance/configs/qwen" % BRIDGE_COMMIT,
          "megatron_bridge_2511_qwen3_30b_a3b_", _bridge_qwen3_recipe),
