@@ -286,11 +286,6 @@ void check_embedding_loss_split(const Rules& r) {
                     " do not split evenly over pp x vpp = " + std::to_string(chunks) +
                     " virtual stages");
   }
-  if (split_layers / chunks <= (split_extra == 2 && chunks == 1 ? 2 : 1)) {
-    r.fail(key, "leaves a virtual stage without a Transformer layer (" +
-                    std::to_string(split_layers / chunks) +
-                    " per virtual stage); the simulator needs at least one in each");
-  }
 }
 
 // One entry per pipeline stage, or with vpp > 1 one per virtual stage in virtual-stage order

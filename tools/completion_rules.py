@@ -266,7 +266,9 @@ def _llama3_t4_text(run, f):
                    "up with micro-batch 1 in its own scripts)")
     f.notes.append("sequence parallelism on: the paper's tensor parallelism cites Korthikanti et "
                    "al. 2023, which introduces it; its tunable-N pipeline schedule is modelled as "
-                   "Megatron-LM's interleaved 1F1B")
+                   "Megatron-LM's interleaved 1F1B (N = pp: up to 2(pp - 1) + (v - 1)pp + 1 "
+                   "one-layer chunks in flight on the first rank; the paper does not give its N, "
+                   "which sets how many it held)")
     f.notes.append("stated in section 3.3.2: gradients reduce-scattered in FP32; context "
                    "parallelism all-gathers K and V (as the simulator's does); Llama has no "
                    "dropout")

@@ -455,12 +455,6 @@ def why_not(run, presets, fills):
     if run.get("num_layers") and not uneven and (run["num_layers"] + in_split) % chunks:
         return ("%d layers do not split evenly into pp x virtual stages = %d chunks, and the "
                 "source does not say how they were split" % (run["num_layers"], chunks))
-    if in_split and run.get("num_layers") and (run["num_layers"] + in_split) // chunks <= 1:
-        return ("the layer split its source describes (%d layers + %d over %d virtual stages) "
-                "leaves the first virtual stage only the embedding and the last only the loss; "
-                "the simulator needs a Transformer layer in every virtual stage (a virtual stage "
-                "of only the embedding or the output layer would express it)" % (
-                    run["num_layers"], in_split, chunks))
     if not (preset_of(fills, "model") or match_model(run, presets)):
         return "no model preset with this architecture (layers %s, hidden %s, heads %s/%s, ffn %s)" % (
             run.get("num_layers"), run.get("hidden_size"), run.get("num_attention_heads"),

@@ -2,6 +2,7 @@
 // ZeRO gathers. Expected values are hand calculations.
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -232,6 +233,45 @@ TEST_CASE("Counting the embedding in the pipeline split takes a layer off the fi
   // With the loss counted too, 10 over 3: refused.
   j["parallelism"]["account_for_loss_in_pipeline_split"] = true;
   CHECK_THROWS_AS(load(j), ConfigError);
+}
+
+TEST_CASE("A virtual stage may hold only the embedding or only the output layer and loss") {
+  // The Llama 3 paper's split (section 3.3.2): with the embedding and the loss counted, 8 layers
+  // + 2 over pp 2 x vpp 5 = 10 virtual stages is one each, so virtual stage 0 holds only the
+  // embedding and virtual stage 9 only the output layer and loss. Rank 0 holds virtual stages
+  // 0, 2, 4, 6, 8 (0 + 1 + 1 + 1 + 1 layers), rank 1 holds 1, 3, 5, 7, 9 (1 + 1 + 1 + 1 + 0).
+  nlohmann::json j = small_scenario(2, 1, 1, 2);
+  j["parallelism"]["vpp"] = 5;
+  j["parallelism"]["schedule"] = "interleaved";
+  j["parallelism"]["account_for_embedding_in_pipeline_split"] = true;
+  j["parallelism"]["account_for_loss_in_pipeline_split"] = true;
+  const Scenario s = load(j);
+  const Workload w = build_workload(s, test::compute_model(s));
+  REQUIRE(w.stages.size() == 2);
+  CHECK(w.stages[0].layers == 4);
+  CHECK(w.stages[1].layers == 4);
+  std::map<int, std::set<ComputeKind>> kinds;  // compute kinds per virtual stage
+  std::map<std::tuple<int, int, int>, int> balance;
+  for (const auto& st : w.stages) {
+    for (const auto& op : st.ops) {
+      if (op.kind == OpKind::compute && op.virtual_stage >= 0)
+        kinds[op.virtual_stage].insert(op.compute);
+      if (op.kind == OpKind::send)
+        ++balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+      if (op.kind == OpKind::recv)
+        --balance[{static_cast<int>(op.pass), op.micro_batch, op.virtual_stage}];
+    }
+  }
+  CHECK(kinds[0] == std::set<ComputeKind>{ComputeKind::embedding});
+  CHECK(kinds[9] == std::set<ComputeKind>{ComputeKind::lm_head});
+  for (int vs = 1; vs < 9; ++vs) {
+    CHECK(kinds[vs].count(ComputeKind::forward) == 1);
+    CHECK(kinds[vs].count(ComputeKind::backward) == 1);
+  }
+  // The empty virtual stages still pass every message on: forward and backward across the 9
+  // boundaries for each of the 8 micro-batches, each sent once and received once.
+  CHECK(balance.size() == static_cast<std::size_t>(2 * 8 * 9));
+  for (const auto& [key, n] : balance) CHECK(n == 0);
 }
 
 TEST_CASE("Every pipeline send has exactly one matching receive") {
