@@ -2,7 +2,8 @@
 // the embedding's tied gradients: an instance starts once every class-stage launched it, runs
 // on every data-parallel group at once, one NCCL call after the other. Shortcut 3: instances of
 // the same shape that queue up behind a running call are sent as one merged call of at most
-// merge_cap_bytes, with the latency of the calls merged away added back.
+// merge_cap_bytes, while NCCL would run it with the algorithm, protocol and channels of the first
+// alone, with the latency of the calls merged away added back.
 #include <algorithm>
 
 #include "step/replay.hpp"
@@ -98,14 +99,45 @@ std::vector<std::vector<int>> Replay::groups_for(const Stream& st, Group g) cons
   return first_rail;
 }
 
-// The head of the queue and the instances of the same shape merged with it (shortcut 3).
+std::vector<std::tuple<int, int, int>> Replay::call_plans(const Stream& st, const Instance& head,
+                                                          const std::vector<double>& bytes) const {
+  std::vector<std::tuple<int, int, int>> out;
+  const auto groups = groups_for(st, head.group);
+  if (groups.empty() || groups.front().size() < 2) return out;
+  for (std::size_t ci = 0; ci < head.calls.size(); ++ci) {
+    nccl::CollectiveRequest req;
+    req.op = nccl_op(head.calls[ci].kind);
+    req.gpus = groups.front();
+    req.bytes = bytes[ci];
+    req.dtype = head.calls[ci].dtype;
+    const nccl::CollectivePlan p = sim_.plan(req);
+    out.emplace_back(static_cast<int>(p.algorithm), static_cast<int>(p.protocol), p.channels);
+  }
+  return out;
+}
+
+// The head of the queue and the instances of the same shape merged with it (shortcut 3). NCCL
+// picks the algorithm, protocol and channels of each call by its size, and they set its
+// bandwidth as well as its latency: a merged call that NCCL would run otherwise than the head
+// alone (ring LL or LL128 -> Simple as the bytes grow) would stand for the calls at another
+// bandwidth, so merging stops before it.
 std::vector<Instance*> Replay::next_batch(Stream& st) {
   std::vector<Instance*> batch{st.queue.front()};
   st.queue.pop_front();
-  double bytes = batch.front()->bytes;
-  while (st.can_merge && !st.queue.empty() && same_shape(*batch.front(), *st.queue.front()) &&
-         bytes + st.queue.front()->bytes <= std::max(st.merge_cap_bytes, batch.front()->bytes)) {
-    bytes += st.queue.front()->bytes;
+  const Instance& head = *batch.front();
+  double bytes = head.bytes;
+  std::vector<double> call_bytes;
+  for (const auto& c : head.calls) call_bytes.push_back(c.bytes);
+  std::vector<std::tuple<int, int, int>> alone;
+  while (st.can_merge && !st.queue.empty() && same_shape(head, *st.queue.front()) &&
+         bytes + st.queue.front()->bytes <= std::max(st.merge_cap_bytes, head.bytes)) {
+    const Instance& next = *st.queue.front();
+    std::vector<double> merged = call_bytes;
+    for (std::size_t ci = 0; ci < merged.size(); ++ci) merged[ci] += next.calls[ci].bytes;
+    if (alone.empty()) alone = call_plans(st, head, call_bytes);
+    if (call_plans(st, head, merged) != alone) break;
+    call_bytes = std::move(merged);
+    bytes += next.bytes;
     batch.push_back(st.queue.front());
     st.queue.pop_front();
   }
