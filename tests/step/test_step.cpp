@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/nccl_settings.hpp"
 #include "step/simulate_step.hpp"
@@ -25,6 +26,16 @@ namespace {
 step::StepReport run(const Scenario& s, step::StepOptions o = {}) {
   o.record_trace = false;
   return step::simulate_step_isolated(s, cli::load_step_calibrations(s), o);
+}
+
+// The step with the shortcuts and without them (StepOptions::exact), both completed.
+std::pair<step::StepReport, step::StepReport> fast_and_exact(const Scenario& s) {
+  step::StepOptions o;
+  o.exact = true;
+  std::pair<step::StepReport, step::StepReport> r{run(s), run(s, o)};
+  REQUIRE(r.first.completed);
+  REQUIRE(r.second.completed);
+  return r;
 }
 
 // The scenario on a GPU of unknown SM count: NCCL's kernels take no SMs from the compute they
@@ -294,13 +305,7 @@ TEST_CASE("The shortcuts agree with the full simulation on a small case") {
   // every bucket its own NCCL call.
   nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
   j["training"]["grad_bucket_MiB"] = 16;
-  const Scenario s = load(j);
-  const auto fast = run(s);
-  step::StepOptions o;
-  o.exact = true;
-  const auto exact = run(s, o);
-  REQUIRE(fast.completed);
-  REQUIRE(exact.completed);
+  const auto [fast, exact] = fast_and_exact(load(j));
   CHECK(fast.step_time_s == Approx(exact.step_time_s).epsilon(0.02));
   CHECK(fast.flows < exact.flows);
 }
@@ -317,13 +322,7 @@ TEST_CASE("Merged gradient reductions keep the protocol each call would have alo
   j["parallelism"]["zero_stage"] = 3;
   j["training"]["global_batch"] = 64;
   j["training"]["grad_bucket_MiB"] = 1;
-  const Scenario s = load(j);
-  const auto fast = run(s);
-  step::StepOptions o;
-  o.exact = true;
-  const auto exact = run(s, o);
-  REQUIRE(fast.completed);
-  REQUIRE(exact.completed);
+  const auto [fast, exact] = fast_and_exact(load(j));
   CHECK(exact.breakdown.dp_s > 0);
   CHECK(fast.step_time_s == Approx(exact.step_time_s).epsilon(0.02));
 }
@@ -341,13 +340,7 @@ TEST_CASE("MoE exchanges costed once agree with every EP group simulated as flow
       {"expert_ffn_hidden_size", 1024},
       {"sources",
        {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
-  const Scenario s = load(j);
-  const auto fast = run(s);
-  step::StepOptions o;
-  o.exact = true;
-  const auto exact = run(s, o);
-  REQUIRE(fast.completed);
-  REQUIRE(exact.completed);
+  const auto [fast, exact] = fast_and_exact(load(j));
   CHECK(fast.breakdown.ep_s > 0);
   CHECK(fast.breakdown.ep_s == Approx(exact.breakdown.ep_s).epsilon(0.1));
   CHECK(fast.step_time_s == Approx(exact.step_time_s).epsilon(0.02));
