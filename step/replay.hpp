@@ -227,9 +227,10 @@ class Replay {
   void launch(Stream& st, Instance& inst);
   std::vector<std::vector<int>> groups_for(const Stream& st, workload::Group g) const;
   std::vector<Instance*> next_batch(Stream& st);
-  // How NCCL would run each of `head`'s calls at `bytes` (one entry per call) on the stream's
-  // first group: algorithm, protocol and channels, which NCCL picks by size.
-  std::vector<std::tuple<int, int, int>> call_plans(const Stream& st, const Instance& head,
+  // How NCCL would run each of `head`'s calls at `bytes` (one entry per call) on `gpus`:
+  // algorithm, protocol and channels, which NCCL picks by size (none for fewer than 2 GPUs).
+  std::vector<std::tuple<int, int, int>> call_plans(const Instance& head,
+                                                    const std::vector<int>& gpus,
                                                     const std::vector<double>& bytes) const;
   bool run_calls(Stream& st, const std::vector<Instance*>& batch, const std::string& label,
                  double started);

@@ -22,6 +22,17 @@ bool same_shape(const Instance& a, const Instance& b) {
   return true;
 }
 
+// One NCCL call of a stream instance on `gpus`, at `bytes`.
+nccl::CollectiveRequest call_request(const workload::CommCall& c, const std::vector<int>& gpus,
+                                     double bytes) {
+  nccl::CollectiveRequest req;
+  req.op = nccl_op(c.kind);
+  req.gpus = gpus;
+  req.bytes = bytes;
+  req.dtype = c.dtype;
+  return req;
+}
+
 }  // namespace
 
 void Replay::build_streams() {
@@ -99,18 +110,13 @@ std::vector<std::vector<int>> Replay::groups_for(const Stream& st, Group g) cons
   return first_rail;
 }
 
-std::vector<std::tuple<int, int, int>> Replay::call_plans(const Stream& st, const Instance& head,
+std::vector<std::tuple<int, int, int>> Replay::call_plans(const Instance& head,
+                                                          const std::vector<int>& gpus,
                                                           const std::vector<double>& bytes) const {
   std::vector<std::tuple<int, int, int>> out;
-  const auto groups = groups_for(st, head.group);
-  if (groups.empty() || groups.front().size() < 2) return out;
+  if (gpus.size() < 2) return out;
   for (std::size_t ci = 0; ci < head.calls.size(); ++ci) {
-    nccl::CollectiveRequest req;
-    req.op = nccl_op(head.calls[ci].kind);
-    req.gpus = groups.front();
-    req.bytes = bytes[ci];
-    req.dtype = head.calls[ci].dtype;
-    const nccl::CollectivePlan p = sim_.plan(req);
+    const nccl::CollectivePlan p = sim_.plan(call_request(head.calls[ci], gpus, bytes[ci]));
     out.emplace_back(static_cast<int>(p.algorithm), static_cast<int>(p.protocol), p.channels);
   }
   return out;
@@ -128,14 +134,19 @@ std::vector<Instance*> Replay::next_batch(Stream& st) {
   double bytes = head.bytes;
   std::vector<double> call_bytes;
   for (const auto& c : head.calls) call_bytes.push_back(c.bytes);
+  std::vector<int> gpus;  // the stream's first group, looked up at the first candidate
   std::vector<std::tuple<int, int, int>> alone;
   while (st.can_merge && !st.queue.empty() && same_shape(head, *st.queue.front()) &&
          bytes + st.queue.front()->bytes <= std::max(st.merge_cap_bytes, head.bytes)) {
     const Instance& next = *st.queue.front();
     std::vector<double> merged = call_bytes;
     for (std::size_t ci = 0; ci < merged.size(); ++ci) merged[ci] += next.calls[ci].bytes;
-    if (alone.empty()) alone = call_plans(st, head, call_bytes);
-    if (call_plans(st, head, merged) != alone) break;
+    if (batch.size() == 1) {
+      const auto groups = groups_for(st, head.group);
+      if (!groups.empty()) gpus = groups.front();
+      alone = call_plans(head, gpus, call_bytes);
+    }
+    if (call_plans(head, gpus, merged) != alone) break;
     call_bytes = std::move(merged);
     bytes += next.bytes;
     batch.push_back(st.queue.front());
@@ -164,11 +175,7 @@ bool Replay::run_calls(Stream& st, const std::vector<Instance*>& batch, const st
     double merged_latency = 0;
     for (const auto& gpus : groups) {
       if (gpus.size() < 2) continue;
-      nccl::CollectiveRequest req;
-      req.op = nccl_op(head.calls[ci].kind);
-      req.gpus = gpus;
-      req.bytes = call_bytes;
-      req.dtype = head.calls[ci].dtype;
+      nccl::CollectiveRequest req = call_request(head.calls[ci], gpus, call_bytes);
       req.label = label;
       handles.push_back(sim_.start_collective(req));
       double group_latency = 0;

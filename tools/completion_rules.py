@@ -471,7 +471,8 @@ def _nemo_2208_launcher(run, f):
     name, model, tp, pp, mbs, sp, rc = cfg
     f.model = model
     f.cluster = "dgx-a100-sc21"
-    f.run.update(tp=tp, pp=pp, dp=run["num_gpus"] // (tp * pp), cp=1, micro_batch_size=mbs,
+    dp = run["num_gpus"] // (tp * pp)
+    f.run.update(tp=tp, pp=pp, dp=dp, cp=1, micro_batch_size=mbs,
                  virtual_pipeline_stages=1, global_batch_size=NEMO_2208_GLOBAL_BATCH,
                  sequence_parallel=sp, precision="bf16 (megatron_amp_O2)",
                  activation_recomputation=rc + " (launcher config)",
@@ -487,7 +488,7 @@ def _nemo_2208_launcher(run, f):
         "layout, batch, precision and recomputation not in the table: TP %d, PP %d, DP %d, "
         "micro-batch %d, global batch %d, BF16 (megatron_amp_O2), sequence parallelism %s, "
         "%s, from conf/training/%s (NeMo-Framework-Launcher %s)%s" % (
-            tp, pp, run["num_gpus"] // (tp * pp), mbs, NEMO_2208_GLOBAL_BATCH,
+            tp, pp, dp, mbs, NEMO_2208_GLOBAL_BATCH,
             "on" if sp else "off",
             "selective recomputation" if rc == "selective" else
             "no recomputation (granularity full with 0 block layers)", name, NEMO_2208_COMMIT,
