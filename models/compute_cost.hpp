@@ -4,9 +4,10 @@
 //          + kernel launch overhead
 //
 // Efficiencies come from a calibration file (validation/data/compute_efficiency.json) whose
-// every point is a published microbenchmark (GEMM and attention), never a training MFU. GEMM
-// efficiency is piecewise-linear in log2 of the smallest GEMM dimension, clamped to the first
-// and last calibration points and capped by the best-shape (MAMF) efficiency. No SimGrid here.
+// every point is a kernel microbenchmark (GEMM and attention; published, or measured on a GPU
+// with validation/microbench), never a training MFU. GEMM efficiency is piecewise-linear in
+// log2 of the smallest GEMM dimension, clamped to the first and last calibration points and
+// capped by the best-shape efficiency. No SimGrid here.
 #pragma once
 
 #include <map>

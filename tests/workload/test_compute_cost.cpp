@@ -2,6 +2,9 @@
 // Expected values are hand calculations from the cited benchmark figures.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
@@ -33,6 +36,43 @@ TEST_CASE("GEMM efficiency at a calibration point is the measured fraction of pe
   // forward and two backward GEMMs run at 3 / (1/1213.3 + 2/1181.7) = 1192.0 of 1979.
   CHECK(model.gemm_efficiency({4096, 4096, 4096}, Dtype::fp8) ==
         Approx(3.0 / (1.0 / 1213.3 + 2.0 / 1181.7) / 1979.0).epsilon(1e-4));
+}
+
+TEST_CASE("The Hopper curves are the points measured on the H200, unedited") {
+  const std::string dir = std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/";
+  const auto read = [&](const std::string& name) {
+    std::ifstream in(dir + name);
+    REQUIRE(in);
+    return nlohmann::json::parse(in);
+  };
+  const auto cal = read("compute_efficiency.json");
+  const auto run2 = read("h200-2026-12-04/torch-probe-2.json");
+  const auto run3 = read("h200-2026-12-04/torch-probe-3.json");
+  const auto& bf16 = cal.at("gemm").at("bf16").at("points");
+  const auto& fp8 = cal.at("gemm").at("fp8").at("points");
+  REQUIRE(bf16.size() == 7);
+  REQUIRE(fp8.size() == 7);
+  for (std::size_t i = 0; i < bf16.size(); ++i) {
+    const int k = 256 << i;  // K = 256, 512, ..., 16384 with M = N = 8192
+    const std::string key = "8192x8192x" + std::to_string(k);
+    INFO(key);
+    CHECK(bf16[i].at("min_dim").get<int>() == k);
+    CHECK(bf16[i].at("tflops").get<double>() ==
+          run2.at("by_k").at("bf16/" + key).at("tflops").get<double>());
+    // One forward GEMM with fast accumulation, two backward ones with split accumulation.
+    const double fast = run3.at("by_k_fp8fast").at("fp8fast/" + key).at("tflops").get<double>();
+    const double split = run2.at("by_k").at("fp8/" + key).at("tflops").get<double>();
+    CHECK(fp8[i].at("tflops").get<double>() ==
+          Approx(3.0 / (1.0 / fast + 2.0 / split)).margin(0.05));
+  }
+  // Attention: every cuDNN forward point is the measured one at its length.
+  std::map<int, double> forward;
+  for (const auto& r : run3.at("attention"))
+    if (r.at("kernel") == "cudnn") forward[r.at("seq").get<int>()] = r.at("fwd_tflops");
+  const auto& points = cal.at("attention").at("bf16").at("points");
+  REQUIRE(points.size() == forward.size());
+  for (const auto& p : points)
+    CHECK(p.at("tflops").get<double>() == forward.at(p.at("seq_len").get<int>()));
 }
 
 TEST_CASE("GEMM efficiency is linear in log2 of the smallest dimension between points") {
