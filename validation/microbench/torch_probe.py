@@ -21,6 +21,7 @@ those sweeps leave out; this script measures those parts directly, each as a sma
   by_k        M = N = 8192 by K, and squares, each in its own sustained stream
   layer       idle GPU time per kernel in an eager PyTorch Transformer block, forward and
               backward (the torch profiler's kernel intervals)
+  small       expert-sized and few-tile GEMMs, BF16 and FP8, from CUDA-graph replay
 
 Usage: torch_probe.py -o probe.json [--only SECTION,...] [--skip SECTION,...] [--seconds 3]
                       [--sustained-s 40] [--zeros-s 15] [--seqs 4096,...]
@@ -276,6 +277,44 @@ def by_k(seconds, dtypes=("bf16", "fp8")):
     return res
 
 
+def small(seconds):
+    """Small GEMMs (experts of fine-grained MoE layers, and few output tiles) timed from CUDA-graph
+    replay, so that the host's per-call cost cannot show: 20 calls per graph, replayed back to
+    back for `seconds`, the last third timed."""
+    shapes = []
+    for t in (1024, 2048, 4096):  # Qwen3-30B-A3B experts: hidden 2048, expert FFN 768, gated
+        shapes += [(f"qwen3_fc1_fwd_t{t}", t, 1536, 2048), (f"qwen3_fc1_dgrad_t{t}", t, 2048, 1536),
+                   (f"qwen3_fc1_wgrad_t{t}", 2048, 1536, t), (f"qwen3_fc2_fwd_t{t}", t, 2048, 768),
+                   (f"qwen3_fc2_dgrad_t{t}", t, 768, 2048), (f"qwen3_fc2_wgrad_t{t}", 768, 2048, t)]
+    for t in (1024, 4096):  # DeepSeek-V3 experts: hidden 7168, expert FFN 2048, gated
+        shapes += [(f"dsv3_fc1_fwd_t{t}", t, 4096, 7168), (f"dsv3_fc2_fwd_t{t}", t, 7168, 2048)]
+    for mn in (1024, 1536, 2048, 3072, 4096):
+        shapes.append((f"mn{mn}_k4096", mn, mn, 4096))
+    res = {}
+    for dtype in ("bf16", "fp8", "fp8fast"):
+        for shape in shapes:
+            name, m, n, k = shape
+            try:
+                run = gemm_runner(shape, dtype)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        run()
+                torch.cuda.current_stream().wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    for _ in range(20):
+                        run()
+                ms = sustained_ms(g.replay, seconds) / 20
+                res[f"{dtype}/{name}"] = {"m": m, "n": n, "k": k, "time_us": round(ms * 1e3, 3),
+                                          "tflops": round(2.0 * m * n * k / (ms * 1e-3) / 1e12, 1)}
+            except Exception as e:
+                res[f"{dtype}/{name}"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+        torch.cuda.empty_cache()
+    return res
+
+
 def layer_gaps():
     """Idle time on the GPU between the kernels of an eager PyTorch Transformer block (RMSNorm,
     fused QKV, RoPE, SDPA, SwiGLU; forward and backward), from the profiler's kernel intervals."""
@@ -472,6 +511,7 @@ def main():
         ("by_k", lambda: by_k(args.seconds)),
         ("layer", layer_gaps),
         ("by_k_fp8fast", lambda: by_k(args.seconds, ("fp8fast",))),
+        ("small", lambda: small(args.seconds)),
     ]
     for name, fn in sections:
         if name in skip or (only and name not in only):
