@@ -11,28 +11,49 @@ measured on an H200 (validation/data/h200-2026-12-04/, validation/microbench/tor
   attention        cuDNN and FlashAttention-2 through PyTorch SDPA, causal, head dim 128, forward
                    and backward, 16k tokens per batch, sustained (torch-probe-3.json "attention")
 
-Usage: tools/probe_to_calibration.py [--check]   (--check: exit 1 if the files would change)
+Usage: tools/probe_to_calibration.py [--probe FILE ...] [--files CALIBRATION ...]
+                                      [--peak-bf16 TFLOPS] [--peak-fp8 TFLOPS] [--check]
+
+  --probe   torch_probe.py outputs; a section is taken from the last file that has it
+            (default: the H200 runs 2 and 3 of validation/data/h200-2026-12-04/)
+  --files   compute-calibration files to update in place (default: the two Hopper files);
+            a measurement of your own GPU goes into a copy of one, which a preset then names
+  --peak-*  the GPU's dense peaks (default: H100/H200 SXM, 989 and 1979 TFLOPS)
+  --check   write nothing; exit 1 if a file would change
 """
+import argparse
 import json
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "validation", "data")
-PROBE = "validation/data/h200-2026-12-04"
-FILES = ["compute_efficiency.json", "compute_efficiency-h100-500w.json"]
+PROBES = ["validation/data/h200-2026-12-04/torch-probe-2.json",
+          "validation/data/h200-2026-12-04/torch-probe-3.json"]
+FILES = ["validation/data/compute_efficiency.json",
+         "validation/data/compute_efficiency-h100-500w.json"]
 PEAK = {"bf16": 989, "fp8": 1979}  # dense H100/H200 SXM peaks, NVIDIA datasheets
 SETUP = ("H200 SXM (the H100's GH100 die and 700 W limit), torch 2.11.0+cu130, cuBLAS/cuDNN "
          "9.19 of that build, random normal inputs, rate once clocks settled in a back-to-back "
          "stream")
+SOURCE = {}  # section -> the probe file it was taken from (for the points' sources)
+GPU = ["H200 SXM"]  # the GPU the series name; another probe's own GPU name replaces it
 # cuDNN's backward at 512 tokens disagreed between two runs (77.7 and 104.9 TFLOP/s) and was
 # slower in total than at 1,024 tokens; it is left out and 512 takes the 1,024-token figure.
 SKIP_BACKWARD = {("cudnn", 512)}
 
 
-def load(name):
-    with open(os.path.join(ROOT, PROBE, name)) as f:
-        return json.load(f)
+def sections(paths):
+    """Each section's content from the last probe file that has it (without an error)."""
+    out = {}
+    for path in paths:
+        with open(os.path.join(ROOT, path)) as f:
+            doc = json.load(f)
+        for name, value in doc.items():
+            if isinstance(value, dict) and "error" in value:
+                continue
+            out[name] = value
+            SOURCE[name] = path
+    return out
 
 
 def gemm_series(by_k, by_k_fast):
@@ -41,15 +62,15 @@ def gemm_series(by_k, by_k_fast):
         key = f"8192x8192x{k}"
         b = by_k[f"bf16/{key}"]["tflops"]
         bf16.append({"min_dim": k, "tflops": b, "peak_tflops": PEAK["bf16"],
-                     "source": f"measured, {PROBE}/torch-probe-2.json by_k bf16/{key}: {b} "
+                     "source": f"measured, {SOURCE['by_k']} by_k bf16/{key}: {b} "
                                f"TFLOP/s ({SETUP})"})
         split = by_k[f"fp8/{key}"]["tflops"]
         fast = by_k_fast[f"fp8fast/{key}"]["tflops"]
         mix = round(3.0 / (1.0 / fast + 2.0 / split), 1)
         fp8.append({"min_dim": k, "tflops": mix, "peak_tflops": PEAK["fp8"],
-                    "source": f"measured, {PROBE}/torch-probe-3.json by_k_fp8fast/{key} "
+                    "source": f"measured, {SOURCE['by_k_fp8fast']} by_k_fp8fast/{key} "
                               f"{fast} TFLOP/s (forward, fast accumulation) and "
-                              f"torch-probe-2.json by_k fp8/{key} {split} (backward, split "
+                              f"{SOURCE['by_k']} by_k fp8/{key} {split} (backward, split "
                               f"accumulation): 3 / (1/{fast} + 2/{split}) = {mix} ({SETUP})"})
     return bf16, fp8
 
@@ -64,7 +85,7 @@ def best_shape(stream, dtype):
                 best = (layer, r)
     layer, r = best
     return {"tflops": r["tflops"], "peak_tflops": PEAK["bf16" if dtype == "bf16" else "fp8"],
-            "source": f"measured, {PROBE}/torch-probe-2.json stream {layer}: {r['name']} "
+            "source": f"measured, {SOURCE['stream']} stream {layer}: {r['name']} "
                       f"{r['m']}x{r['n']}x{r['k']} {r['tflops']} TFLOP/s, the fastest GEMM of "
                       f"the six layer streams ({SETUP})"}
 
@@ -78,7 +99,7 @@ def attention_series(rows, kernel, direction):
             continue
         t = r["fwd_tflops" if direction == "forward" else "bwd_tflops"]
         out.append({"seq_len": r["seq"], "tflops": t, "peak_tflops": PEAK["bf16"],
-                    "source": f"measured, {PROBE}/torch-probe-3.json attention {kernel} "
+                    "source": f"measured, {SOURCE['attention']} attention {kernel} "
                               f"seq {r['seq']} (batch {r['batch']}, 16 heads, head dim 128, "
                               f"causal): {direction} {t} TFLOP/s, FLOPs counted as "
                               f"FlashAttention-3's benchmark counts them ({SETUP})"})
@@ -96,12 +117,12 @@ def update(doc, by_k, by_k_fast, stream, attn):
     bf16, fp8 = gemm_series(by_k, by_k_fast)
     g = doc["gemm"]
     for dt in ("bf16", "fp16"):
-        g[dt]["series"] = (f"cuBLAS BF16 GEMM on H200 SXM, M = N = 8192, by K, each shape in a "
+        g[dt]["series"] = (f"cuBLAS BF16 GEMM on {GPU[0]}, M = N = 8192, by K, each shape in a "
                            f"sustained stream on random data (measured; BF16 and FP16 share the "
                            f"tensor-core rate on Hopper)")
         g[dt]["points"] = bf16
         g[dt]["best_shape"] = best_shape(stream, "bf16")
-    g["fp8"]["series"] = ("cuBLASLt FP8 (E4M3) GEMM on H200 SXM, M = N = 8192, by K, sustained, "
+    g["fp8"]["series"] = (f"cuBLASLt FP8 (E4M3) GEMM on {GPU[0]}, M = N = 8192, by K, sustained, "
                           "random data: a linear layer's forward with fast and its two backward "
                           "GEMMs with split accumulation, as Transformer Engine runs them "
                           "(measured)")
@@ -116,11 +137,11 @@ def update(doc, by_k, by_k_fast, stream, attn):
                    "at v1.8 (2024-07, the NeMo 24.07 generation) and in "
                    "attention/dot_product_attention/utils.py at v2.9")
     for dt in ("bf16", "fp16"):
-        a[dt]["series"] = ("cuDNN attention forward on H200 SXM, causal, head dim 128, by "
+        a[dt]["series"] = (f"cuDNN attention forward on {GPU[0]}, causal, head dim 128, by "
                            "sequence length (measured; 512 to 16k agree with FlashAttention-3 "
                            "Figure 5(d) within 6 %)")
         a[dt]["points"] = attention_series(attn, "cudnn", "forward")
-        a["backward"][dt]["series"] = ("cuDNN attention backward on H200 SXM, causal, head dim "
+        a["backward"][dt]["series"] = (f"cuDNN attention backward on {GPU[0]}, causal, head dim "
                                        "128, by sequence length (measured)")
         a["backward"][dt]["points"] = attention_series(attn, "cudnn", "backward")
     f2 = a["other_kernels"]["flash2"]
@@ -132,33 +153,51 @@ def update(doc, by_k, by_k_fast, stream, attn):
                     "on a 2.6 nightly (2.6.0.dev20241204) SDPA measured 329 TFLOPS against "
                     "cuDNN's 631 on H100 at sequence length 4608, head dim 128 (pytorch/pytorch "
                     "issue 142132, closed as expected behaviour)")
-    f2["bf16"]["series"] = ("FlashAttention-2 forward on H200 SXM, causal, head dim 128, by "
+    f2["bf16"]["series"] = (f"FlashAttention-2 forward on {GPU[0]}, causal, head dim 128, by "
                             "sequence length (measured through PyTorch SDPA)")
     f2["bf16"]["points"] = attention_series(attn, "flash2", "forward")
-    f2["backward"]["bf16"]["series"] = ("FlashAttention-2 backward on H200 SXM, causal, head dim "
+    f2["backward"]["bf16"]["series"] = (f"FlashAttention-2 backward on {GPU[0]}, causal, head dim "
                                         "128, by sequence length (measured through PyTorch SDPA)")
     f2["backward"]["bf16"]["points"] = attention_series(attn, "flash2", "backward")
 
 
 def main():
-    check = "--check" in sys.argv[1:]
-    p2, p3 = load("torch-probe-2.json"), load("torch-probe-3.json")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--probe", nargs="+", default=PROBES)
+    ap.add_argument("--files", nargs="+", default=FILES)
+    ap.add_argument("--peak-bf16", type=float, default=PEAK["bf16"])
+    ap.add_argument("--peak-fp8", type=float, default=PEAK["fp8"])
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    PEAK.update(bf16=args.peak_bf16, fp8=args.peak_fp8)
+    got = sections(args.probe)
+    if args.probe != PROBES:  # someone's own GPU: name it and its software in every source
+        global SETUP
+        env = got.get("environment", {})
+        GPU[0] = env.get("gpu", "the GPU measured")
+        SETUP = (f"{GPU[0]}, torch {env.get('torch', '?')}, cuDNN {env.get('cudnn', '?')}, "
+                 f"random normal inputs, rate once clocks settled in a back-to-back stream")
+    missing = [n for n in ("by_k", "by_k_fp8fast", "stream", "attention") if n not in got]
+    if missing:
+        print(f"probe_to_calibration: no {', '.join(missing)} in {' '.join(args.probe)} "
+              f"(run torch_probe.py with those sections)", file=sys.stderr)
+        return 2
     changed = False
-    for name in FILES:
-        path = os.path.join(DATA, name)
+    for name in args.files:
+        path = os.path.join(ROOT, name)
         with open(path) as f:
             text = f.read()
         doc = json.loads(text)
-        update(doc, p2["by_k"], p3["by_k_fp8fast"], p2["stream"], p3["attention"])
+        update(doc, got["by_k"], got["by_k_fp8fast"], got["stream"], got["attention"])
         new = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
         if new != text:
             changed = True
-            if not check:
+            if not args.check:
                 with open(path + ".tmp", "w") as f:
                     f.write(new)
                 os.replace(path + ".tmp", path)
-            print(("would change " if check else "wrote ") + path)
-    return 1 if check and changed else 0
+            print(("would change " if args.check else "wrote ") + path)
+    return 1 if args.check and changed else 0
 
 
 if __name__ == "__main__":
