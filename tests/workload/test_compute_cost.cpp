@@ -2,7 +2,6 @@
 // Expected values are hand calculations from the cited benchmark figures.
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -41,9 +40,7 @@ TEST_CASE("GEMM efficiency at a calibration point is the measured fraction of pe
 TEST_CASE("The Hopper curves are the points measured on the H200, unedited") {
   const std::string dir = std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/";
   const auto read = [&](const std::string& name) {
-    std::ifstream in(dir + name);
-    REQUIRE(in);
-    return nlohmann::json::parse(in);
+    return JsonDocument::load(dir + name).root().raw();
   };
   const auto cal = read("compute_efficiency.json");
   const auto run2 = read("h200-2026-12-04/torch-probe-2.json");

@@ -55,6 +55,22 @@ def cuda_time_ms(fn, iters, warmup=1):
     return start.elapsed_time(stop) / iters
 
 
+def graphed(fn, repeats):
+    """A CUDA graph of `repeats` calls of fn, captured after three warm-up calls on a side
+    stream (PyTorch's recipe: cuBLAS and the allocator set up outside the capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(repeats):
+            fn()
+    return g
+
+
 def environment():
     props = torch.cuda.get_device_properties(0)
     cpu = ""
@@ -295,17 +311,7 @@ def small(seconds):
         for shape in shapes:
             name, m, n, k = shape
             try:
-                run = gemm_runner(shape, dtype)
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(3):
-                        run()
-                torch.cuda.current_stream().wait_stream(side)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    for _ in range(20):
-                        run()
+                g = graphed(gemm_runner(shape, dtype), 20)
                 ms = sustained_ms(g.replay, seconds) / 20
                 res[f"{dtype}/{name}"] = {"m": m, "n": n, "k": k, "time_us": round(ms * 1e3, 3),
                                           "tflops": round(2.0 * m * n * k / (ms * 1e-3) / 1e12, 1)}
@@ -402,17 +408,8 @@ def launch():
     torch.cuda.synchronize()
     out["eager_tiny_op_us"] = round((time.perf_counter() - t0) / n * 1e6, 3)
     # The same tiny kernels replayed from a CUDA graph: the GPU's own per-kernel cost.
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            x.add_(1)
-    torch.cuda.current_stream().wait_stream(s)
     per_graph = 2000
-    with torch.cuda.graph(g):
-        for _ in range(per_graph):
-            x.add_(1)
+    g = graphed(lambda: x.add_(1), per_graph)
     ms = cuda_time_ms(g.replay, 10)
     out["graph_tiny_op_us"] = round(ms * 1e3 / per_graph, 3)
     # Idle gap between back-to-back kernels when the host is far ahead: N sleeps of c cycles
@@ -440,15 +437,7 @@ def experts():
             torch.matmul(xs[i], w1[i], out=mid[i])
             torch.matmul(mid[i][:, :f], w2[i], out=ys[i])
     eager = cuda_time_ms(run, 20, warmup=3)
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        run()
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        run()
-    graph = cuda_time_ms(g.replay, 20, warmup=3)
+    graph = cuda_time_ms(graphed(run, 1).replay, 20, warmup=3)
     kernels = 2 * e
     flop = e * 2.0 * t * (h * 2 * f + f * h)
     return {"experts": e, "tokens_per_expert": t, "hidden": h, "expert_ffn": f,
