@@ -22,12 +22,31 @@ constexpr double kGatherCopyBytesPerByte = 2;
 // The same function first allocates the flat buffer with torch.zeros (v0.3.13 .. v0.5.5): a
 // fill kernel writing each gathered byte.
 constexpr double kGatherZeroFillBytesPerByte = 1;
+// Each of those copies is `Tensor::copy_(src, non_blocking=true)` issued from ProcessGroupNCCL's
+// C++ loop; between two contiguous CUDA tensors of one dtype PyTorch serves it with
+// cudaMemcpyAsync. The pieces are small (a few hundred KB to a few MB), so the loop is bound by
+// the host's cost per call, not by HBM: submitting one copy with cudaMemcpyAsync takes about
+// 5-7 us (Wu et al., "DualPath", arXiv:2602.21548, section 5.2: "submitting a single copy
+// operation via cudaMemcpyAsync incurs a latency overhead of approximately 5-7 us"); the
+// midpoint is taken. It is not the fitted kernel gap, which stands for the host time of kernels
+// a Python framework issues one module at a time; PyTorch's dispatch of copy_ and its
+// recordStream call are left out (no published figure), so this is a lower bound.
+// ProcessGroupNCCL issues these copies after enqueueing the all-gather (the `post` step of its
+// collective()), so the host submits them while the GPU gathers.
+constexpr double kCudaMemcpyAsyncCallS = 6e-6;
+// Before the all_gather call, _allgather_param builds the list of per-rank views in Python, one
+// iteration per rank: `partitions.append(flat_tensor.narrow(...))` and a comparison with
+// `torch.distributed.get_rank(group=...)`. Timed on the CPU by
+// validation/microbench/host_loop_probe.py: 1.60-1.83 us per rank from 8 to 2240 ranks
+// (validation/data/host-2026-12-04/, CPython 3.11, PyTorch 1.13, one EPYC core). SC'21's runs had
+// CPython 3.6-3.8 and PyTorch 1.8, slower interpreters, so this is a lower bound. The GPU is idle
+// while it runs: the synchronize came before it, the all-gather comes after it.
+constexpr double kDeepSpeed2021PartitionViewS = 1.7e-6;
 // Host time of one torch.distributed.all_gather call from _allgather_param, measured on 8 A100s
 // with NVLink, PyTorch 1.8 and DeepSpeed 0.3.16 (DeepSpeed issue #1069, comment of 2021-06-21:
 // "the launch takes 250us about", for a parameter of 320 elements per rank). It runs after
-// DeepSpeed's torch.cuda.synchronize(), so the GPU waits for it. Its one copy launch per rank
-// is modelled on its own (the GPU preset's kernel launch per rank), so the measured ranks'
-// share is taken out of it.
+// DeepSpeed's torch.cuda.synchronize(), so the GPU waits for it. Its work per rank (the view and
+// the copy submission above) is modelled on its own, so the measured ranks' share is taken out.
 constexpr double kDeepSpeed2021AllGatherCallS = 250e-6;
 constexpr int kDeepSpeed2021AllGatherCallRanks = 8;
 // DeepSpeed's stage3_max_live_parameters default, 1e9 elements (deepspeed/runtime/zero/
@@ -115,9 +134,27 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
                                            const models::ComputeCostModel& compute,
                                            const std::vector<ParamGather>& gathers)
     : compute_(compute), gathers_(gathers), dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
-  call_.launch_s = std::max(0.0, kDeepSpeed2021AllGatherCallS -
-                                     kDeepSpeed2021AllGatherCallRanks * compute.kernel_gap_s());
+  const double fixed_s =
+      kDeepSpeed2021AllGatherCallS -
+      kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCudaMemcpyAsyncCallS);
+  call_.launch_s = fixed_s + dp_ranks_ * kDeepSpeed2021PartitionViewS;
   call_.time_s = call_.launch_s;
+}
+
+models::OpCost DeepSpeed2021Gathers::copy_submissions() const {
+  models::OpCost c;
+  c.kernels = dp_ranks_;
+  c.launch_s = dp_ranks_ * kCudaMemcpyAsyncCallS;
+  c.time_s = c.launch_s;
+  return c;
+}
+
+models::OpCost DeepSpeed2021Gathers::copies(double gathered_bytes) const {
+  models::OpCost c = compute_.memory_op(kGatherCopyBytesPerByte * gathered_bytes);
+  c.kernels = 0;
+  c.launch_s = 0;
+  c.time_s = c.memory_s;
+  return c;
 }
 
 void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSite& at) const {
@@ -129,10 +166,9 @@ void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSi
     ops.grad_wait(site);
     ops.compute(ComputeKind::gather_copy, call_, site);
     ops.gather_issue(id, site);
+    ops.compute(ComputeKind::gather_copy, copy_submissions(), site);
     ops.gather_wait(id, site);
-    models::OpCost copies = compute_.memory_op(kGatherCopyBytesPerByte * bytes / dp_ranks_);
-    copies.time_s *= dp_ranks_;
-    ops.compute(ComputeKind::gather_copy, copies, site);
+    ops.compute(ComputeKind::gather_copy, copies(bytes), site);
   }
 }
 

@@ -29,10 +29,11 @@ void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& un
 void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& buckets,
                         std::vector<ParamGather>& gathers);
 
-// DeepSpeed 2021's gather of one unit's parameters, matrix by matrix: the flat buffer
-// zero-filled, a device-wide synchronize (every reduction started must finish), the host's
-// all_gather call with the GPU idle, the all-gather itself, then PyTorch's copy of each rank's
-// piece out of the flat buffer (one copy kernel per rank).
+// DeepSpeed 2021's gather of one unit's parameters, tensor by tensor: the flat buffer
+// zero-filled, a device-wide synchronize (every reduction started must finish), the host building
+// one view per rank and calling all_gather with the GPU idle, the all-gather itself with the host
+// submitting PyTorch's copy of each rank's piece beside it (one cudaMemcpyAsync per rank), then
+// the GPU running those copies.
 class DeepSpeed2021Gathers {
  public:
   DeepSpeed2021Gathers(const Scenario& s, const models::ComputeCostModel& compute,
@@ -41,12 +42,16 @@ class DeepSpeed2021Gathers {
   // Whether a recomputed layer's gathered matrices are released before its backward and
   // gathered once more (the layer holds more than stage3_max_live_parameters).
   static bool regathers_for_backward(const GradUnit& unit);
+  // The host submitting PyTorch's copy of each rank's piece (while the all-gather runs), and
+  // the GPU copying the pieces out of a flat all-gather buffer of `gathered_bytes` after it.
+  models::OpCost copy_submissions() const;
+  models::OpCost copies(double gathered_bytes) const;
 
  private:
   const models::ComputeCostModel& compute_;
   const std::vector<ParamGather>& gathers_;
   int dp_ranks_ = 1;
-  models::OpCost call_;  // the host's all_gather call
+  models::OpCost call_;  // the host building the per-rank views and calling all_gather
 };
 
 }  // namespace clustersim::workload
