@@ -1,6 +1,7 @@
 #include "workload/param_gathers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,7 @@ namespace {
 // _allgather_param, once per parameter tensor): torch.distributed.all_gather into a list of one
 // view per rank, which PyTorch's ProcessGroupNCCL serves by gathering into a flat buffer and then
 // copying each rank's piece into its view (`outputTensors[i][j].copy_(outputFlattened[i][j],
-// true)`): one copy kernel per rank reading and writing its bytes (2 B of traffic per gathered
+// true)`): one copy per rank reading and writing its bytes (2 B of traffic per gathered
 // byte). DeepSpeed PR #1188 (v0.5.5) replaced it ("all_gather will do implicit memcpy at the end of
 // each ncclAllgather").
 constexpr double kGatherCopyBytesPerByte = 2;
@@ -53,14 +54,25 @@ constexpr int kDeepSpeed2021AllGatherCallRanks = 8;
 // constants.py, v0.3.13 .. v0.4.0): gathered parameters are released beyond it, so a layer
 // larger than this is gathered again for its backward after the recompute forward.
 constexpr double kDeepSpeedMaxLiveParameters = 1e9;
+// DeepSpeed's stage3_param_persistence_threshold default, 1e5 elements (deepspeed/runtime/zero/
+// constants.py, v0.3.13 .. v0.5.x): stage3.py marks every parameter with fewer elements
+// persistent (ds_persist). release_sub_module never partitions a persistent parameter, so
+// fetch_sub_module finds it available and gathers only the others; instead _post_step gathers
+// all persistent parameters once after each optimizer step (_allgather_params).
+constexpr double kDeepSpeedParamPersistenceThreshold = 1e5;
+// _allgather_params copies each persistent parameter out of the gathered partitions in Python,
+// one iteration per rank holding part of it: `partitions[i].narrow(...)`,
+// `replicated.view(-1).narrow(...)`, `.copy_(...)`. Timed on the CPU by host_loop_probe.py:
+// 3.8-4.2 us an iteration from 8 to 2240 ranks with a CPU copy (validation/data/
+// host-2026-12-04/); on a GPU the copy is a cudaMemcpyAsync, counted on top
+// (kCudaMemcpyAsyncCallS). A lower bound, as kDeepSpeed2021PartitionViewS.
+constexpr double kDeepSpeed2021PersistentCopyIterationS = 4.0e-6;
 
-// The parameter tensors of one layer in the order DeepSpeed 2021 gathers them, one all_gather
-// call each: stage3.py fetch_sub_module collects every parameter of a sub-module and
-// partition_parameters.py _all_gather calls _allgather_param for each (DeepSpeed v0.3.16), so
-// the norms' weights and biases and the linear layers' biases are gathered like the weight
-// matrices. Sub-modules in forward order: the first norm, QKV, the output projection, the second
-// norm, the FFN's first and second linear layers. A column-parallel layer's bias is as wide as
-// its output slice (its matrix over h), a row-parallel layer's is h wide.
+// The parameter tensors of one layer, in forward order of their sub-modules: the first norm,
+// QKV, the output projection, the second norm, the FFN's first and second linear layers.
+// stage3.py fetch_sub_module gathers each parameter of a sub-module that is not available with
+// its own _allgather_param call (DeepSpeed v0.3.16). A column-parallel layer's bias is as wide
+// as its output slice (its matrix over h), a row-parallel layer's is h wide.
 std::vector<std::pair<double, std::string>> deepspeed_2021_layer_tensors(
     const ModelSpec& m, const std::vector<double>& matrices) {
   const double h = m.hidden;
@@ -82,6 +94,19 @@ std::vector<std::pair<double, std::string>> deepspeed_2021_layer_tensors(
   norm(2);
   linear(2);
   linear(3);
+  return out;
+}
+
+bool persistent(double params) {
+  return params < kDeepSpeedParamPersistenceThreshold;
+}
+
+// The tensors gathered before each use: those at or above the persistence threshold (the weight
+// matrices of any model the suite holds; a norm or bias would need 1e5 elements).
+std::vector<std::pair<double, std::string>> gathered_layer_tensors(
+    const ModelSpec& m, const std::vector<double>& matrices) {
+  std::vector<std::pair<double, std::string>> out = deepspeed_2021_layer_tensors(m, matrices);
+  std::erase_if(out, [](const auto& t) { return persistent(t.first); });
   return out;
 }
 
@@ -110,7 +135,7 @@ void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& un
   for (auto& units : units_per_chunk) {
     for (auto& unit : units) {
       std::vector<std::pair<double, std::string>> pieces = {{unit.params, ""}};
-      if (ds2021 && unit.layer >= 0) pieces = deepspeed_2021_layer_tensors(s.model, matrices);
+      if (ds2021 && unit.layer >= 0) pieces = gathered_layer_tensors(s.model, matrices);
       for (const auto& [params, suffix] : pieces) {
         const int id = static_cast<int>(gathers.size());
         gathers.push_back(make_gather(id, params, dtype, unit.name + suffix + " parameters"));
@@ -132,8 +157,22 @@ void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& bucket
 
 DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
                                            const models::ComputeCostModel& compute,
-                                           const std::vector<ParamGather>& gathers)
-    : compute_(compute), gathers_(gathers), dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
+                                           const std::vector<ParamGather>& gathers,
+                                           const std::vector<std::vector<GradUnit>>& units)
+    : scenario_(&s),
+      compute_(compute),
+      gathers_(gathers),
+      dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
+  const std::vector<double> matrices =
+      models::layer_weight_matrices_per_tp_rank(s.model, s.parallelism.tp);
+  for (const auto& chunk : units) {
+    for (const auto& unit : chunk) {
+      if (unit.layer < 0) continue;
+      for (const auto& tensor : deepspeed_2021_layer_tensors(s.model, matrices)) {
+        if (persistent(tensor.first)) persistent_.push_back(tensor.first);
+      }
+    }
+  }
   const double fixed_s =
       kDeepSpeed2021AllGatherCallS -
       kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCudaMemcpyAsyncCallS);
@@ -170,6 +209,30 @@ void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSi
     ops.gather_wait(id, site);
     ops.compute(ComputeKind::gather_copy, copies(bytes), site);
   }
+}
+
+void DeepSpeed2021Gathers::emit_persistent(OpBuilder& ops, const OpSite& site) const {
+  if (persistent_.empty()) return;
+  // One _allgather_params call: the same view loop and all_gather call as a single gather, its
+  // copy submissions (the all-gather itself, of a few MB, is not simulated), the GPU's
+  // copy-out, then the Python copy of each parameter rank by rank and the GPU's copies.
+  double elements = 0;
+  double iterations = 0;
+  for (double p : persistent_) {
+    elements += p;
+    const double partition = std::ceil(p / dp_ranks_);
+    iterations += std::ceil(p / partition);
+  }
+  const double bytes = elements * bytes_per_element(gathered_param_dtype(*scenario_));
+  ops.compute(ComputeKind::gather_copy, call_, site);
+  ops.compute(ComputeKind::gather_copy, copy_submissions(), site);
+  ops.compute(ComputeKind::gather_copy, copies(bytes), site);
+  models::OpCost loop;
+  loop.kernels = iterations;
+  loop.launch_s = iterations * (kDeepSpeed2021PersistentCopyIterationS + kCudaMemcpyAsyncCallS);
+  loop.time_s = loop.launch_s;
+  ops.compute(ComputeKind::gather_copy, loop, site);
+  ops.compute(ComputeKind::gather_copy, copies(bytes), site);
 }
 
 bool DeepSpeed2021Gathers::regathers_for_backward(const GradUnit& unit) {

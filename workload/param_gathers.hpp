@@ -37,8 +37,12 @@ void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& bucket
 class DeepSpeed2021Gathers {
  public:
   DeepSpeed2021Gathers(const Scenario& s, const models::ComputeCostModel& compute,
-                       const std::vector<ParamGather>& gathers);
+                       const std::vector<ParamGather>& gathers,
+                       const std::vector<std::vector<GradUnit>>& units);
   void emit(OpBuilder& ops, const GradUnit& unit, const OpSite& at) const;
+  // After the optimizer: _post_step's gather of the persistent parameters (norms and biases
+  // under stage3_param_persistence_threshold), all at once, each copied out rank by rank.
+  void emit_persistent(OpBuilder& ops, const OpSite& site) const;
   // Whether a recomputed layer's gathered matrices are released before its backward and
   // gathered once more (the layer holds more than stage3_max_live_parameters).
   static bool regathers_for_backward(const GradUnit& unit);
@@ -48,10 +52,12 @@ class DeepSpeed2021Gathers {
   models::OpCost copies(double gathered_bytes) const;
 
  private:
+  const Scenario* scenario_;
   const models::ComputeCostModel& compute_;
   const std::vector<ParamGather>& gathers_;
   int dp_ranks_ = 1;
-  models::OpCost call_;  // the host building the per-rank views and calling all_gather
+  models::OpCost call_;             // the host building the per-rank views and calling all_gather
+  std::vector<double> persistent_;  // elements of each persistent tensor on this stage
 };
 
 }  // namespace clustersim::workload

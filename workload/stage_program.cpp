@@ -266,7 +266,7 @@ void StageBuilder::add_gathers() {
   } else if (zero_ >= 1) {
     add_bucket_gathers(s_, prog_.buckets, prog_.gathers);
   }
-  if (ds2021_) ds2021_gathers_.emplace(s_, plan_.compute, prog_.gathers);
+  if (ds2021_) ds2021_gathers_.emplace(s_, plan_.compute, prog_.gathers, units_);
 }
 
 // ZeRO-1/2 gathers overlapped with the first forward: issued at the start of the step in
@@ -587,6 +587,7 @@ void StageBuilder::tail() {
   if (embedding_sync_bucket_ >= 0) ops_.grad_ready(embedding_sync_bucket_, end);
   ops_.grad_wait(end);
   optimizer();
+  if (ds2021_) ds2021_gathers_->emit_persistent(ops_, end);
   if (zero_ >= 1 && zero_ < 3 && !tr_.overlap_param_gather) {
     const OpSite update{PassKind::forward};
     for (const auto& g : prog_.gathers) ops_.gather_issue(g.id, update);

@@ -10,6 +10,11 @@ list of per-rank views that torch.distributed.all_gather fills, one Python itera
         if i == torch.distributed.get_rank(group=ds_process_group):
             ...
 
+Parameters under stage3_param_persistence_threshold (1e5 elements: norms, biases) are not
+gathered per use; after each optimizer step `_allgather_params` gathers them all at once and
+copies each one out of the gathered partitions in a second Python loop, one `narrow`, `view`,
+`narrow` and `copy_` per parameter and rank holding part of it (timed too, per iteration).
+
 The GPU is idle while this runs (the synchronize came before it and the all-gather is issued
 after it), so at a thousand ranks it is milliseconds per tensor. The loop touches no GPU: it is
 timed here on the CPU, with a one-rank gloo process group made by new_group as Megatron-LM's data
@@ -55,6 +60,17 @@ def partition_loop(flat, ranks, group):
     return partitions
 
 
+def coalesced_copy_loop(partitions, replicated, ranks, param_partition_size, param_size,
+                        param_offset):
+    """_allgather_params' copy of one parameter out of the gathered partitions, rank by rank."""
+    for i in range(ranks):
+        param_start = i * param_partition_size
+        if param_start < param_size:
+            numel_to_copy = min(param_size - param_start, param_partition_size)
+            part_to_copy = partitions[i].narrow(0, param_offset, numel_to_copy)
+            replicated.view(-1).narrow(0, param_start, numel_to_copy).copy_(part_to_copy)
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -86,6 +102,22 @@ def main():
         loop[str(ranks)] = round(
             per_rank_us(lambda: partition_loop(flat, ranks, group), ranks, args.repeats), 3)
 
+    # _allgather_params (the once-a-step gather of the persistent parameters): one parameter of
+    # 12288 elements (a LayerNorm weight at h = 12288) among the stage's persistent ones.
+    coalesced = {}
+    param_size = 12288
+    for ranks in ranks_list:
+        param_partition_size = -(-param_size // ranks)
+        flat = torch.zeros(ranks * 8 * param_partition_size, dtype=torch.float16)
+        partitions = [flat.narrow(0, 8 * param_partition_size * i, 8 * param_partition_size)
+                      for i in range(ranks)]
+        replicated = torch.empty(param_size, dtype=torch.float16)
+        holding = -(-param_size // param_partition_size)
+        coalesced[str(ranks)] = round(
+            per_rank_us(lambda: coalesced_copy_loop(partitions, replicated, ranks,
+                                                    param_partition_size, param_size, 0),
+                        holding, args.repeats), 3)
+
     n = 1000
     flat = torch.zeros(n * PARTITION_ELEMENTS, dtype=torch.float16)
     narrow = per_rank_us(
@@ -110,6 +142,7 @@ def main():
         "partition_elements": PARTITION_ELEMENTS,
         "repeats": args.repeats,
         "partition_loop_us_per_rank": loop,
+        "coalesced_copy_loop_us_per_rank": coalesced,
         "narrow_us": round(narrow, 3),
         "get_rank_group_us": round(get_rank, 3),
         "tiny_cpu_copy_us": round(copy, 3),
