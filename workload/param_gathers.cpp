@@ -38,7 +38,7 @@ constexpr double kCudaMemcpyAsyncCallS = 6e-6;
 // Before the all_gather call, _allgather_param builds the list of per-rank views in Python, one
 // iteration per rank: `partitions.append(flat_tensor.narrow(...))` and a comparison with
 // `torch.distributed.get_rank(group=...)`. Timed on the CPU by
-// validation/microbench/host_loop_probe.py: 1.60-1.83 us per rank from 8 to 2240 ranks
+// validation/microbench/host_loop_probe.py: 1.65-1.75 us per rank from 8 to 2240 ranks
 // (validation/data/host-2026-12-04/, CPython 3.11, PyTorch 1.13, one EPYC core). SC'21's runs had
 // CPython 3.6-3.8 and PyTorch 1.8, slower interpreters, so this is a lower bound. The GPU is idle
 // while it runs: the synchronize came before it, the all-gather comes after it.
