@@ -41,6 +41,14 @@ inline nlohmann::json small_scenario(int gpus, int dp, int tp, int pp) {
   return j;
 }
 
+// small_scenario(8, 8, 1, 1) (8 GPUs of data parallelism) with ZeRO-3 as `implementation`.
+inline nlohmann::json zero3_scenario(const std::string& implementation) {
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["parallelism"]["zero_stage"] = 3;
+  j["parallelism"]["zero3_implementation"] = implementation;
+  return j;
+}
+
 // The H100 SXM's dense peaks (NVIDIA H100 datasheet: 989 TFLOP/s BF16/FP16, 1979 FP8), HBM3
 // bandwidth (3.35 TB/s) and a 4 us kernel launch.
 inline GpuSpec h100_like() {

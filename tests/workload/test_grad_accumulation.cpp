@@ -10,6 +10,7 @@ using namespace clustersim;
 using namespace clustersim::workload;
 using clustersim::test::load;
 using clustersim::test::small_scenario;
+using clustersim::test::zero3_scenario;
 
 namespace {
 
@@ -98,9 +99,7 @@ TEST_CASE(
     "FSDP2 copies each gathered unit out and each unit's gradients in, on the compute stream") {
   // 8 GPUs of data parallelism, ZeRO-3 as PyTorch's FSDP2, BF16 parameters, gradients reduced in
   // FP32; 8 micro-batches, reduced once per step.
-  nlohmann::json j = small_scenario(8, 8, 1, 1);
-  j["parallelism"]["zero_stage"] = 3;
-  j["parallelism"]["zero3_implementation"] = "fsdp2";
+  nlohmann::json j = zero3_scenario("fsdp2");
   j["training"]["precision"] = "bf16";
   j["training"]["micro_batch"] = 1;
   j["comm"]["grad_dtype"] = "fp32";

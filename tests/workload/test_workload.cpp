@@ -20,6 +20,7 @@ using namespace clustersim::workload;
 using clustersim::test::load;
 using clustersim::test::scenario_json;
 using clustersim::test::small_scenario;
+using clustersim::test::zero3_scenario;
 
 namespace {
 
@@ -383,9 +384,7 @@ TEST_CASE("ZeRO-3 gathers each layer's parameters before every forward and backw
 
 TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize, unoverlapped") {
   // Small GPT, h = 1024, f = 4096, tp = 1, 8 layers, 8 micro-batches, dp 8, full recompute.
-  nlohmann::json j = small_scenario(8, 8, 1, 1);
-  j["parallelism"]["zero_stage"] = 3;
-  j["parallelism"]["zero3_implementation"] = "deepspeed-2021";
+  nlohmann::json j = zero3_scenario("deepspeed-2021");
   j["training"]["recompute"] = "full";
   const Scenario s = load(j);
   const auto model = test::compute_model(s);
@@ -474,9 +473,7 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
 TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers the persistent parameters once after the optimizer") {
   // Small GPT, h = 1024, 8 layers, dp 8: each layer's two LayerNorms hold a weight and a bias of
   // 1024 elements, under the 1e5-element persistence threshold: 32 persistent tensors.
-  nlohmann::json j = small_scenario(8, 8, 1, 1);
-  j["parallelism"]["zero_stage"] = 3;
-  j["parallelism"]["zero3_implementation"] = "deepspeed-2021";
+  nlohmann::json j = zero3_scenario("deepspeed-2021");
   const Scenario s = load(j);
   const auto model = test::compute_model(s);
   const Workload w = build_workload(s, model);
