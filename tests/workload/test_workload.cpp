@@ -407,6 +407,20 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
     const Workload wb = build_workload(b, model);
     CHECK(wb.stages.at(0).gathers.size() == 8 * 4 + 2);
   }
+  SECTION("a bias of 1e5 elements or more is gathered after its weight") {
+    // FFN width 100,000: the FFN-in bias reaches the threshold, the others stay under it.
+    j["model"]["linear_biases"] = true;
+    j["model"]["ffn_hidden_size"] = 100000;
+    const Scenario b = load(j);
+    const Workload wb = build_workload(b, model);
+    std::vector<double> bytes;
+    for (const auto& g : wb.stages.at(0).gathers) {
+      if (g.label.rfind("layer 7 ", 0) == 0) bytes.push_back(g.call.bytes);
+    }
+    CHECK(bytes == std::vector<double>{2 * h * 3 * h, 2 * h * h, 2 * h * 100000, 2 * 100000,
+                                       2 * 100000 * h});
+    CHECK(wb.stages.at(0).gathers.size() == 8 * 5 + 2);
+  }
   // Layers of 12.6 M parameters stay gathered from the recompute forward to the backward (under
   // DeepSpeed's 1e9 live-parameter limit): each gather runs once per pass and micro-batch. Each
   // is: the flat buffer zero-filled, a wait for every reduction, the host building one view per
