@@ -22,6 +22,8 @@ those sweeps leave out; this script measures those parts directly, each as a sma
   layer       idle GPU time per kernel in an eager PyTorch Transformer block, forward and
               backward (the torch profiler's kernel intervals)
   small       expert-sized and few-tile GEMMs, BF16 and FP8, from CUDA-graph replay
+  copyout     an all-gather buffer copied out rank by rank (PyTorch's all_gather into a list,
+              as DeepSpeed 2021's ZeRO-3 runs it): host and GPU time per copy, 8 to 2240 ranks
 
 Usage: torch_probe.py -o probe.json [--only SECTION,...] [--skip SECTION,...] [--seconds 3]
                       [--sustained-s 40] [--zeros-s 15] [--seqs 4096,...]
@@ -422,6 +424,62 @@ def launch():
     return out
 
 
+def copyout(device="cuda"):
+    """PyTorch 1.8's all_gather into a list of per-rank views, as DeepSpeed 2021's ZeRO-3 calls it
+    for every weight matrix: after the all-gather, one copy_ per rank out of the flat buffer. For
+    flat buffers of a 174.6B and a 529.6B QKV matrix (FP16) split over 8 .. 2240 ranks: the host's
+    time per copy_ submission, and the GPU's time per copy once the host is far ahead (a sleep
+    kernel holds the stream while the copies are queued). Also the Python loop of views DeepSpeed
+    builds first, with CUDA tensors, and one whole-buffer copy (the copy-out's bandwidth). If the
+    host blocks on the stream's queue before the sleep ends, the GPU time is an upper bound."""
+    cuda = device == "cuda"
+    out = {}
+    for label, elements in (("174.6B_qkv", 3 * 12288 * 12288), ("529.6B_qkv", 3 * 20480 * 20480)):
+        flat = torch.empty(elements, dtype=torch.float16, device=device)
+        dest = torch.empty_like(flat)
+        rows = {}
+        for ranks in (8, 384, 1536, 2240):
+            piece = elements // ranks
+            src = [flat.narrow(0, piece * i, piece) for i in range(ranks)]
+            dst = [dest.narrow(0, piece * i, piece) for i in range(ranks)]
+            t0 = time.perf_counter()
+            views = [flat.narrow(0, piece * i, piece) for i in range(ranks)]
+            view_us = (time.perf_counter() - t0) / ranks * 1e6
+            del views
+            def copies():
+                for j in range(ranks):
+                    dst[j].copy_(src[j], non_blocking=True)
+            copies()  # warm-up
+            if cuda:
+                torch.cuda.synchronize()
+            # Host: the submissions alone (the GPU keeps up or the host waits, as in training).
+            t0 = time.perf_counter()
+            copies()
+            host_us = (time.perf_counter() - t0) / ranks * 1e6
+            gpu_us = None
+            if cuda:
+                torch.cuda.synchronize()
+                # GPU: the copies queued behind a sleep kernel (the all-gather's place), timed
+                # from its end, so the host's pace does not enter.
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                torch.cuda._sleep(200_000_000)
+                start.record()
+                copies()
+                end.record()
+                torch.cuda.synchronize()
+                gpu_us = start.elapsed_time(end) * 1e3 / ranks
+            rows[str(ranks)] = {"piece_bytes": piece * 2, "view_us": round(view_us, 3),
+                                "host_submit_us": round(host_us, 3),
+                                "gpu_per_copy_us": None if gpu_us is None else round(gpu_us, 3)}
+        if cuda:
+            ms = cuda_time_ms(lambda: dest.copy_(flat), 5)
+            rows["whole_buffer_GBps"] = round(2 * elements * 2 / (ms * 1e-3) / 1e9, 1)
+        out[label] = rows
+        del flat, dest
+    return out
+
+
 def experts():
     # 16 local experts of a fine-grained MoE (hidden 2048, expert FFN 768, gated), 2048 tokens
     # each: fc1 [T, 2048] x [2048, 1536], fc2 [T, 768] x [768, 2048], forward only.
@@ -501,6 +559,7 @@ def main():
         ("layer", layer_gaps),
         ("by_k_fp8fast", lambda: by_k(args.seconds, ("fp8fast",))),
         ("small", lambda: small(args.seconds)),
+        ("copyout", copyout),
     ]
     for name, fn in sections:
         if name in skip or (only and name not in only):
