@@ -159,10 +159,10 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
                                            const models::ComputeCostModel& compute,
                                            const std::vector<ParamGather>& gathers,
                                            const std::vector<std::vector<GradUnit>>& units)
-    : scenario_(&s),
-      compute_(compute),
+    : compute_(compute),
       gathers_(gathers),
-      dp_ranks_(s.parallelism.dp * s.parallelism.cp) {
+      dp_ranks_(s.parallelism.dp * s.parallelism.cp),
+      param_dtype_(gathered_param_dtype(s)) {
   const std::vector<double> matrices =
       models::layer_weight_matrices_per_tp_rank(s.model, s.parallelism.tp);
   for (const auto& chunk : units) {
@@ -223,7 +223,7 @@ void DeepSpeed2021Gathers::emit_persistent(OpBuilder& ops, const OpSite& site) c
     const double partition = std::ceil(p / dp_ranks_);
     iterations += std::ceil(p / partition);
   }
-  const double bytes = elements * bytes_per_element(gathered_param_dtype(*scenario_));
+  const double bytes = elements * bytes_per_element(param_dtype_);
   ops.compute(ComputeKind::gather_copy, call_, site);
   ops.compute(ComputeKind::gather_copy, copy_submissions(), site);
   ops.compute(ComputeKind::gather_copy, copies(bytes), site);

@@ -52,10 +52,10 @@ class DeepSpeed2021Gathers {
   models::OpCost copies(double gathered_bytes) const;
 
  private:
-  const Scenario* scenario_;
   const models::ComputeCostModel& compute_;
   const std::vector<ParamGather>& gathers_;
   int dp_ranks_ = 1;
+  Dtype param_dtype_;
   models::OpCost call_;             // the host building the per-rank views and calling all_gather
   std::vector<double> persistent_;  // elements of each persistent tensor on this stage
 };
