@@ -110,6 +110,15 @@ std::vector<std::pair<double, std::string>> gathered_layer_tensors(
   return out;
 }
 
+// Host time of `calls` calls of `each_s`, with the GPU idle.
+models::OpCost host_calls(double calls, double each_s) {
+  models::OpCost c;
+  c.kernels = calls;
+  c.launch_s = calls * each_s;
+  c.time_s = c.launch_s;
+  return c;
+}
+
 ParamGather make_gather(int id, double params, Dtype dtype, std::string label) {
   ParamGather g;
   g.id = id;
@@ -163,15 +172,19 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
       gathers_(gathers),
       dp_ranks_(s.parallelism.dp * s.parallelism.cp),
       param_dtype_(gathered_param_dtype(s)) {
+  double layers = 0;
+  for (const auto& chunk : units) {
+    layers += static_cast<double>(
+        std::count_if(chunk.begin(), chunk.end(), [](const GradUnit& u) { return u.layer >= 0; }));
+  }
+  // _allgather_params copies a tensor of p elements from each of the ceil(p / partition) ranks
+  // holding part of it, the partition being ceil(p / ranks) elements.
   const std::vector<double> matrices =
       models::layer_weight_matrices_per_tp_rank(s.model, s.parallelism.tp);
-  for (const auto& chunk : units) {
-    for (const auto& unit : chunk) {
-      if (unit.layer < 0) continue;
-      for (const auto& tensor : deepspeed_2021_layer_tensors(s.model, matrices)) {
-        if (persistent(tensor.first)) persistent_.push_back(tensor.first);
-      }
-    }
+  for (const auto& [params, name] : deepspeed_2021_layer_tensors(s.model, matrices)) {
+    if (!persistent(params)) continue;
+    persistent_elements_ += layers * params;
+    persistent_copies_ += layers * std::ceil(params / std::ceil(params / dp_ranks_));
   }
   const double fixed_s =
       kDeepSpeed2021AllGatherCallS -
@@ -181,11 +194,7 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
 }
 
 models::OpCost DeepSpeed2021Gathers::copy_submissions() const {
-  models::OpCost c;
-  c.kernels = dp_ranks_;
-  c.launch_s = dp_ranks_ * kCudaMemcpyAsyncCallS;
-  c.time_s = c.launch_s;
-  return c;
+  return host_calls(dp_ranks_, kCudaMemcpyAsyncCallS);
 }
 
 models::OpCost DeepSpeed2021Gathers::copies(double gathered_bytes) const {
@@ -212,26 +221,18 @@ void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSi
 }
 
 void DeepSpeed2021Gathers::emit_persistent(OpBuilder& ops, const OpSite& site) const {
-  if (persistent_.empty()) return;
+  if (persistent_copies_ == 0) return;
   // One _allgather_params call: the same view loop and all_gather call as a single gather, its
   // copy submissions (the all-gather itself, of a few MB, is not simulated), the GPU's
   // copy-out, then the Python copy of each parameter rank by rank and the GPU's copies.
-  double elements = 0;
-  double iterations = 0;
-  for (double p : persistent_) {
-    elements += p;
-    const double partition = std::ceil(p / dp_ranks_);
-    iterations += std::ceil(p / partition);
-  }
-  const double bytes = elements * bytes_per_element(param_dtype_);
+  const double bytes = persistent_elements_ * bytes_per_element(param_dtype_);
   ops.compute(ComputeKind::gather_copy, call_, site);
   ops.compute(ComputeKind::gather_copy, copy_submissions(), site);
   ops.compute(ComputeKind::gather_copy, copies(bytes), site);
-  models::OpCost loop;
-  loop.kernels = iterations;
-  loop.launch_s = iterations * (kDeepSpeed2021PersistentCopyIterationS + kCudaMemcpyAsyncCallS);
-  loop.time_s = loop.launch_s;
-  ops.compute(ComputeKind::gather_copy, loop, site);
+  ops.compute(ComputeKind::gather_copy,
+              host_calls(persistent_copies_,
+                         kDeepSpeed2021PersistentCopyIterationS + kCudaMemcpyAsyncCallS),
+              site);
   ops.compute(ComputeKind::gather_copy, copies(bytes), site);
 }
 

@@ -46,18 +46,22 @@ class DeepSpeed2021Gathers {
   // Whether a recomputed layer's gathered matrices are released before its backward and
   // gathered once more (the layer holds more than stage3_max_live_parameters).
   static bool regathers_for_backward(const GradUnit& unit);
+
+ private:
   // The host submitting PyTorch's copy of each rank's piece (while the all-gather runs), and
   // the GPU copying the pieces out of a flat all-gather buffer of `gathered_bytes` after it.
   models::OpCost copy_submissions() const;
   models::OpCost copies(double gathered_bytes) const;
 
- private:
   const models::ComputeCostModel& compute_;
   const std::vector<ParamGather>& gathers_;
   int dp_ranks_ = 1;
   Dtype param_dtype_;
-  models::OpCost call_;             // the host building the per-rank views and calling all_gather
-  std::vector<double> persistent_;  // elements of each persistent tensor on this stage
+  models::OpCost call_;  // the host building the per-rank views and calling all_gather
+  // The persistent tensors of this stage's layers: their elements, and the Python copies
+  // _post_step makes of them (one per tensor and rank holding part of it).
+  double persistent_elements_ = 0;
+  double persistent_copies_ = 0;
 };
 
 }  // namespace clustersim::workload

@@ -36,6 +36,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from torch_probe import cpu_model
+
 PARTITION_ELEMENTS = 320
 
 
@@ -69,17 +71,6 @@ def coalesced_copy_loop(partitions, replicated, ranks, param_partition_size, par
             numel_to_copy = min(param_size - param_start, param_partition_size)
             part_to_copy = partitions[i].narrow(0, param_offset, numel_to_copy)
             replicated.view(-1).narrow(0, param_start, numel_to_copy).copy_(part_to_copy)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

@@ -73,14 +73,17 @@ def graphed(fn, repeats):
     return g
 
 
-def environment():
-    props = torch.cuda.get_device_properties(0)
-    cpu = ""
+def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+            return next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
-        pass
+        return ""
+
+
+def environment():
+    props = torch.cuda.get_device_properties(0)
+    cpu = cpu_model()
     smi = {}
     try:
         q = "power.limit,power.default_limit,power.max_limit,clocks.max.sm,clocks.max.mem,driver_version"
