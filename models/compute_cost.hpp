@@ -103,6 +103,8 @@ struct OpCost {
   double compute_s = 0;  // FLOPs / achieved FLOP/s
   double memory_s = 0;   // bytes / achieved HBM bandwidth
   double launch_s = 0;   // idle time between kernels: kernels x the per-kernel gap
+  double host_s = 0;     // of launch_s, measured CPU time with the GPU idle (a host loop, a
+                         // driver call): neither a slowed GPU nor NCCL's SMs stretch it
   double kernels = 0;    // kernel launches
   double flops = 0;
   double bytes = 0;

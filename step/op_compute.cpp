@@ -37,16 +37,16 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
   blk.name = name;
   if (op.kind == workload::OpKind::compute) {
     const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
-    blk.parts.push_back({false, false, opt, op.time_s, -1, op.flops});
+    blk.parts.push_back({false, false, opt, op.time_s, op.host_s, -1, op.flops});
   } else {
     const double comm = coll_time_[static_cast<std::size_t>(op.index)];
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
-      blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, op.index, 0});
+      blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, 0, op.index, 0});
     } else {
       const double exposed = op.overlap_s <= 0 ? comm
                              : op.beside       ? workload::exposed_beside_gemm_s(comm, op.overlap_s)
                                          : workload::exposed_tp_comm_s(comm, op.overlap_s, tp_);
-      blk.parts.push_back({true, false, false, exposed, op.index, 0});
+      blk.parts.push_back({true, false, false, exposed, 0, op.index, 0});
     }
   }
   return true;
@@ -106,6 +106,13 @@ bool Replay::flush(ClassStage& me) {
   return true;
 }
 
+double Replay::on_gpu(double t, const Block::Part& part, const std::vector<Slowdown>& slow,
+                      const SmLedger* sms) const {
+  // The kernels first, stretched by a slowed GPU and by the SMs NCCL holds; the host's part
+  // after them at its own speed.
+  return stretch(t, part.seconds - part.host_s, slow, sms, sm_count_) + part.host_s;
+}
+
 double Replay::lay_out(const ClassStage& me, double start, std::vector<double>& ends) const {
   const ClassInfo& ci = classes_[static_cast<std::size_t>(me.cls)];
   const auto& slow = ci.slow[static_cast<std::size_t>(me.stage)];
@@ -113,7 +120,7 @@ double Replay::lay_out(const ClassStage& me, double start, std::vector<double>& 
   ends.clear();
   double t = start;
   for (const auto& part : me.block.parts) {
-    t = part.tp ? t + part.seconds : stretch(t, part.seconds, slow, sms, sm_count_);
+    t = part.tp ? t + part.seconds : on_gpu(t, part, slow, sms);
     ends.push_back(t);
   }
   return t;
@@ -133,7 +140,7 @@ void Replay::account(ClassStage& me, double start, const std::vector<double>& en
       (part.optimizer ? me.b.optimizer_s : me.b.compute_s) += to - from;
       // The kernels' time at the GPU's speed alone: the rest is the SMs NCCL held.
       if (sm_count_ > 0 && !part.optimizer)
-        me.b.nccl_sm_s += to - stretch(from, part.seconds, slow);
+        me.b.nccl_sm_s += to - on_gpu(from, part, slow, nullptr);
     }
     if (opt_.record_trace) trace_part(me, part, from, to, inside);
     from = to;

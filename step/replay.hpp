@@ -133,6 +133,7 @@ struct Block {
     bool ep = false;
     bool optimizer = false;
     double seconds = 0;
+    double host_s = 0;    // of seconds, CPU time with the GPU idle: never stretched
     int collective = -1;  // tp: the collective (Workload::collectives), for the trace
     double flops = 0;     // compute: the kernels' FLOPs, for the trace
   };
@@ -245,6 +246,9 @@ class Replay {
   // The block's parts laid out from `start`, as the SMs held so far allow: the end of each part
   // in `ends`; returns the block's end.
   double lay_out(const ClassStage& me, double start, std::vector<double>& ends) const;
+  // When a compute part started at `t` ends.
+  double on_gpu(double t, const Block::Part& part, const std::vector<Slowdown>& slow,
+                const SmLedger* sms) const;
   // The time of each laid-out part into the breakdown, and into the trace (`inside`).
   void account(ClassStage& me, double start, const std::vector<double>& ends,
                std::vector<TraceSlice>& inside);

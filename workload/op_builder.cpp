@@ -18,6 +18,7 @@ void OpBuilder::compute(ComputeKind kind, const models::OpCost& cost, const OpSi
   Op& op = push(OpKind::compute, at);
   op.compute = kind;
   op.time_s = cost.time_s;
+  op.host_s = cost.host_s;
   op.flops = cost.flops;
   program_.compute_s += op.time_s;
   program_.executed_flops += op.flops;

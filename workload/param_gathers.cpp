@@ -115,6 +115,7 @@ models::OpCost host_calls(double calls, double each_s) {
   models::OpCost c;
   c.kernels = calls;
   c.launch_s = calls * each_s;
+  c.host_s = c.launch_s;
   c.time_s = c.launch_s;
   return c;
 }
@@ -190,6 +191,7 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
       kDeepSpeed2021AllGatherCallS -
       kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCudaMemcpyAsyncCallS);
   call_.launch_s = fixed_s + dp_ranks_ * kDeepSpeed2021PartitionViewS;
+  call_.host_s = call_.launch_s;
   call_.time_s = call_.launch_s;
 }
 

@@ -166,3 +166,22 @@ TEST_CASE("A scenario that raised NCCL's channels is told what their SMs cost it
   CHECK(automatic[3] < raised[3]);
   CHECK(automatic[4] == 0);
 }
+
+TEST_CASE("Host work beside an NCCL kernel is not slowed by the SMs it holds") {
+  // DeepSpeed 2021's ZeRO-3 submits one cudaMemcpyAsync per rank while its all-gather runs
+  // (workload/param_gathers.cpp): CPU time with the GPU idle, which NCCL's SMs cannot slow.
+  // Without gradient overlap nothing else runs beside an NCCL kernel, so the GPU's SM count
+  // changes nothing and no time is lost to it.
+  auto scenario = [](bool sm_count) {
+    Scenario s = dp_scenario(sm_count, false);
+    s.parallelism.zero_stage = 3;
+    s.parallelism.zero3_implementation = Zero3Implementation::deepspeed_2021;
+    return s;
+  };
+  const auto with = run_traced(scenario(true));
+  const auto without = run_traced(scenario(false));
+  REQUIRE(with[2] > 0);  // the gathers' kernels were in flight
+  CHECK(with[3] == 0);
+  CHECK(with[0] == Approx(without[0]).epsilon(1e-12));
+  CHECK(with[1] == Approx(without[1]).epsilon(1e-12));
+}
