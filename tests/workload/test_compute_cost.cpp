@@ -83,25 +83,6 @@ TEST_CASE("GEMM efficiency is linear in log2 of the smallest dimension between p
   CHECK(model.gemm_efficiency({65536, 65536, 65536}, Dtype::bf16) == Approx(673.0 / 989.0));
 }
 
-TEST_CASE("A curve measured on cubes is read at the cube of as many multiply-adds") {
-  // The A100 points are cuBLASLt cubes (Azure ND A100 v4): 4096^3 at 228.0 and 8192^3 at 253.7
-  // of 312 TFLOPS. 2048 x 8192 x 8192 has the multiply-adds of a cube of side 2^(37/3), a third
-  // of the way from 4096 to 8192 in log2: 228.0 + (253.7 - 228.0) / 3. Read at its smallest
-  // dimension, as the H100's M = N = 8192 by K points are, it would take the 2048^3 cube's
-  // 221.8.
-  const ComputeCalibration a100 = load_compute_calibration(
-      std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency-a100.json");
-  const GemmEfficiencyCurve& cubes = a100.gemm.at(Dtype::bf16);
-  CHECK(cubes.axis == GemmCurveAxis::cube_side);
-  CHECK(cubes.of({2048, 8192, 8192}) == Approx((228.0 + (253.7 - 228.0) / 3) / 312));
-  CHECK(cubes.of({4096, 4096, 4096}) == Approx(228.0 / 312));
-  GemmEfficiencyCurve by_smallest = cubes;
-  by_smallest.axis = GemmCurveAxis::smallest_dimension;
-  CHECK(by_smallest.of({2048, 8192, 8192}) == Approx(221.8 / 312));
-  // The Hopper curve has no read_at: its smallest dimension.
-  CHECK(test::nominal_calibration().gemm.at(Dtype::bf16).axis == GemmCurveAxis::smallest_dimension);
-}
-
 TEST_CASE("GEMM efficiency never exceeds the best-shape efficiency") {
   const auto doc = JsonDocument::load(kCalibration);
   std::string text = doc.root().raw().dump();
@@ -235,11 +216,6 @@ TEST_CASE("A malformed calibration file is rejected at the offending JSON pointe
   SECTION("attention points out of order") {
     CHECK(error_pointer(replace(text, "\"seq_len\":2048", "\"seq_len\":1000")) ==
           "/attention/backward/bf16/points/1/seq_len");
-  }
-  SECTION("a curve read at a size that has no name") {
-    CHECK(error_pointer(
-              replace(text, "\"best_shape\":", "\"read_at\":\"largest\",\"best_shape\":")) ==
-          "/gemm/bf16/read_at");
   }
   SECTION("an unknown key") {
     const std::string bad = replace(text, "\"hbm_efficiency\"", "\"hbm_eficiency\"");
