@@ -190,9 +190,7 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
   const double fixed_s =
       kDeepSpeed2021AllGatherCallS -
       kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCudaMemcpyAsyncCallS);
-  call_.launch_s = fixed_s + dp_ranks_ * kDeepSpeed2021PartitionViewS;
-  call_.host_s = call_.launch_s;
-  call_.time_s = call_.launch_s;
+  call_ = host_calls(1, fixed_s + dp_ranks_ * kDeepSpeed2021PartitionViewS);
 }
 
 models::OpCost DeepSpeed2021Gathers::copy_submissions() const {
