@@ -14,6 +14,10 @@ double GemmShape::min_dim() const {
   return std::min({m, n, k});
 }
 
+double GemmShape::cube_side() const {
+  return std::cbrt(m * n * k);
+}
+
 namespace {
 
 // Efficiency at x from points sorted by strictly increasing x_of(point): linear in log2(x) (the
@@ -40,6 +44,10 @@ double GemmEfficiencyCurve::at(double min_dim) const {
   const double e = interpolate_log2(
       points, [](const EfficiencyPoint& p) { return p.min_dim; }, min_dim);
   return std::min(e, best_shape_efficiency);
+}
+
+double GemmEfficiencyCurve::of(const GemmShape& shape) const {
+  return at(axis == GemmCurveAxis::cube_side ? shape.cube_side() : shape.min_dim());
 }
 
 double AttentionEfficiencyCurve::at(double seq_len) const {
@@ -126,9 +134,12 @@ std::vector<Point> load_points(const JsonNode& points, const std::string& x_key,
 
 GemmEfficiencyCurve load_curve(const JsonNode& node) {
   node.require_object();
-  node.only_keys({"series", "best_shape", "points", "not_used"});
+  node.only_keys({"series", "read_at", "best_shape", "points", "not_used"});
   GemmEfficiencyCurve curve;
   curve.series = node.string_at("series");
+  if (node.has("read_at")) {
+    curve.axis = kGemmCurveAxisNames.value(node.enum_at("read_at", kGemmCurveAxisNames.names()));
+  }
   curve.best_shape_efficiency = measured_efficiency(node.at("best_shape"));
   curve.points = load_points(node.at("points"), "min_dim", &EfficiencyPoint::min_dim);
   return curve;
@@ -381,7 +392,7 @@ double ComputeCostModel::gemm_efficiency(const GemmShape& shape, Dtype dtype) co
     throw std::invalid_argument(std::string("no GEMM calibration for dtype ") + to_string(dtype) +
                                 " in " + calibration_.file);
   }
-  return it->second.at(shape.min_dim());
+  return it->second.of(shape);
 }
 
 Dtype ComputeCostModel::attention_dtype(Dtype training_precision) {

@@ -26,6 +26,8 @@ struct GemmShape {
   double k = 0;
   double flops() const { return 2.0 * m * n * k; }  // one multiply-add = 2 FLOPs
   double min_dim() const;
+  // Side of the cube m = n = k with as many multiply-adds: (m n k)^(1/3).
+  double cube_side() const;
 };
 
 struct EfficiencyPoint {
@@ -34,13 +36,28 @@ struct EfficiencyPoint {
   std::string source;
 };
 
-// Efficiency of one dtype's GEMMs as a function of the smallest dimension.
+// Which size of a GEMM a curve is read at; the calibration file's "read_at" says it, for how its
+// points were measured. A series of large M = N by K is read at the smallest dimension (the
+// default). A series of cubes m = n = k is read at the side of the cube with as many
+// multiply-adds: read at the smallest dimension, a cube stands for GEMMs whose other two sides
+// are far larger. On XLA's measured H100 table the cubes so read predict the non-cube shapes with
+// every side at least 1024 45 % too slow, at the equal-work side within 3.7 %
+// (docs/microbenchmarks.md#reading-a-gemm-curve).
+enum class GemmCurveAxis { smallest_dimension, cube_side };
+inline const NameTable<GemmCurveAxis> kGemmCurveAxisNames = {
+    {GemmCurveAxis::smallest_dimension, "smallest_dimension"},
+    {GemmCurveAxis::cube_side, "cube_side"}};
+
+// Efficiency of one dtype's GEMMs as a function of one size of the GEMM (`axis`).
 struct GemmEfficiencyCurve {
   std::string series;                   // what was measured
   double best_shape_efficiency = 1;     // ceiling: the best shape measured on this dtype
   std::vector<EfficiencyPoint> points;  // strictly increasing min_dim, at least one
+  GemmCurveAxis axis = GemmCurveAxis::smallest_dimension;
   // Piecewise-linear in log2(min_dim), clamped at both ends, capped by best_shape_efficiency.
   double at(double min_dim) const;
+  // at() of the shape's size on this curve's axis.
+  double of(const GemmShape& shape) const;
 };
 
 // Efficiency of the attention kernel as a function of the sequence length of one call

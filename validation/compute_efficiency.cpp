@@ -170,6 +170,11 @@ void add_gemm_curves(ComputeEfficiencyResult& result, const ComputeEfficiencyInp
     nlohmann::json curve;
     curve["series"] = std::string(dtype) + " GEMMs measured on " + measured.device() +
                       ", grouped by min(m, n, k); written by clustersim calibrate --compute-out";
+    // Cubes alone stand for GEMMs of as many multiply-adds (models/compute_cost.hpp).
+    const bool cubes = std::all_of(rows.begin(), rows.end(), [](const Row& r) {
+      return r.m->m == r.m->n && r.m->n == r.m->k;
+    });
+    if (cubes) curve["read_at"] = "cube_side";
     curve["best_shape"] = aggregate({*best}, peak, "fastest measured shape");
     curve["points"] = points;
     doc["gemm"][dtype] = curve;

@@ -23,9 +23,12 @@ ComputeCostModel on(const std::string& cluster) {
 TEST_CASE("The B200 takes Blackwell's GEMM, attention and HBM figures, not Hopper's") {
   const ComputeCostModel b200 = on("hgx-b200-2048x8-rail");
   // BF16: XLA's sm_100 table, 1,416.9 TFLOPS at 4096^3, its largest size; larger GEMMs clamp
-  // there (below the best shape's 1,745.0).
+  // there (below the best shape's 1,745.0). Its points are cubes, so a GEMM is read at the
+  // cube of as many multiply-adds: 2048 x 8192 x 8192 at 2^(37/3) > 4096 clamps too, and
+  // 1024 x 2048 x 4096 is the 2048^3 cube's 985.8.
   CHECK(b200.gemm_efficiency({8192, 8192, 8192}, Dtype::bf16) == Approx(1416.9 / 2250));
-  CHECK(b200.gemm_efficiency({2048, 8192, 8192}, Dtype::bf16) == Approx(985.8 / 2250));
+  CHECK(b200.gemm_efficiency({2048, 8192, 8192}, Dtype::bf16) == Approx(1416.9 / 2250));
+  CHECK(b200.gemm_efficiency({1024, 2048, 4096}, Dtype::bf16) == Approx(985.8 / 2250));
   // FP8: Azure's GB200 cuBLASLt sweep, 2,906.9 TFLOPS at 16384^3 of the GB200's 5,000.
   CHECK(b200.gemm_efficiency({16384, 16384, 16384}, Dtype::fp8) == Approx(2906.9 / 5000));
   // cuDNN attention on a B200: forward 1,384.2 at 8k, backward 1,151.7 at 16k (causal); below

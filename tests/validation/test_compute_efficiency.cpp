@@ -139,6 +139,37 @@ TEST_CASE("GEMM timings from a known curve come back as that curve through compu
         std::string::npos);
 }
 
+TEST_CASE("GEMM timings of cubes alone make a curve read at the cube of as many multiply-adds") {
+  // 1024^3 at 40 % and 4096^3 at 80 % of the H100's 989 TFLOPS; a 1024 x 4096 x 16384 GEMM has
+  // the multiply-adds of the 4096^3 cube, so the curve gives it 80 %, not the 1024^3 cube's 40 %.
+  GemmLog log;
+  log.file = "cubes.json";
+  log.device = "NVIDIA H100 80GB HBM3";
+  for (const auto& [d, eff] : {std::pair{1024.0, 0.4}, std::pair{4096.0, 0.8}}) {
+    GemmMeasurement g;
+    g.dtype = Dtype::bf16;
+    g.m = g.n = g.k = d;
+    g.flops = 2 * d * d * d;
+    g.time_us = g.flops / (kBf16PeakTflops * 1e12 * eff) * 1e6;
+    log.results.push_back(g);
+  }
+  ComputeEfficiencyInputs in;
+  in.logs = {log};
+  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
+  in.base = shipped_defaults();
+  in.base_file = "validation/data/compute_efficiency.json";
+  const auto result = compute_efficiency_from_gemm(in);
+  CHECK(result.document["gemm"]["bf16"]["read_at"] == "cube_side");
+  const auto cal =
+      models::load_compute_calibration(JsonDocument::parse(result.document.dump(), "cubes.json"));
+  CHECK(cal.gemm.at(Dtype::bf16).of({1024, 4096, 16384}) == Approx(0.8));
+  // Rows of other shapes are read at their smallest dimension, as before.
+  ComputeEfficiencyInputs mixed = in;
+  mixed.logs = {synthetic_log()};
+  mixed.peaks_tflops[Dtype::fp8] = kFp8PeakTflops;
+  CHECK_FALSE(compute_efficiency_from_gemm(mixed).document["gemm"]["bf16"].contains("read_at"));
+}
+
 TEST_CASE("attention rows at several sequence lengths become the attention curve") {
   // Causal attention, head dim 128, 32 heads, timed at a made-up efficiency per sequence length;
   // two rows at 4096 (batch 1 and 2, same efficiency). The curve read back must hold those

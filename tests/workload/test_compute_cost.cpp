@@ -1,9 +1,11 @@
 // Compute cost model: efficiencies read from the calibration file and the roofline time.
 // Expected values are hand calculations from the cited benchmark figures.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "models/compute_cost.hpp"
@@ -81,6 +83,68 @@ TEST_CASE("GEMM efficiency is linear in log2 of the smallest dimension between p
   CHECK(model.gemm_efficiency({64, 8192, 8192}, Dtype::bf16) == Approx(456.4 / 989.0));
   // Above the last point (K = 16384) it is flat too.
   CHECK(model.gemm_efficiency({65536, 65536, 65536}, Dtype::bf16) == Approx(673.0 / 989.0));
+}
+
+TEST_CASE("A curve measured on cubes is read at the cube of as many multiply-adds") {
+  // The A100 points are cuBLASLt cubes (Azure ND A100 v4): 4096^3 at 228.0 and 8192^3 at 253.7
+  // of 312 TFLOPS. 2048 x 8192 x 8192 has the multiply-adds of a cube of side 2^(37/3), a third
+  // of the way from 4096 to 8192 in log2: 228.0 + (253.7 - 228.0) / 3. Read at its smallest
+  // dimension, as the H100's M = N = 8192 by K points are, it would take the 2048^3 cube's
+  // 221.8.
+  const ComputeCalibration a100 = load_compute_calibration(
+      std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/compute_efficiency-a100.json");
+  const GemmEfficiencyCurve& cubes = a100.gemm.at(Dtype::bf16);
+  CHECK(cubes.axis == GemmCurveAxis::cube_side);
+  CHECK(cubes.of({2048, 8192, 8192}) == Approx((228.0 + (253.7 - 228.0) / 3) / 312));
+  CHECK(cubes.of({4096, 4096, 4096}) == Approx(228.0 / 312));
+  GemmEfficiencyCurve by_smallest = cubes;
+  by_smallest.axis = GemmCurveAxis::smallest_dimension;
+  CHECK(by_smallest.of({2048, 8192, 8192}) == Approx(221.8 / 312));
+  // The Hopper curve has no read_at: its smallest dimension.
+  CHECK(test::nominal_calibration().gemm.at(Dtype::bf16).axis == GemmCurveAxis::smallest_dimension);
+}
+
+TEST_CASE("On XLA's measured H100 table, cubes read at equal multiply-adds predict other shapes") {
+  // validation/data/gemm/xla-sm90-bf16.json: 125 BF16 GEMMs, each side 256 ... 4096. A curve of
+  // its five cubes predicts the 24 non-cube shapes whose sides are all at least 1024 within 3.7 %
+  // (mean absolute) when read at (m n k)^(1/3), and 45 % too slow at the smallest dimension (e.g.
+  // 4096 x 1024 x 4096, measured 738.5 TFLOP/s: 682.4 at the cube of side 2580, 236.3 at 1024^3;
+  // tools/gemm_curve_reading.py prints the same figures).
+  const auto doc = JsonDocument::load(std::string(CLUSTERSIM_SOURCE_DIR) +
+                                      "/validation/data/gemm/xla-sm90-bf16.json");
+  struct Shape {
+    double m, n, k, tflops;
+  };
+  std::vector<Shape> shapes;
+  for (const auto& r : doc.root().at("results").items()) {
+    shapes.push_back(
+        {r.positive_at("m"), r.positive_at("n"), r.positive_at("k"), r.positive_at("tflops")});
+  }
+  REQUIRE(shapes.size() == 125);
+  GemmEfficiencyCurve cubes;
+  cubes.axis = GemmCurveAxis::cube_side;
+  for (const Shape& s : shapes) {
+    if (s.m == s.n && s.n == s.k) cubes.points.push_back({s.m, s.tflops / 1000.0, "xla"});
+  }
+  std::sort(
+      cubes.points.begin(), cubes.points.end(),
+      [](const EfficiencyPoint& a, const EfficiencyPoint& b) { return a.min_dim < b.min_dim; });
+  REQUIRE(cubes.points.size() == 5);
+  GemmEfficiencyCurve by_smallest = cubes;
+  by_smallest.axis = GemmCurveAxis::smallest_dimension;
+  double equal_work = 0, smallest = 0;
+  int n = 0;
+  for (const Shape& s : shapes) {
+    if ((s.m == s.n && s.n == s.k) || std::min({s.m, s.n, s.k}) < 1024) continue;
+    equal_work += std::abs(cubes.of({s.m, s.n, s.k}) * 1000.0 / s.tflops - 1);
+    smallest += std::abs(by_smallest.of({s.m, s.n, s.k}) * 1000.0 / s.tflops - 1);
+    ++n;
+  }
+  REQUIRE(n == 24);
+  CHECK(equal_work / n < 0.05);
+  CHECK(smallest / n > 0.40);
+  CHECK(cubes.of({4096, 1024, 4096}) * 1000.0 ==
+        Approx(632.0 + (783.3 - 632.0) * (std::log2(std::cbrt(4096.0 * 1024 * 4096)) - 11)));
 }
 
 TEST_CASE("GEMM efficiency never exceeds the best-shape efficiency") {
@@ -216,6 +280,11 @@ TEST_CASE("A malformed calibration file is rejected at the offending JSON pointe
   SECTION("attention points out of order") {
     CHECK(error_pointer(replace(text, "\"seq_len\":2048", "\"seq_len\":1000")) ==
           "/attention/backward/bf16/points/1/seq_len");
+  }
+  SECTION("a curve read at a size that has no name") {
+    CHECK(error_pointer(
+              replace(text, "\"best_shape\":", "\"read_at\":\"largest\",\"best_shape\":")) ==
+          "/gemm/bf16/read_at");
   }
   SECTION("an unknown key") {
     const std::string bad = replace(text, "\"hbm_efficiency\"", "\"hbm_eficiency\"");
