@@ -29,6 +29,10 @@ const std::vector<OptionSpec>& runs_options() {
        "parameters to fit, comma-separated (default: tensor_sustained_fraction,kernel_gap_us)"},
       {"case", "", true, true, "fit only these cases (ids as in suite.json)"},
       {"iterations", "", true, false, "Gauss-Newton linearisations (default 2)"},
+      {"loss", "", true, false,
+       "what the fit minimises over the runs' errors in ln(step time): absolute (the default: "
+       "the sum of absolute errors, as the suite's MAPE scores them) or squared (least "
+       "squares)"},
       {"jobs", "j", true, false, "simulations at a time (default: the CPUs available)"},
       {"update", "", false, false,
        "write the fitted `system` block into each group's compute-calibration file"},
@@ -63,7 +67,8 @@ std::vector<SystemParameterId> parse_fit_list(const std::string& text) {
 
 std::string usage_calibrate_runs() {
   return "usage: clustersim calibrate --runs SUITE [--fit P1,P2] [--case ID...] [--jobs N]\n"
-         "                            [--iterations N] [--skip-verify] [--update] [--quiet]\n\n"
+         "                            [--iterations N] [--loss absolute|squared] [--skip-verify]\n"
+         "                            [--update] [--quiet]\n\n"
          "Fits the system parameters of each GPU generation (the compute-calibration file its\n"
          "preset names) to measured runs, each parameter bounded to its plausible range, with\n"
          "leave-one-source-out cross-validation: every source family's runs are predicted\n"
@@ -86,6 +91,10 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   validation::SystemFitOptions options;
   options.parameters =
       parse_fit_list(args.value_or("fit", "tensor_sustained_fraction,kernel_gap_us"));
+  const std::string loss = args.value_or("loss", "absolute");
+  const auto parsed_loss = validation::kFitLossNames.find(loss);
+  if (!parsed_loss) throw UsageError("--loss: \"" + loss + "\" is not absolute or squared");
+  options.loss = *parsed_loss;
   options.iterations = static_cast<int>(args.int_or("iterations", 2));
   if (options.iterations < 1) throw UsageError("--iterations must be at least 1");
   options.verify = !args.flag("skip-verify");
@@ -136,7 +145,8 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   }
   if (args.flag("update")) {
     const std::string note = "clustersim calibrate --runs " + args.value_or("runs", "") +
-                             " --update, " + args.value_or("date", utc_now("%Y-%m-%d"));
+                             " --loss " + loss + " --update, " +
+                             args.value_or("date", utc_now("%Y-%m-%d"));
     for (const auto& [file, system] : fit.groups) {
       // Leave-one-source-out needs a second source: a group measured by one family only is
       // fitted in-sample, which the fidelity rules do not accept, so its file keeps what it

@@ -86,6 +86,49 @@ std::vector<double> bounded_least_squares(const std::vector<std::vector<double>>
   return std::vector<double>(best_x.data(), best_x.data() + n);
 }
 
+std::vector<double> bounded_least_absolute(const std::vector<std::vector<double>>& A,
+                                           const std::vector<double>& b,
+                                           const std::vector<double>& low,
+                                           const std::vector<double>& high) {
+  // Weighted least squares with w_i = 1 / |r_i| has the stationary points of sum |r_i|; a floor
+  // on |r_i| keeps the rows a solution passes through finite.
+  constexpr double kFloor = 1e-6;
+  constexpr int kRounds = 200;
+  std::vector<double> x = bounded_least_squares(A, b, low, high);
+  auto objective = [&](const std::vector<double>& v) {
+    double sum = 0;
+    for (std::size_t i = 0; i < A.size(); ++i) {
+      double r = -b[i];
+      for (std::size_t j = 0; j < v.size(); ++j) r += A[i][j] * v[j];
+      sum += std::abs(r);
+    }
+    return sum;
+  };
+  double best = objective(x);
+  std::vector<double> best_x = x;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::vector<double>> Aw = A;
+    std::vector<double> bw = b;
+    for (std::size_t i = 0; i < A.size(); ++i) {
+      double r = -b[i];
+      for (std::size_t j = 0; j < x.size(); ++j) r += A[i][j] * x[j];
+      const double w = 1.0 / std::sqrt(std::max(std::abs(r), kFloor));
+      for (double& a : Aw[i]) a *= w;
+      bw[i] *= w;
+    }
+    const std::vector<double> next = bounded_least_squares(Aw, bw, low, high);
+    double step = 0;
+    for (std::size_t j = 0; j < x.size(); ++j) step = std::max(step, std::abs(next[j] - x[j]));
+    x = next;
+    if (const double f = objective(x); f < best) {
+      best = f;
+      best_x = x;
+    }
+    if (step < 1e-12) break;
+  }
+  return best_x;
+}
+
 namespace {
 
 struct Group {
@@ -210,7 +253,9 @@ SystemValues Fitter::solve(const std::string& group, const std::vector<int>& use
     b.push_back(std::log(runs_[static_cast<std::size_t>(i)].implied_step_s) -
                 std::log(base[static_cast<std::size_t>(i)]));
   }
-  const std::vector<double> du = bounded_least_squares(A, b, low, high);
+  const std::vector<double> du = options_.loss == FitLoss::absolute
+                                     ? bounded_least_absolute(A, b, low, high)
+                                     : bounded_least_squares(A, b, low, high);
   SystemValues x = x0;
   for (std::size_t p = 0; p < P; ++p) {
     const SystemParameterId id = options_.parameters[p];

@@ -79,6 +79,8 @@ TEST_CASE("calibrate refuses a log without its Rank lines until the counts are k
 TEST_CASE("calibrate refuses to run without inputs or output", "[slow]") {
   CHECK(run(kTool + " calibrate -o /tmp/x.json 2> /dev/null") == 2);
   CHECK(run(kTool + " calibrate --nccl /nonexistent.log -o /tmp/x.json 2> /dev/null") == 2);
+  // A fit loss with no name is refused before anything is simulated.
+  CHECK(run(kTool + " calibrate --runs published-runs --loss median 2> /dev/null") == 2);
 }
 
 // The full published-runs suite simulates dozens of runs on up to 6144 GPUs (the DeepSpeed ZeRO-3
