@@ -301,12 +301,16 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   memory.only_keys({"hbm_efficiency"});
   const JsonNode hbm = memory.at("hbm_efficiency");
   hbm.require_object();
-  hbm.only_keys({"achieved_TBps", "peak_TBps", "source"});
+  hbm.only_keys({"achieved_TBps", "peak_TBps", "source", "measured"});
   const double achieved = hbm.positive_at("achieved_TBps");
   const double peak = hbm.positive_at("peak_TBps");
   if (achieved > peak) hbm.fail_at("achieved_TBps", "exceeds peak_TBps");
   if (hbm.string_at("source").empty()) hbm.fail_at("source", "a citation is required");
   cal.hbm_efficiency = achieved / peak;
+  if (hbm.has("measured")) {
+    cal.hbm_measured =
+        kHbmMeasurementNames.value(hbm.enum_at("measured", kHbmMeasurementNames.names()));
+  }
   if (const auto system = root.find("system")) {
     cal.system = load_system(*system);
   } else if (const auto from = root.find("system_from")) {
@@ -419,7 +423,12 @@ double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_l
 }
 
 double ComputeCostModel::hbm_Bps() const {
-  return gpu_.hbm_Bps * calibration_.hbm_efficiency * elementwise_fraction_;
+  // The fitted element-wise fraction is a share of a stream copy's bandwidth; a rate measured on
+  // an element-wise kernel already is what it scales a copy down to.
+  const double elementwise = calibration_.hbm_measured == HbmMeasurement::element_wise_kernel
+                                 ? 1.0
+                                 : elementwise_fraction_;
+  return gpu_.hbm_Bps * calibration_.hbm_efficiency * elementwise;
 }
 
 OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {

@@ -48,6 +48,12 @@ inline const NameTable<GemmCurveAxis> kGemmCurveAxisNames = {
     {GemmCurveAxis::smallest_dimension, "smallest_dimension"},
     {GemmCurveAxis::cube_side, "cube_side"}};
 
+// What a calibration's HBM bandwidth (`memory.hbm_efficiency.measured`) was measured on.
+enum class HbmMeasurement { stream_copy, element_wise_kernel };
+inline const NameTable<HbmMeasurement> kHbmMeasurementNames = {
+    {HbmMeasurement::stream_copy, "stream_copy"},
+    {HbmMeasurement::element_wise_kernel, "element_wise_kernel"}};
+
 // Efficiency of one dtype's GEMMs as a function of one size of the GEMM (`axis`).
 struct GemmEfficiencyCurve {
   std::string series;                   // what was measured
@@ -92,6 +98,9 @@ struct ComputeCalibration {
   // training.attention gives them ("flash2", "flash3").
   std::map<std::string, AttentionFigures> other_attention;
   double hbm_efficiency = 1;  // achieved / peak HBM bandwidth
+  // What measured it: a stream copy, which the fitted elementwise_hbm_fraction scales down to
+  // the framework's element-wise kernels, or one such kernel, which it does not.
+  HbmMeasurement hbm_measured = HbmMeasurement::stream_copy;
   // Parameters fitted to end-to-end runs (`system` block; empty = nominal, no fit).
   SystemCalibration system;
 };

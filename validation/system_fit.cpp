@@ -17,6 +17,9 @@ double metric_error_pct(bool rate_metric, double simulated_step_s, double implie
 
 namespace {
 
+// Halvings of a step that made a group's loss worse, before the step is not taken.
+constexpr int kBacktracks = 3;
+
 // Tiny ridge towards the linearisation point: keeps the normal equations regular when a group
 // has fewer runs than parameters or a parameter has no effect on its runs.
 constexpr double kRidge = 1e-9;
@@ -161,6 +164,8 @@ class Fitter {
   SystemValues solve(const std::string& group, const std::vector<int>& use, const Point& at,
                      const std::vector<double>& base, const std::vector<std::vector<double>>& J);
   SystemFitResult result(const Point& fitted, const std::map<std::string, Point>& folds);
+  // The fit's loss over one group's runs at the step times `t` (every run's).
+  double loss(const std::string& group, const std::vector<double>& t) const;
   // Each run's errors at the fitted (in-sample) and its fold's (cross-validated) values.
   void add_errors(SystemFitResult& out, const std::vector<double>& in_sample,
                   const std::vector<double>& cv) const;
@@ -176,6 +181,8 @@ class Fitter {
   std::map<std::string, Group> groups_;
   Point start_;
   int simulations_ = 0;
+  int linearisations_ = 0;
+  bool converged_ = false;
 };
 
 SystemValues Fitter::start_values(const std::string& group) const {
@@ -265,6 +272,16 @@ SystemValues Fitter::solve(const std::string& group, const std::vector<int>& use
   return x;
 }
 
+double Fitter::loss(const std::string& group, const std::vector<double>& t) const {
+  double sum = 0;
+  for (int i : groups_.at(group).runs) {
+    const auto k = static_cast<std::size_t>(i);
+    const double r = std::log(t[k] / runs_[k].implied_step_s);
+    sum += options_.loss == FitLoss::absolute ? std::abs(r) : r * r;
+  }
+  return sum;
+}
+
 SystemFitResult Fitter::run() {
   std::set<std::string> sources;
   for (const auto& r : runs_) sources.insert(r.source);
@@ -286,10 +303,39 @@ SystemFitResult Fitter::run() {
             use.size() == group.runs.size() ? next.at(name) : solve(name, use, point, base, J);
       }
     }
+    // A step the simulator says made a group's loss worse is halved, up to kBacktracks times, and
+    // then not taken: in a flat valley the linearised solution can jump across the minimum.
+    std::vector<double> trial = simulate(next);
+    for (int halving = 0;; ++halving) {
+      std::vector<FitQuery> redo;
+      for (auto& [name, values] : next) {
+        if (loss(name, trial) <= loss(name, base)) continue;
+        for (SystemParameterId id : options_.parameters) {
+          values[id] = halving < kBacktracks ? 0.5 * (values[id] + point.at(name).at(id))
+                                             : point.at(name).at(id);
+        }
+        for (int i : groups_.at(name).runs) redo.push_back({i, values});
+      }
+      if (redo.empty()) break;
+      if (halving == kBacktracks) {  // not taken: those runs keep their times at `point`
+        for (const auto& q : redo) trial[static_cast<std::size_t>(q.run)] = base[q.run];
+        break;
+      }
+      const std::vector<double> t = simulate(redo);
+      for (std::size_t q = 0; q < redo.size(); ++q) trial[redo[q].run] = t[q];
+    }
+    double moved = 0;
+    for (const auto& [name, values] : next) {
+      for (SystemParameterId id : options_.parameters)
+        moved = std::max(moved, std::abs(values.at(id) - point.at(name).at(id)) / scale(id));
+    }
     point = next;
-    if (!options_.verify && it + 1 >= std::max(1, options_.iterations)) return result(point, folds);
-    base = simulate(point);
+    base = trial;
+    linearisations_ = it + 1;
+    converged_ = moved <= kConvergedFraction;
+    if (converged_) break;
   }
+  if (!options_.verify) return result(point, folds);
   std::vector<FitQuery> cv_queries;
   for (std::size_t i = 0; i < runs_.size(); ++i)
     cv_queries.push_back({static_cast<int>(i), folds.at(runs_[i].source).at(runs_[i].group)});
@@ -313,6 +359,8 @@ SystemFitResult Fitter::result(const Point& fitted, const std::map<std::string, 
     }
   }
   out.simulations = simulations_;
+  out.linearisations = linearisations_;
+  out.converged = converged_;
   return out;
 }
 

@@ -105,6 +105,10 @@ std::string format_system_fit(const SystemFitResult& fit,
       out << "  MAPE " << fixed(*cal.cross_validated_mape_pct, 1) << "% cross-validated, "
           << fixed(*cal.in_sample_mape_pct, 1) << "% in-sample\n";
   }
+  out << "\n"
+      << (fit.converged ? "converged after " : "NOT converged after ") << fit.linearisations
+      << (fit.linearisations == 1 ? " linearisation" : " linearisations")
+      << (fit.converged ? "" : " (raise --iterations)") << "\n";
   if (!fit.cross_validated_mape_pct) {
     out << "\nnot simulated at the fitted values (--skip-verify): `clustersim validate` reports "
            "the cross-validated and in-sample errors; "

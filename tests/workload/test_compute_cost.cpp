@@ -281,6 +281,10 @@ TEST_CASE("A malformed calibration file is rejected at the offending JSON pointe
     CHECK(error_pointer(replace(text, "\"seq_len\":2048", "\"seq_len\":1000")) ==
           "/attention/backward/bf16/points/1/seq_len");
   }
+  SECTION("an HBM figure measured on something that has no name") {
+    CHECK(error_pointer(replace(text, "\"peak_TBps\":", "\"measured\":\"triad\",\"peak_TBps\":")) ==
+          "/memory/hbm_efficiency/measured");
+  }
   SECTION("a curve read at a size that has no name") {
     CHECK(error_pointer(
               replace(text, "\"best_shape\":", "\"read_at\":\"largest\",\"best_shape\":")) ==
