@@ -81,8 +81,16 @@ GemmLog synthetic_log() {
   return log;
 }
 
-nlohmann::json shipped_defaults() {
-  return JsonDocument::load(kSource + "/validation/data/compute_efficiency.json").root().raw();
+// Inputs of compute_efficiency_from_gemm: `log` over the shipped file's other sections, with the
+// BF16 peak (and FP8's when `fp8`).
+ComputeEfficiencyInputs inputs(const GemmLog& log, bool fp8 = false) {
+  ComputeEfficiencyInputs in;
+  in.logs = {log};
+  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
+  if (fp8) in.peaks_tflops[Dtype::fp8] = kFp8PeakTflops;
+  in.base = JsonDocument::load(kSource + "/validation/data/compute_efficiency.json").root().raw();
+  in.base_file = "validation/data/compute_efficiency.json";
+  return in;
 }
 
 void check_round_trip(const models::ComputeCalibration& cal) {
@@ -113,11 +121,7 @@ int run(const std::string& command) {
 }  // namespace
 
 TEST_CASE("GEMM timings from a known curve come back as that curve through compute_cost's loader") {
-  ComputeEfficiencyInputs in;
-  in.logs = {synthetic_log()};
-  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}, {Dtype::fp8, kFp8PeakTflops}};
-  in.base = shipped_defaults();
-  in.base_file = "validation/data/compute_efficiency.json";
+  const ComputeEfficiencyInputs in = inputs(synthetic_log(), true);
   const auto result = compute_efficiency_from_gemm(in);
 
   const auto path = std::filesystem::temp_directory_path() / "clustersim-test-efficiency.json";
@@ -153,21 +157,15 @@ TEST_CASE("GEMM timings of cubes alone make a curve read at the cube of as many 
     g.time_us = g.flops / (kBf16PeakTflops * 1e12 * eff) * 1e6;
     log.results.push_back(g);
   }
-  ComputeEfficiencyInputs in;
-  in.logs = {log};
-  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
-  in.base = shipped_defaults();
-  in.base_file = "validation/data/compute_efficiency.json";
-  const auto result = compute_efficiency_from_gemm(in);
+  const auto result = compute_efficiency_from_gemm(inputs(log));
   CHECK(result.document["gemm"]["bf16"]["read_at"] == "cube_side");
   const auto cal =
       models::load_compute_calibration(JsonDocument::parse(result.document.dump(), "cubes.json"));
   CHECK(cal.gemm.at(Dtype::bf16).of({1024, 4096, 16384}) == Approx(0.8));
   // Rows of other shapes are read at their smallest dimension, as before.
-  ComputeEfficiencyInputs mixed = in;
-  mixed.logs = {synthetic_log()};
-  mixed.peaks_tflops[Dtype::fp8] = kFp8PeakTflops;
-  CHECK_FALSE(compute_efficiency_from_gemm(mixed).document["gemm"]["bf16"].contains("read_at"));
+  CHECK_FALSE(compute_efficiency_from_gemm(inputs(synthetic_log(), true))
+                  .document["gemm"]["bf16"]
+                  .contains("read_at"));
 }
 
 TEST_CASE("attention rows at several sequence lengths become the attention curve") {
@@ -191,12 +189,7 @@ TEST_CASE("attention rows at several sequence lengths become the attention curve
       log.results.push_back(g);
     }
   }
-  ComputeEfficiencyInputs in;
-  in.logs = {log};
-  in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
-  in.base = shipped_defaults();
-  in.base_file = "validation/data/compute_efficiency.json";
-  const auto result = compute_efficiency_from_gemm(in);
+  const auto result = compute_efficiency_from_gemm(inputs(log));
   const models::ComputeCalibration cal =
       models::load_compute_calibration(JsonDocument::parse(result.document.dump(), "out.json"));
   const auto& loaded = cal.attention.forward.at(Dtype::bf16);
@@ -208,10 +201,7 @@ TEST_CASE("attention rows at several sequence lengths become the attention curve
 }
 
 TEST_CASE("a GEMM faster than the peak or without a known peak is refused with its location") {
-  ComputeEfficiencyInputs in;
-  in.logs = {synthetic_log()};
-  in.base = shipped_defaults();
-  in.base_file = "validation/data/compute_efficiency.json";
+  ComputeEfficiencyInputs in = inputs(synthetic_log());
   SECTION("no fp8 peak") {
     in.peaks_tflops = {{Dtype::bf16, kBf16PeakTflops}};
     try {
