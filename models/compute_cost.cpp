@@ -356,9 +356,14 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
     return "nominal: microbenchmark rates, " + format_number(gpu.kernel_launch_s * 1e6) +
            " us per kernel (no system fit in the compute calibration)";
   std::string out;
-  for (const auto& [id, value] : values)
+  for (const auto& [id, value] : values) {
     out += (out.empty() ? "" : ", ") + std::string(system_parameter(id).name) + " " +
            format_number(value);
+    // A fitted value pressed against its range: the runs wanted more than the range allows.
+    const SystemParameterSpec& spec = system_parameter(id);
+    if (!gpu.system_override && value >= spec.high) out += " (its upper bound)";
+    if (!gpu.system_override && value <= spec.low) out += " (its lower bound)";
+  }
   if (gpu.system_override) return out + " (set for this run)";
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
   if (!sys.borrowed_from.empty())

@@ -108,6 +108,13 @@ TEST_CASE("run and check name fitted system parameters as fitted") {
   const std::string line = describe_system_parameters(test::h100_like(), fitted);
   CHECK_THAT(line, Catch::Contains("tensor_sustained_fraction 0.9, kernel_gap_us 7"));
   CHECK_THAT(line, Catch::Contains("FITTED to 3 published runs"));
+  // A fitted value at an end of its range (0.70-1.00, 0-20 us) says so.
+  const ComputeCalibration bounded = with_system_block(
+      R"({"parameters": {"tensor_sustained_fraction": 1.0, "kernel_gap_us": 0},
+          "fit": {"note": "test", "fitted_on": ["a", "b", "c"]}})");
+  CHECK_THAT(describe_system_parameters(test::h100_like(), bounded),
+             Catch::Contains("tensor_sustained_fraction 1 (its upper bound), kernel_gap_us 0 "
+                             "(its lower bound)"));
   GpuSpec gpu = test::h100_like();
   gpu.system_override = SystemValues{};
   CHECK_THAT(describe_system_parameters(gpu, fitted), Catch::StartsWith("nominal"));
