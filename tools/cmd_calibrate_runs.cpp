@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "core/json_reader.hpp"
 #include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
@@ -41,8 +42,8 @@ const std::vector<OptionSpec>& runs_options() {
        "write the fitted `system` block into each group's compute-calibration file"},
       {"date", "", true, false, "date recorded in the files (default: today, UTC)"},
       {"skip-verify", "", false, false,
-       "do not simulate the runs at the fitted and fold values (two passes fewer); "
-       "`clustersim validate` reports the errors"},
+       "do not simulate the runs at their folds' values (one pass fewer) and report no "
+       "errors; `clustersim validate` reports them"},
       max_memory_option(),
       {"quiet", "q", false, false, "no progress on stderr"},
   };
@@ -99,7 +100,10 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   options.parameters = parse_fit_list(args.value_or("fit", kDefaultFit));
   const std::string loss = args.value_or("loss", "absolute");
   const auto parsed_loss = validation::kFitLossNames.find(loss);
-  if (!parsed_loss) throw UsageError("--loss: \"" + loss + "\" is not absolute or squared");
+  if (!parsed_loss) {
+    throw UsageError("--loss: \"" + loss + "\" is not one of " +
+                     join_names(validation::kFitLossNames.names()));
+  }
   options.loss = *parsed_loss;
   options.iterations = static_cast<int>(args.int_or("iterations", 8));
   if (options.iterations < 1) throw UsageError("--iterations must be at least 1");

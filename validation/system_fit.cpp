@@ -98,13 +98,14 @@ std::vector<double> bounded_least_absolute(const std::vector<std::vector<double>
   constexpr double kFloor = 1e-6;
   constexpr int kRounds = 200;
   std::vector<double> x = bounded_least_squares(A, b, low, high);
-  auto objective = [&](const std::vector<double>& v) {
+  const auto residual = [&](std::size_t i, const std::vector<double>& v) {
+    double r = -b[i];
+    for (std::size_t j = 0; j < v.size(); ++j) r += A[i][j] * v[j];
+    return r;
+  };
+  const auto objective = [&](const std::vector<double>& v) {
     double sum = 0;
-    for (std::size_t i = 0; i < A.size(); ++i) {
-      double r = -b[i];
-      for (std::size_t j = 0; j < v.size(); ++j) r += A[i][j] * v[j];
-      sum += std::abs(r);
-    }
+    for (std::size_t i = 0; i < A.size(); ++i) sum += std::abs(residual(i, v));
     return sum;
   };
   double best = objective(x);
@@ -113,9 +114,7 @@ std::vector<double> bounded_least_absolute(const std::vector<std::vector<double>
     std::vector<std::vector<double>> Aw = A;
     std::vector<double> bw = b;
     for (std::size_t i = 0; i < A.size(); ++i) {
-      double r = -b[i];
-      for (std::size_t j = 0; j < x.size(); ++j) r += A[i][j] * x[j];
-      const double w = 1.0 / std::sqrt(std::max(std::abs(r), kFloor));
+      const double w = 1.0 / std::sqrt(std::max(std::abs(residual(i, x)), kFloor));
       for (double& a : Aw[i]) a *= w;
       bw[i] *= w;
     }
@@ -318,11 +317,15 @@ SystemFitResult Fitter::run() {
       }
       if (redo.empty()) break;
       if (halving == kBacktracks) {  // not taken: those runs keep their times at `point`
-        for (const auto& q : redo) trial[static_cast<std::size_t>(q.run)] = base[q.run];
+        for (const auto& q : redo) {
+          const auto k = static_cast<std::size_t>(q.run);
+          trial[k] = base[k];
+        }
         break;
       }
       const std::vector<double> t = simulate(redo);
-      for (std::size_t q = 0; q < redo.size(); ++q) trial[redo[q].run] = t[q];
+      for (std::size_t q = 0; q < redo.size(); ++q)
+        trial[static_cast<std::size_t>(redo[q].run)] = t[q];
     }
     double moved = 0;
     for (const auto& [name, values] : next) {

@@ -67,9 +67,9 @@ struct SystemFitOptions {
   // Most linearisations (Gauss-Newton steps); the fit stops before when a step moves no value
   // of any group by more than kConvergedFraction of its parameter's range.
   int iterations = 8;
-  // Simulate every run at the fitted values and at its fold's values, for the errors. Without
-  // it the last linearisation's solution is returned unsimulated (no errors, no MAPEs): two
-  // passes fewer, for when `clustersim validate` simulates them anyway.
+  // Simulate every run at its fold's values as well, for the cross-validated errors. Without it
+  // no errors or MAPEs are reported (every step is simulated anyway, to check it): one pass
+  // fewer, for when `clustersim validate` simulates the folds anyway.
   bool verify = true;
 };
 
