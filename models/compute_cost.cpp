@@ -357,12 +357,15 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
            " us per kernel (no system fit in the compute calibration)";
   std::string out;
   for (const auto& [id, value] : values) {
-    out += (out.empty() ? "" : ", ") + std::string(system_parameter(id).name) + " " +
-           format_number(value);
-    // A fitted value pressed against its range: the runs wanted more than the range allows.
     const SystemParameterSpec& spec = system_parameter(id);
+    out += (out.empty() ? "" : ", ") + std::string(spec.name) + " " + format_number(value);
+    // A fitted value pressed against its range: the runs wanted more than the range allows.
     if (!gpu.system_override && value >= spec.high) out += " (its upper bound)";
     if (!gpu.system_override && value <= spec.low) out += " (its lower bound)";
+    // ComputeCostModel::hbm_Bps does not scale a kernel-measured HBM figure by it.
+    if (id == SystemParameterId::elementwise_hbm_fraction &&
+        calibration.hbm_measured == HbmMeasurement::element_wise_kernel)
+      out += " (not applied: this GPU's HBM figure is an element-wise kernel's)";
   }
   if (gpu.system_override) return out + " (set for this run)";
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
