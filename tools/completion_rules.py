@@ -320,6 +320,8 @@ def _bloom_script(run, f):
 # over 8 stages: 15, 16 x 6, 15).
 TORCHTITAN_COMMIT = "9dec370"
 TORCHTITAN_SEQ_LEN = 8192
+# Llama 3.1's context window (its config.json max_position_embeddings), the presets' max_seq_len.
+LLAMA31_CONTEXT = 131072
 
 
 def torchtitan_split(layers, stages):
@@ -370,6 +372,14 @@ def _torchtitan_defaults(run, f):
     f.training["optimizer_kernels"] = "foreach"
     if run["cp"] > 1:
         f.parallelism["cp_implementation"] = "torch"
+    if (run.get("seq_length") or 0) > LLAMA31_CONTEXT:
+        f.notes.append("sequence of %d tokens, longer than Llama 3.1's %d-token context (the "
+                       "preset's max_seq_len): torchtitan %s sets the model's max_seq_len to the "
+                       "training sequence length (train.py), so the run is the same model on "
+                       "longer sequences; each rank's attention covers %d query tokens, inside "
+                       "the measured attention curves" % (
+                           run["seq_length"], LLAMA31_CONTEXT, TORCHTITAN_COMMIT,
+                           run["seq_length"] // run["cp"]))
     if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
         f.training["tp_comm_overlap"] = True
     f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched, each "
@@ -571,13 +581,4 @@ def left_out(run):
     for prefix, reason in LEFT_OUT.items():
         if run["id"].startswith(prefix):
             return reason
-    if run["id"].startswith("torchtitan_"):
-        return _torchtitan_left_out(run)
-    return None
-
-
-def _torchtitan_left_out(run):
-    if run.get("seq_length") and run["seq_length"] > 131072:
-        return ("sequence of %d tokens, beyond Llama 3.1's 131,072-token context (the preset's "
-                "max_seq_len); the attention calibration ends at 16k tokens" % run["seq_length"])
     return None
