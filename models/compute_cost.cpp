@@ -430,13 +430,14 @@ double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_l
   return attention_efficiency(dtype, seq_len);
 }
 
-double ComputeCostModel::hbm_Bps() const {
-  // The fitted element-wise fraction is a share of a stream copy's bandwidth; a rate measured on
-  // an element-wise kernel already is what it scales a copy down to.
-  const double elementwise = calibration_.hbm_measured == HbmMeasurement::element_wise_kernel
-                                 ? 1.0
-                                 : elementwise_fraction_;
-  return gpu_.hbm_Bps * calibration_.hbm_efficiency * elementwise;
+double ComputeCostModel::hbm_Bps(KernelSource source) const {
+  // The fitted element-wise fraction is a share of a stream copy's bandwidth, for framework
+  // kernels; PyTorch's own run at the copy's rate. A rate measured on an element-wise kernel
+  // already is what the fraction scales a copy down to, and the only rate there is for both.
+  double share =
+      source == KernelSource::pytorch ? kPyTorchElementwiseOverCopy : elementwise_fraction_;
+  if (calibration_.hbm_measured == HbmMeasurement::element_wise_kernel) share = 1.0;
+  return gpu_.hbm_Bps * calibration_.hbm_efficiency * share;
 }
 
 OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {
@@ -497,11 +498,15 @@ OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dt
       flops, gpu_.peak(d) * attention_backward_efficiency(d, seq_len) * tensor_fraction_, bytes);
 }
 
-OpCost ComputeCostModel::memory_op(double bytes, double flops) const {
+OpCost ComputeCostModel::memory_op(double bytes, double flops, KernelSource source) const {
   // Element-wise FLOPs run on the CUDA cores far below the tensor-core peak; they never bind
   // before HBM for the kernels modelled here, so they are counted but not timed.
   OpCost c = roofline(0, 1, bytes);
   c.flops = flops;
+  if (source != KernelSource::framework && bytes > 0) {
+    c.memory_s = bytes / hbm_Bps(source);
+    c.time_s = c.memory_s + c.launch_s;
+  }
   return c;
 }
 

@@ -54,6 +54,24 @@ inline const NameTable<HbmMeasurement> kHbmMeasurementNames = {
     {HbmMeasurement::stream_copy, "stream_copy"},
     {HbmMeasurement::element_wise_kernel, "element_wise_kernel"}};
 
+// Who wrote a memory-bound kernel, which sets the share of the calibration's HBM rate it
+// reaches (docs/system-calibration.md#whose-kernels).
+enum class KernelSource {
+  // A training framework's fused kernels (Transformer Engine, Apex, Megatron-LM's, DeepSpeed's,
+  // torch.compile's): the fitted elementwise_hbm_fraction of the stream copy's rate.
+  framework,
+  // PyTorch's own eager kernels: copies, fills and TensorIterator arithmetic (add, mul, casts,
+  // pow, row reductions). The stream copy's rate (kPyTorchElementwiseOverCopy).
+  pytorch,
+};
+
+// PyTorch's element-wise kernels against a stream copy on the same GPU: torch.add(x, y, out=z)
+// moved 4.373 TB/s where z.copy_(x) moved 4.177 (H200 SXM, PyTorch 2.11, 1 GiB BF16 operands;
+// validation/data/h200-2026-12-04/torch-probe-1.json `hbm`): 1.05, taken as 1.0, the copy's
+// rate being the calibration's HBM ceiling. Its other kernels (casts, pow, reductions) are
+// taken at the same rate, not measured one by one. Dimensionless.
+inline constexpr double kPyTorchElementwiseOverCopy = 1.0;
+
 // Efficiency of one dtype's GEMMs as a function of one size of the GEMM (`axis`).
 struct GemmEfficiencyCurve {
   std::string series;                   // what was measured
@@ -157,8 +175,8 @@ class ComputeCostModel {
   double attention_backward_efficiency(Dtype dtype, double seq_len) const;
   // The dtype attention runs in for a given training precision.
   static Dtype attention_dtype(Dtype training_precision);
-  // Achieved HBM bandwidth of element-wise kernels, bytes/s.
-  double hbm_Bps() const;
+  // Achieved HBM bandwidth of element-wise kernels by `source`, bytes/s.
+  double hbm_Bps(KernelSource source = KernelSource::framework) const;
   // Idle time per kernel on the compute stream, seconds: the fitted kernel_gap_us when the
   // system calibration (or the GPU's override) has one, else the GPU preset's kernel_launch_us.
   double kernel_gap_s() const { return kernel_gap_s_; }
@@ -178,8 +196,12 @@ class ComputeCostModel {
   // One batched GEMM kernel (cuBLAS strided batched): `batch` products of `shape`, one launch;
   // efficiency as for a single product of that shape.
   OpCost batched_gemm(const GemmShape& shape, Dtype dtype, double batch) const;
-  // A memory-bound kernel (norm, activation, residual, optimizer update) moving `bytes`.
-  OpCost memory_op(double bytes, double flops = 0) const;
+  // A memory-bound kernel (norm, activation, residual, optimizer update) moving `bytes`, at the
+  // HBM rate of kernels from `source`.
+  OpCost memory_op(double bytes, double flops = 0,
+                   KernelSource source = KernelSource::framework) const;
+  // One of PyTorch's own eager kernels moving `bytes` (KernelSource::pytorch).
+  OpCost pytorch_op(double bytes) const { return memory_op(bytes, 0, KernelSource::pytorch); }
   // General roofline: `flops` at `flops_per_s` achieved, `bytes` at the achieved HBM rate.
   OpCost roofline(double flops, double flops_per_s, double bytes) const;
 

@@ -75,8 +75,8 @@ void BucketPacker::close(GradUnit& at, const std::string& last) {
   bkt.calls = reduction_calls(plan_, open_params_, open_dtype_);
   if (plan_.deepspeed_2021) {
     bkt.stream_work_s = compute_
-                            .memory_op(kDeepSpeed2021BucketBytesPerByte * open_params_ *
-                                       grad_bytes_per_element(open_dtype_))
+                            .pytorch_op(kDeepSpeed2021BucketBytesPerByte * open_params_ *
+                                        grad_bytes_per_element(open_dtype_))
                             .time_s;
   }
   bkt.label = open_first_ == last ? open_first_ : open_first_ + " .. " + last;

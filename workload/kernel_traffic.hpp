@@ -136,12 +136,12 @@ constexpr double kEagerAttentionOutputCopyBytes = 2 + 2;
 inline constexpr std::array<double, 2> kEagerCrossEntropyForward = {2 + 4, 4 + 4};
 inline constexpr std::array<double, 3> kEagerCrossEntropyBackward = {4, 4 + 4 + 4, 4 + 2};
 
-// Kernels moving bytes[i] per element over `elements` elements each.
+// PyTorch's eager kernels moving bytes[i] per element over `elements` elements each.
 template <std::size_t N>
 models::OpCost eager_kernels(const models::ComputeCostModel& c, const std::array<double, N>& bytes,
                              double elements) {
   models::OpCost out;
-  for (const double b : bytes) out += c.memory_op(b * elements);
+  for (const double b : bytes) out += c.pytorch_op(b * elements);
   return out;
 }
 

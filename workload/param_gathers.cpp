@@ -198,7 +198,7 @@ models::OpCost DeepSpeed2021Gathers::copy_submissions() const {
 }
 
 models::OpCost DeepSpeed2021Gathers::copies(double gathered_bytes) const {
-  models::OpCost c = compute_.memory_op(kGatherCopyBytesPerByte * gathered_bytes);
+  models::OpCost c = compute_.pytorch_op(kGatherCopyBytesPerByte * gathered_bytes);
   c.kernels = 0;
   c.launch_s = 0;
   c.time_s = c.memory_s;
@@ -209,7 +209,7 @@ void DeepSpeed2021Gathers::emit(OpBuilder& ops, const GradUnit& unit, const OpSi
   const OpSite site = at.at_layer(unit.layer);
   for (int id : unit.gathers) {
     const double bytes = gathers_[static_cast<std::size_t>(id)].call.bytes;
-    ops.compute(ComputeKind::gather_copy, compute_.memory_op(kGatherZeroFillBytesPerByte * bytes),
+    ops.compute(ComputeKind::gather_copy, compute_.pytorch_op(kGatherZeroFillBytesPerByte * bytes),
                 site);
     ops.grad_wait(site);
     ops.compute(ComputeKind::gather_copy, call_, site);

@@ -178,7 +178,7 @@ Segments PassBuilder::layer_forward(bool moe) {
   } else {
     mlp_block_forward(out, c);
   }
-  c += mem(kResidualPasses * d_.Ts * d_.h);
+  c += residual();
   flush(out, c);
   return out;
 }
@@ -205,7 +205,7 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
   c += proj_margin;
   tp_reduce(out, c, "layer", sum(forward_gemm(out_proj()), proj_margin));
-  c += mem(kResidualPasses * d.Ts * d.h);
+  c += residual();
 }
 
 // Norm, [AG], FFN, all-reduce/RS (the residual after it is the layer's).
@@ -224,7 +224,7 @@ void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
 Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   Segments out;
   OpCost c;
-  c += mem(kResidualPasses * d_.Ts * d_.h);
+  c += residual();
   c += module_recompute(moe);
   c += op_checkpoint_recompute();
   if (moe) {
@@ -255,7 +255,7 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
 
 void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
-  c += mem(kResidualPasses * d.Ts * d.h);
+  c += residual();
   sequence_all_gather(out, c, dgrad_gemm(out_proj()), gathered_gradient_dtype());
   c += gemm_backward(out_proj(), part);
   c += selective_recompute();
@@ -442,7 +442,7 @@ OpCost PassBuilder::op_checkpoint_recompute() const {
   c += repeat_kv();
   c += attention_output_copy();
   c += ffn_activation(PassKind::forward);
-  c += mem(2 * kResidualPasses * d.Ts * d.h);
+  c += residual(2);
   for (const models::LayerMatmul mm : models::op_checkpoint_recomputed(s_.model, d.precision)) {
     const double in = models::matmul_in_width(s_.model, mm);
     const double out = models::matmul_out_width(s_.model, mm);
@@ -605,6 +605,10 @@ OpCost PassBuilder::rope(PassKind pass) const {
 OpCost PassBuilder::ffn_activation(PassKind pass) const {
   const Dims& d = d_;
   const double elements = d.T * d.f / d.t;
+  // NeMo's squared ReLU is PyTorch's own relu and pow (kSquaredRelu*Passes): no fused kernel.
+  if (d.ffn == FfnKind::squared_relu) {
+    return c_.pytorch_op(activation_passes(d.ffn, pass) * elements * kActivationBytes);
+  }
   if (!eager(true)) return mem(activation_passes(d.ffn, pass) * elements);
   return pass == PassKind::forward ? eager_kernels(c_, kEagerSwigluForward, elements)
                                    : eager_kernels(c_, kEagerSwigluBackward, elements);
@@ -612,7 +616,7 @@ OpCost PassBuilder::ffn_activation(PassKind pass) const {
 
 OpCost PassBuilder::attention_output_copy() const {
   if (!eager(true)) return {};
-  return c_.memory_op(kEagerAttentionOutputCopyBytes * d_.T * d_.hl * d_.d);
+  return c_.pytorch_op(kEagerAttentionOutputCopyBytes * d_.T * d_.hl * d_.d);
 }
 
 OpCost PassBuilder::cross_entropy(PassKind pass) const {
@@ -635,14 +639,22 @@ OpCost PassBuilder::cross_entropy(PassKind pass) const {
 
 OpCost PassBuilder::repeat_kv() const {
   if (!s_.training.repeat_kv || d_.mla || d_.hl <= d_.gl) return {};
-  return mem(kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d);
+  const double bytes = kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d * kActivationBytes;
+  return eager(true) ? c_.pytorch_op(bytes) : c_.memory_op(bytes);
+}
+
+// The residual additions (`count` of them): PyTorch's add in eager code, a framework's fused
+// bias-dropout-add or compiled kernel otherwise.
+OpCost PassBuilder::residual(double count) const {
+  const double bytes = count * kResidualPasses * d_.Ts * d_.h * kActivationBytes;
+  return eager(true) ? c_.pytorch_op(bytes) : c_.memory_op(bytes);
 }
 
 // PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).
 OpCost PassBuilder::torch_cp_merge() const {
   if (!torch_cp()) return {};
   const double out = d_.T * d_.hl * (d_.mla ? d_.d_v : d_.d);
-  return c_.memory_op(out * (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
+  return c_.pytorch_op(out * (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
 }
 
 // PyTorch CP's backward: each ring step's dQ, dK, dV added into FP32 accumulators of this
@@ -651,7 +663,7 @@ OpCost PassBuilder::torch_cp_accumulate() const {
   if (!torch_cp()) return {};
   const double q = d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
   const double kv = kv_bytes_elements() / d_.cp;
-  return c_.memory_op((q + kv) * kTorchCpAccumulateBytes * d_.cp);
+  return c_.pytorch_op((q + kv) * kTorchCpAccumulateBytes * d_.cp);
 }
 
 Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label,

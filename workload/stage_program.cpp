@@ -422,7 +422,7 @@ void StageBuilder::gather_before(const std::vector<const GradUnit*>& units, std:
   for (int id : units[i]->gathers) {
     const double bytes = prog_.gathers[static_cast<std::size_t>(id)].call.bytes;
     ops_.compute(ComputeKind::gather_copy,
-                 plan_.compute.memory_op(kFsdp2CopyOutBytesPerByte * bytes), site);
+                 plan_.compute.pytorch_op(kFsdp2CopyOutBytesPerByte * bytes), site);
   }
 }
 
@@ -528,7 +528,7 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
       break;
   }
   const int tensors = unit.kind == UnitKind::layer ? layer_tensors_ : 1;
-  models::OpCost cost = plan_.compute.memory_op(bytes_per_param * unit.params);
+  models::OpCost cost = plan_.compute.pytorch_op(bytes_per_param * unit.params);
   cost += plan_.compute.launches(kernels_per_tensor * tensors - 1);
   ops_.compute(ComputeKind::grad_accumulation, cost, at.at_layer(unit.layer));
 }
@@ -541,7 +541,7 @@ void StageBuilder::launch_reductions(const GradUnit& unit, const OpSite& at) {
   if (fsdp2_) {
     const double bytes_per_param =
         bytes_per_element(gathered_param_dtype(s_)) + bytes_per_element(unit.dtype);
-    ops_.compute(ComputeKind::gather_copy, plan_.compute.memory_op(bytes_per_param * unit.params),
+    ops_.compute(ComputeKind::gather_copy, plan_.compute.pytorch_op(bytes_per_param * unit.params),
                  at.at_layer(unit.layer));
   }
   for (int bid : unit.buckets) {

@@ -58,6 +58,25 @@ TEST_CASE("The element-wise bandwidth fraction slows memory-bound kernels by its
   CHECK(slow.memory_op(1e9).memory_s == Approx(2e9 / 3.04e12));
 }
 
+TEST_CASE(
+    "PyTorch's own element-wise kernels run at the copy's rate whatever the fitted fraction") {
+  const ComputeCostModel slow = with({{SystemParameterId::elementwise_hbm_fraction, 0.5}});
+  // A framework kernel: 1 GB at half of 3.04 TB/s. PyTorch's copy, fill or add: at 3.04 TB/s
+  // (torch.add ran at 1.05 times a copy on the H200, taken as the copy's rate).
+  CHECK(slow.memory_op(1e9).memory_s == Approx(2e9 / 3.04e12));
+  CHECK(slow.pytorch_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+  CHECK(slow.pytorch_op(1e9).time_s == Approx(1e9 / 3.04e12 + 4e-6));  // and one launch
+  CHECK(slow.hbm_Bps(KernelSource::pytorch) == Approx(3.04e12));
+  // A calibration whose HBM figure was measured on an element-wise kernel has one rate for both.
+  ComputeCalibration kernel_measured = test::nominal_calibration();
+  kernel_measured.hbm_measured = HbmMeasurement::element_wise_kernel;
+  GpuSpec gpu = test::h100_like();
+  gpu.system_override = {{SystemParameterId::elementwise_hbm_fraction, 0.5}};
+  const ComputeCostModel b(gpu, kernel_measured);
+  CHECK(b.memory_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+  CHECK(b.pytorch_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+}
+
 TEST_CASE("The kernel gap replaces the GPU's launch overhead once per kernel") {
   const ComputeCostModel nominal = with({});
   CHECK(nominal.kernel_gap_s() == Approx(4e-6));  // the preset's kernel_launch_us

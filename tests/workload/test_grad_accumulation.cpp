@@ -72,8 +72,8 @@ TEST_CASE("Autograd adds every micro-batch's gradient after the first into .grad
     CHECK(op.micro_batch >= 1);
     CHECK(op.pass == PassKind::backward);
     // grad += new: read both FP16 gradients, write one (6 B), one kernel per tensor.
-    CHECK(op.time_s ==
-          Approx(6 * kLayerParams / model.hbm_Bps() + kLayerTensors * model.kernel_gap_s()));
+    CHECK(op.time_s == Approx(6 * kLayerParams / model.hbm_Bps(models::KernelSource::pytorch) +
+                              kLayerTensors * model.kernel_gap_s()));
   }
 }
 
@@ -85,8 +85,8 @@ TEST_CASE("DeepSpeed's BF16_Optimizer casts and adds every micro-batch's gradien
   for (const Op& op : ops) {
     // The cast reads 2 B and writes 4, the add reads 4 + 4 and writes 4: 18 B per parameter;
     // two kernels per tensor.
-    CHECK(op.time_s ==
-          Approx(18 * kLayerParams / model.hbm_Bps() + 2 * kLayerTensors * model.kernel_gap_s()));
+    CHECK(op.time_s == Approx(18 * kLayerParams / model.hbm_Bps(models::KernelSource::pytorch) +
+                              2 * kLayerTensors * model.kernel_gap_s()));
   }
 }
 
@@ -117,14 +117,16 @@ TEST_CASE(
       REQUIRE(copy.kind == OpKind::compute);
       REQUIRE(copy.compute == ComputeKind::gather_copy);
       if (copy.layer >= 0) {
-        CHECK(copy.time_s == Approx(2 * 2 * kLayerParams / model.hbm_Bps() + gap));
+        CHECK(copy.time_s ==
+              Approx(2 * 2 * kLayerParams / model.hbm_Bps(models::KernelSource::pytorch) + gap));
       }
       ++copy_outs;
     } else if (op.kind == OpKind::compute && op.compute == ComputeKind::gather_copy &&
                op.pass == PassKind::backward && op.layer >= 0 &&
                ops[i - 1].kind != OpKind::gather_wait) {
       // The copy-in: each BF16 gradient read, written in FP32 into the reduce-scatter input.
-      CHECK(op.time_s == Approx((2 + 4) * kLayerParams / model.hbm_Bps() + gap));
+      CHECK(op.time_s ==
+            Approx((2 + 4) * kLayerParams / model.hbm_Bps(models::KernelSource::pytorch) + gap));
       CHECK(op.micro_batch == 7);  // reduced once per step, after the last micro-batch
       ++layer_copy_ins;
     }

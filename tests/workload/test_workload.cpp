@@ -445,7 +445,7 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
       const double bytes = stage.gathers.at(static_cast<std::size_t>(issue.index)).call.bytes;
       REQUIRE(fill.kind == OpKind::compute);
       CHECK(fill.compute == ComputeKind::gather_copy);
-      CHECK(fill.time_s == Approx(launch + bytes / model.hbm_Bps()));
+      CHECK(fill.time_s == Approx(launch + bytes / model.hbm_Bps(models::KernelSource::pytorch)));
       REQUIRE(call.kind == OpKind::compute);
       CHECK(call.compute == ComputeKind::gather_copy);
       // 250 us measured for the call on 8 ranks, less those ranks' views (1.7 us) and copy
@@ -461,7 +461,7 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
       REQUIRE(copy.kind == OpKind::compute);
       CHECK(copy.compute == ComputeKind::gather_copy);
       // The gathered bytes read and written once.
-      CHECK(copy.time_s == Approx(2 * bytes / model.hbm_Bps()));
+      CHECK(copy.time_s == Approx(2 * bytes / model.hbm_Bps(models::KernelSource::pytorch)));
       ++in_order;
     }
     return in_order;
@@ -480,7 +480,8 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers each weight matrix after a synchronize,
   // divides and copies back each bucket: 6 B of HBM traffic per gradient byte, one kernel.
   for (const auto& b : st.buckets) {
     CHECK(b.calls.at(0).kind == CollKind::all_reduce);
-    CHECK(b.stream_work_s == Approx(launch + 6 * b.bytes() / model.hbm_Bps()));
+    CHECK(b.stream_work_s ==
+          Approx(launch + 6 * b.bytes() / model.hbm_Bps(models::KernelSource::pytorch)));
   }
 }
 
@@ -508,7 +509,8 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 gathers the persistent parameters once after th
   // elements: 32 x 8 iterations of 4 us plus a 6 us cudaMemcpyAsync. The GPU copies the 64 KiB
   // gathered twice (read and write each time).
   const double bytes = 32 * 1024 * 2;
-  CHECK(after == Approx(250e-6 + 32 * 8 * (4e-6 + 6e-6) + 2 * 2 * bytes / model.hbm_Bps()));
+  CHECK(after == Approx(250e-6 + 32 * 8 * (4e-6 + 6e-6) +
+                        2 * 2 * bytes / model.hbm_Bps(models::KernelSource::pytorch)));
 }
 
 TEST_CASE("A ZeRO-3 implementation is refused without ZeRO-3") {
