@@ -388,6 +388,14 @@ struct Parallelism {
   int layers_added_to_split() const {
     return (embedding_in_pipeline_split ? 1 : 0) + (loss_in_pipeline_split ? 1 : 0);
   }
+  // FSDP2 under pipeline parallelism keeps a chunk's parameters gathered from its first forward
+  // to the step's last backward: torchtitan turns reshard_after_forward off with pp (9dec370
+  // parallelize_llama.py apply_fsdp) and PyTorch's pipeline stage turns resharding after
+  // backward off for every backward but the last (torch/distributed/pipelining/stage.py
+  // backward_maybe_with_nosync). One gather per unit a step (docs/pytorch-ops.md).
+  bool fsdp2_keeps_gathered() const {
+    return zero_stage >= 3 && zero3_implementation == Zero3Implementation::fsdp2 && pp > 1;
+  }
 };
 
 struct Training {

@@ -384,8 +384,10 @@ def _torchtitan_defaults(run, f):
         f.training["tp_comm_overlap"] = True
     f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched, each "
                    "copied out into the parameters and each reduce-scatter's gradients copied "
-                   "in on the compute stream: zero3_implementation fsdp2; reshard_after_forward "
-                   "off with pipeline parallelism is not modelled), "
+                   "in on the compute stream: zero3_implementation fsdp2; with pipeline "
+                   "parallelism reshard_after_forward off and PyTorch's pipeline stage keep the "
+                   "parameters gathered and the gradients unsharded to the step's last backward, "
+                   "then reduce-scatter them all), "
                    "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
                    "dropout; K/V repeated to the query heads before attention (repeat_kv in "
                    "torchtitan/models/llama/model.py); AdamW with foreach = not "

@@ -133,7 +133,8 @@ class StageBuilder {
   int first_layer(int vs) const { return static_cast<int>(layer_count(vstage_layers_, 0, vs)); }
   OpSite site_of(const PassSlot& slot) const;
   std::vector<const GradUnit*> pass_units(const PassSlot& slot) const;
-  void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at);
+  void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at,
+                     bool first_forward);
   void await_zero12(const GradUnit& unit, int chunk);
   enum class LayerPass { forward, backward, input_grad, weight_grad };
   const Segments& layer_pass(const GradUnit& unit, LayerPass pass) const;
@@ -184,7 +185,10 @@ StageBuilder::StageBuilder(const StepPlan& plan, int stage)
               s_.parallelism.zero3_implementation == Zero3Implementation::deepspeed_2021),
       fsdp2_(zero_ == 3 && s_.parallelism.zero3_implementation == Zero3Implementation::fsdp2),
       zero12_overlap_(zero_ >= 1 && zero_ < 3 && tr_.overlap_param_gather),
-      reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase),
+      // PyTorch's pipeline stage runs FSDP2's post-backward (its reduce-scatters) for all of a
+      // stage's units after the step's last backward (backward_maybe_with_nosync).
+      reduce_inline_(tr_.overlap_grad_reduce && !plan.compressed_phase &&
+                     !s_.parallelism.fsdp2_keeps_gathered()),
       layer_tensors_(models::layer_param_tensors(s_.model)),
       vstage_layers_(models::layers_per_virtual_stage(s_)),
       order_(pipeline_order(s_.parallelism.schedule, chain_.p, stage,
@@ -369,7 +373,7 @@ void StageBuilder::hand_on(const OpSite& at) {
 void StageBuilder::forward_kernels(const PassSlot& slot, const OpSite& at) {
   const std::vector<const GradUnit*> units = pass_units(slot);
   for (std::size_t i = 0; i < units.size(); ++i) {
-    gather_before(units, i, at);
+    gather_before(units, i, at, first_forward(slot));
     if (first_forward(slot)) await_zero12(*units[i], slot.chunk);
     unit_forward(*units[i], at);
   }
@@ -378,7 +382,7 @@ void StageBuilder::forward_kernels(const PassSlot& slot, const OpSite& at) {
 void StageBuilder::backward_kernels(const PassSlot& slot, const OpSite& at) {
   const std::vector<const GradUnit*> units = pass_units(slot);
   for (std::size_t i = 0; i < units.size(); ++i) {
-    gather_before(units, i, at);
+    gather_before(units, i, at, false);
     unit_backward(*units[i], at, slot.weight_deferred);
     if (slot.weight_deferred) continue;
     accumulate_gradients(*units[i], slot, at);
@@ -399,10 +403,12 @@ void StageBuilder::weight_grad(const PassSlot& slot) {
 }
 
 // ZeRO-3 gathers before unit i of a pass; prefetched one unit ahead when overlapped (FSDP
-// forward_prefetch / BackwardPrefetch.BACKWARD_PRE).
+// forward_prefetch / BackwardPrefetch.BACKWARD_PRE). FSDP2 under pipeline parallelism gathers
+// only in a chunk's first forward (`first_forward`) and keeps the parameters to the step's end.
 void StageBuilder::gather_before(const std::vector<const GradUnit*>& units, std::size_t i,
-                                 const OpSite& at) {
+                                 const OpSite& at, bool first_forward) {
   if (zero_ != 3) return;
+  if (s_.parallelism.fsdp2_keeps_gathered() && !first_forward) return;
   if (ds2021_) {
     ds2021_gathers_->emit(ops_, *units[i], at);
     return;

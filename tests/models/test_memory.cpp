@@ -217,6 +217,44 @@ TEST_CASE("DeepSpeed 2021 ZeRO-3 holds one gathered weight matrix and its gradie
   CHECK(fsdp.stages.at(5).zero3_gathered_bytes == Approx(layer * (2 * 2 + 2)));
 }
 
+TEST_CASE("FSDP2 under pipeline parallelism keeps its stage gathered and its gradients whole") {
+  // GPT 174.6B (96 layers of 12 h^2 + 13 h parameters, h = 12288) on pp 12, dp 2, FSDP2 with
+  // FP32 gradient reduction and 4 micro-batches a step. A middle stage holds 8 layers. With
+  // pipeline parallelism it keeps their 16-bit parameters gathered and their FP32 gradients
+  // unsharded all step (on top of the FP32 master shard), and nothing per unit in flight; FSDP
+  // (flat parameters, no pipeline-stage policy) holds two gathered layers and one gradient.
+  nlohmann::json patch = {
+      {"model", "gpt-174.6b-sc21"},
+      {"gpus", 24},
+      {"parallelism",
+       {{"dp", 2},
+        {"tp", 1},
+        {"pp", 12},
+        {"sequence_parallel", false},
+        {"zero_stage", 3},
+        {"zero3_implementation", "fsdp2"}}},
+      {"training",
+       {{"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 2048}, {"recompute", "full"}}},
+      {"comm", {{"grad_dtype", "fp32"}}}};
+  const double layer = 12.0 * 12288 * 12288 + 13.0 * 12288;
+  const double stage = 8 * layer;
+  const StageMemory kept = estimate_memory(patched(patch)).stages.at(5);
+  REQUIRE(kept.parameters == Approx(stage));
+  CHECK(kept.zero3_gathered_bytes == 0);
+  CHECK(kept.gradients_bytes == Approx(4 * stage));
+  CHECK(kept.weights_bytes == Approx(4 * stage / 2 + 2 * stage));  // FP32 shard + BF16 whole
+  patch["parallelism"]["zero3_implementation"] = "fsdp";
+  const StageMemory flat = estimate_memory(patched(patch)).stages.at(5);
+  CHECK(flat.zero3_gathered_bytes == Approx(layer * (2 * 2 + 4)));
+  CHECK(flat.gradients_bytes == Approx(4 * stage / 2));
+  // One micro-batch a step: nothing accumulates, the gradients are sharded as they are reduced.
+  patch["parallelism"]["zero3_implementation"] = "fsdp2";
+  patch["training"]["global_batch"] = 2;
+  const StageMemory one = estimate_memory(patched(patch)).stages.at(5);
+  CHECK(one.gradients_bytes == Approx(4 * stage / 2));
+  CHECK(one.zero3_gathered_bytes == Approx(layer * 4));  // one layer's FP32 gradient in flight
+}
+
 TEST_CASE("FP32 layer groups keep the embedding and LM-head gradients in 4 bytes") {
   const Scenario with = patched(
       {{"comm", {{"grad_dtype", "fp16"}, {"fp32_layer_groups", {"embedding", "lm_head"}}}}});

@@ -141,3 +141,37 @@ TEST_CASE(
     for (const auto& op : flat.stages.at(0).ops) CHECK(op.compute != ComputeKind::gather_copy);
   }
 }
+
+TEST_CASE(
+    "FSDP2 under pipeline parallelism gathers once a step and reduces after the last backward") {
+  // 16 GPUs: dp 8 x pp 2, FSDP2, 8 micro-batches a step. PyTorch's pipeline stage keeps the
+  // parameters gathered from a unit's first forward and runs every post-backward after the last
+  // backward (torchtitan with pp: reshard_after_forward off).
+  nlohmann::json j = small_scenario(16, 8, 1, 2);
+  j["parallelism"]["zero_stage"] = 3;
+  j["parallelism"]["zero3_implementation"] = "fsdp2";
+  j["training"]["micro_batch"] = 1;
+  const Scenario s = load(j);
+  REQUIRE(s.micro_batches() == 8);
+  REQUIRE(s.parallelism.fsdp2_keeps_gathered());
+  const auto model = test::compute_model(s);
+  const Workload w = build_workload(s, model);
+  const std::vector<Op> ops = w.stages.at(0).ops.to_vector();
+  int waits = 0;
+  std::size_t last_backward = 0, first_ready = ops.size();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::gather_wait) {
+      ++waits;
+      CHECK(op.pass == PassKind::forward);
+      CHECK(op.micro_batch == 0);
+    }
+    if (op.kind == OpKind::compute && op.compute == ComputeKind::backward) last_backward = i;
+    if (op.kind == OpKind::grad_ready) first_ready = std::min(first_ready, i);
+  }
+  // Stage 0 holds 4 of the 8 layers and the embedding: 5 units, each gathered once.
+  CHECK(waits == 5);
+  CHECK(first_ready > last_backward);
+  // Without pipeline parallelism every forward and backward gathers (the case above).
+  CHECK_FALSE(load(zero3_scenario("fsdp2")).parallelism.fsdp2_keeps_gathered());
+}
