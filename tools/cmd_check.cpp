@@ -140,7 +140,12 @@ std::string describe_layout(const Scenario& s) {
           "overlapped)";
   }
   if (p.zero_stage == 3 && p.zero3_implementation == Zero3Implementation::fsdp2) {
-    os << " (PyTorch FSDP2: each gather copied out, each reduce-scatter's gradients copied in)";
+    os << " (PyTorch FSDP2: each gather copied out, each reduce-scatter's gradients copied in"
+       << (p.fsdp2_keeps_gathered()
+               ? "; with pipeline parallelism gathered once a step and reduced after the last "
+                 "backward"
+               : "")
+       << ")";
   }
   if (p.pp > 1) {
     os << ", " << to_string(p.schedule) << " schedule";
@@ -265,7 +270,9 @@ std::string training_text(const Scenario& s) {
     << (tr.overlap_p2p_comm ? ", each pipeline receive posted when the pass before it ends" : "")
     << ", DP reduction "
     << (tr.reduce_per_micro_batch ? "after every micro-batch" : "once per step")
-    << (tr.overlap_grad_reduce ? " (overlapped with backward)" : "");
+    << (s.parallelism.fsdp2_keeps_gathered() ? " (after the last backward)"
+        : tr.overlap_grad_reduce             ? " (overlapped with backward)"
+                                             : "");
   return t.str();
 }
 
@@ -413,11 +420,15 @@ void print_moe_memory(std::ostream& os, const Scenario& s, const models::StageMe
 
 void print_memory_parts(std::ostream& os, const Scenario& s, const models::StageMemory& worst) {
   const Parallelism& p = s.parallelism;
+  const std::string shard = ", 1/" + std::to_string(p.dp * p.cp);
+  const bool kept = p.fsdp2_keeps_gathered();
   row(os, "weights",
       gib(worst.weights_bytes) + "  (" + billions(worst.parameters) +
           " parameters in this GPU's model slice" +
-          (p.zero_stage >= 3 ? ", 1/" + std::to_string(p.dp * p.cp) + " of them resident (ZeRO-3)"
-                             : "") +
+          (kept ? shard + " of them as the FP32 shard, all of them in 16 bits, kept gathered "
+                          "all step under pipeline parallelism (FSDP2)"
+           : p.zero_stage >= 3 ? shard + " of them resident (ZeRO-3)"
+                               : "") +
           ")");
   if (worst.zero3_gathered_bytes > 0) {
     row(os, "ZeRO-3 gathered",
@@ -426,7 +437,11 @@ void print_memory_parts(std::ostream& os, const Scenario& s, const models::Stage
                  ? "  (1 weight matrix at a time + its gradient, DeepSpeed 2021)"
                  : "  (2 units prefetched + 1 unsharded gradient)"));
   }
-  row(os, "gradients", gib(worst.gradients_bytes));
+  row(os, "gradients",
+      gib(worst.gradients_bytes) +
+          (kept && s.micro_batches() > 1
+               ? "  (unsharded, accumulated over the step's micro-batches until the last backward)"
+               : ""));
   row(os, "optimizer states", gib(worst.optimizer_bytes));
   row(os, "activations",
       gib(worst.activations_bytes) + "  (" + gib(worst.activation_per_micro_batch_bytes) +

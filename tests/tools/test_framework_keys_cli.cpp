@@ -103,6 +103,12 @@ TEST_CASE("check names how micro-batch gradients accumulate and FSDP2's copies",
   CHECK(on.out.find("micro-batch gradients cast and added into FP32 (DeepSpeed BF16_Optimizer)") !=
         std::string::npos);
   CHECK(on.out.find("PyTorch FSDP2: each gather copied out") != std::string::npos);
+  // The seed's layout has pp 2: FSDP2 keeps the stage gathered and its gradients unsharded.
+  CHECK(on.out.find("with pipeline parallelism gathered once a step and reduced after the last "
+                    "backward") != std::string::npos);
+  CHECK(on.out.find("all of them in 16 bits, kept gathered all step") != std::string::npos);
+  CHECK(on.out.find("unsharded, accumulated over the step's micro-batches") != std::string::npos);
+  CHECK(on.out.find("DP reduction once per step (after the last backward)") != std::string::npos);
 
   s["training"]["grad_accumulation"] = "autograd";
   s["training"]["optimizer_kernels"] = "foreach";
