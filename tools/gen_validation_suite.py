@@ -782,6 +782,11 @@ def main():
                                       "reported_step_time_s", "reported_tokens_per_sec_per_gpu")
                   if run.get(k) is not None}
         case["also_reported"] = others
+        # Peak memory per GPU the source reports (torchtitan's tables: the caching allocator's
+        # peak reserved, the largest over GPUs), which `validate` sets beside the memory model's.
+        memory = (run.get("reported_other") or {}).get("memory_GiB")
+        if memory:
+            case["reported_memory_GiB"] = memory
         cases.append(case)
     suite = {
         "name": "published-runs",

@@ -183,7 +183,7 @@ PublishedSuite load_published_suite(const std::string& path) {
   for (const auto& c : root.at("cases").items()) {
     c.only_keys({"id", "family", "source", "source_table", "scenario", "metric", "reported",
                  "flop_convention", "peak_tflops", "completion", "completion_rules", "assumptions",
-                 "also_reported"});
+                 "also_reported", "reported_memory_GiB"});
     PublishedCase pc;
     pc.id = c.string_at("id");
     pc.family = c.string_or("family", pc.id.substr(0, pc.id.find('_')));
@@ -203,6 +203,7 @@ PublishedSuite load_published_suite(const std::string& path) {
     for (const auto& e : kConventions)
       if (conv == e.name) pc.convention = e.c;
     if (pc.metric == Metric::mfu) pc.peak_tflops = c.positive_at("peak_tflops");
+    if (c.has("reported_memory_GiB")) pc.reported_memory_GiB = c.positive_at("reported_memory_GiB");
     if (const auto a = c.find("assumptions"))
       for (const auto& s : a->items()) pc.assumptions.push_back(s.as_string());
     suite.cases.push_back(std::move(pc));
@@ -398,6 +399,29 @@ std::vector<std::pair<std::string, std::pair<double, int>>> mape_by_group(const 
   return groups;
 }
 
+// The memory model against the peak memory the sources report (reported_memory_GiB): a
+// table of the cases that have one, and how many the model keeps at or under it.
+std::string memory_against_published(const SuiteResult& r) {
+  std::vector<const CaseResult*> with;
+  for (const auto& c : r.cases)
+    if (c.ok() && c.reported_memory_GiB > 0) with.push_back(&c);
+  if (with.empty()) return "";
+  int under = 0;
+  for (const auto* c : with) under += c->memory_per_gpu_GiB <= c->reported_memory_GiB ? 1 : 0;
+  std::ostringstream out;
+  out << "\nMemory per GPU against what the sources report (the largest stage's; reported: the "
+         "caching allocator's peak reserved over GPUs, at or above what was allocated, so the "
+         "simulated figure should not exceed it): at or under it in "
+      << under << " of " << with.size() << ".\n\n"
+      << "| case | simulated GiB | reported GiB | simulated / reported |\n"
+      << "|---|---:|---:|---:|\n";
+  for (const auto* c : with)
+    out << "| " << c->id << " | " << fmt(c->memory_per_gpu_GiB, 1) << " | "
+        << fmt(c->reported_memory_GiB, 1) << " | "
+        << fmt(c->memory_per_gpu_GiB / c->reported_memory_GiB, 2) << " |\n";
+  return out.str();
+}
+
 }  // namespace
 
 std::string format_table(const SuiteResult& r) {
@@ -503,6 +527,7 @@ std::string to_json_text(const std::vector<SuiteResult>& results, const std::str
           cj["completion"] = to_string(c.completion);
           cj["fits_in_memory"] = c.fits_in_memory;
           cj["memory_per_gpu_GiB"] = c.memory_per_gpu_GiB;
+          if (c.reported_memory_GiB > 0) cj["reported_memory_GiB"] = c.reported_memory_GiB;
           cj["memory_usable_GiB"] = c.memory_usable_GiB;
           cj["memory_physical_GiB"] = c.memory_physical_GiB;
         }
@@ -648,6 +673,7 @@ std::string report_markdown(const std::vector<SuiteResult>& results, const std::
             << " |\n";
       }
     }
+    if (!micro) out << memory_against_published(r);
     std::vector<const CaseResult*> assumed;
     for (const auto& c : r.cases)
       if (!c.assumptions.empty()) assumed.push_back(&c);

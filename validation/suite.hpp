@@ -93,6 +93,10 @@ struct PublishedCase {
   Completion completion = Completion::specified;
   std::vector<std::string> completion_rules;  // names of the rules that completed it
   std::vector<std::string> assumptions;
+  // Peak memory per GPU the source reports for the run, GiB (0: none): PyTorch's caching
+  // allocator's peak reserved, the largest over GPUs, for torchtitan's tables. At or above what
+  // was allocated, so the memory model's figure should not exceed it.
+  double reported_memory_GiB = 0;
 };
 
 struct NotExpressible {
@@ -136,6 +140,7 @@ struct CaseResult {
   StepBreakdown breakdown;     // of the simulated step (published runs)
   bool fits_in_memory = true;  // the memory model's verdict on the scenario
   double memory_per_gpu_GiB = 0;
+  double reported_memory_GiB = 0;  // PublishedCase::reported_memory_GiB
   double memory_usable_GiB = 0;
   double memory_physical_GiB = 0;
   Completion completion = Completion::specified;

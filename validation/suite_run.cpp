@@ -49,6 +49,7 @@ CaseResult describe_case(const PublishedCase& c, const std::vector<PendingCase>&
   cr.metric = c.metric;
   cr.convention = to_string(c.convention);
   cr.reported = c.reported;
+  cr.reported_memory_GiB = c.reported_memory_GiB;
   cr.assumptions = c.assumptions;
   return cr;
 }

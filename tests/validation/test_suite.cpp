@@ -244,6 +244,29 @@ TEST_CASE("a completion other than specified or rule is an error at its JSON pat
   std::filesystem::remove(path);
 }
 
+TEST_CASE("the report sets the memory model beside the peak memory a source reports") {
+  // Case a_1 reports 50 GiB per GPU; the memory model says 40 (at or under it), a_2 reports none.
+  const auto path = two_case_suite("memory", R"("reported_memory_GiB": 50, )");
+  const auto suite = load_published_suite(path);
+  std::filesystem::remove(path);
+  REQUIRE(suite.cases[0].reported_memory_GiB == 50);
+  CHECK(suite.cases[1].reported_memory_GiB == 0);
+  const auto r = run_published_suite(suite, [](const Scenario&) {
+    StepPrediction p{1.1, 0.4, 0.4};
+    p.memory_per_gpu_GiB = 40;
+    return p;
+  });
+  const std::string report = report_markdown({r}, "2026-01-01", "clustersim validate", {}, "");
+  CHECK(report.find("at or under it in 1 of 1.") != std::string::npos);
+  CHECK(report.find("| a_1 | 40.0 | 50.0 | 0.80 |") != std::string::npos);
+  CHECK(report.find("| a_2 | 40.0 |") == std::string::npos);
+  CHECK(to_json_text({r}, "2026-01-01").find("\"reported_memory_GiB\": 50") != std::string::npos);
+  // Not a positive number: refused at its JSON path.
+  const auto bad = two_case_suite("memory-bad", R"("reported_memory_GiB": -3, )");
+  CHECK_THROWS_WITH(load_published_suite(bad), Catch::Contains("/cases/0/reported_memory_GiB"));
+  std::filesystem::remove(bad);
+}
+
 TEST_CASE("The family table's signed error has one sign for every metric: + is predicted faster") {
   SuiteResult r;
   CaseResult slow_time;  // step time predicted 25 % longer than reported: 20 % slower
