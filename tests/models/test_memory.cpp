@@ -190,24 +190,32 @@ TEST_CASE("BF16 Adam state keeps its three tensors in 2 bytes each") {
   CHECK_THROWS_AS(patched(patch), ConfigError);
 }
 
+namespace {
+// GPT 174.6B on 24 GPUs, dp 2 x pp 12, ZeRO-3 as `implementation`, gradients in `grad_dtype`
+// (training left to the caller).
+nlohmann::json gpt_174b_pp12_zero3(const std::string& implementation,
+                                   const std::string& grad_dtype) {
+  return {{"model", "gpt-174.6b-sc21"},
+          {"gpus", 24},
+          {"parallelism",
+           {{"dp", 2},
+            {"tp", 1},
+            {"pp", 12},
+            {"sequence_parallel", false},
+            {"zero_stage", 3},
+            {"zero3_implementation", implementation}}},
+          {"comm", {{"grad_dtype", grad_dtype}}}};
+}
+}  // namespace
+
 TEST_CASE("DeepSpeed 2021 ZeRO-3 holds one gathered weight matrix and its gradient") {
   // GPT 174.6B, pp 12: a middle stage's largest matrix is the FFN's h x 4h = 12288 x 49152,
   // gathered in 2 bytes with its 2-byte gradient. The first stage's is the token embedding,
   // 51200 x 12288 (the learned positions are a matrix of their own). FSDP-style ZeRO-3 holds two
   // whole layers and a layer's gradient instead.
-  nlohmann::json patch = {
-      {"model", "gpt-174.6b-sc21"},
-      {"gpus", 24},
-      {"parallelism",
-       {{"dp", 2},
-        {"tp", 1},
-        {"pp", 12},
-        {"sequence_parallel", false},
-        {"zero_stage", 3},
-        {"zero3_implementation", "deepspeed-2021"}}},
-      {"training",
-       {{"global_batch", 2}, {"seq_len", 2048}, {"recompute", "full"}, {"attention", "unfused"}}},
-      {"comm", {{"grad_dtype", "fp16"}}}};
+  nlohmann::json patch = gpt_174b_pp12_zero3("deepspeed-2021", "fp16");
+  patch["training"] = {
+      {"global_batch", 2}, {"seq_len", 2048}, {"recompute", "full"}, {"attention", "unfused"}};
   const MemoryEstimate ds = estimate_memory(patched(patch));
   CHECK(ds.stages.at(5).zero3_gathered_bytes == Approx(12288.0 * 49152 * 4));
   CHECK(ds.stages.at(0).zero3_gathered_bytes == Approx(51200.0 * 12288 * 4));
@@ -223,19 +231,9 @@ TEST_CASE("FSDP2 under pipeline parallelism keeps its stage gathered and its gra
   // pipeline parallelism it keeps their 16-bit parameters gathered and their FP32 gradients
   // unsharded all step (on top of the FP32 master shard), and nothing per unit in flight; FSDP
   // (flat parameters, no pipeline-stage policy) holds two gathered layers and one gradient.
-  nlohmann::json patch = {
-      {"model", "gpt-174.6b-sc21"},
-      {"gpus", 24},
-      {"parallelism",
-       {{"dp", 2},
-        {"tp", 1},
-        {"pp", 12},
-        {"sequence_parallel", false},
-        {"zero_stage", 3},
-        {"zero3_implementation", "fsdp2"}}},
-      {"training",
-       {{"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 2048}, {"recompute", "full"}}},
-      {"comm", {{"grad_dtype", "fp32"}}}};
+  nlohmann::json patch = gpt_174b_pp12_zero3("fsdp2", "fp32");
+  patch["training"] = {
+      {"global_batch", 8}, {"micro_batch", 1}, {"seq_len", 2048}, {"recompute", "full"}};
   const double layer = 12.0 * 12288 * 12288 + 13.0 * 12288;
   const double stage = 8 * layer;
   const StageMemory kept = estimate_memory(patched(patch)).stages.at(5);
