@@ -441,11 +441,16 @@ double ComputeCostModel::hbm_Bps(KernelSource source) const {
 }
 
 OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes) const {
+  return roofline(flops, flops_per_s, bytes, hbm_Bps());
+}
+
+OpCost ComputeCostModel::roofline(double flops, double flops_per_s, double bytes,
+                                  double hbm_Bps) const {
   OpCost c;
   c.flops = flops;
   c.bytes = bytes;
   c.compute_s = flops > 0 ? flops / flops_per_s : 0.0;
-  c.memory_s = bytes > 0 ? bytes / hbm_Bps() : 0.0;
+  c.memory_s = bytes > 0 ? bytes / hbm_Bps : 0.0;
   c.kernels = 1;
   c.launch_s = kernel_gap_s_;
   c.time_s = std::max(c.compute_s, c.memory_s) + c.launch_s;
@@ -501,12 +506,8 @@ OpCost ComputeCostModel::attention_backward(double flops, double bytes, Dtype dt
 OpCost ComputeCostModel::memory_op(double bytes, double flops, KernelSource source) const {
   // Element-wise FLOPs run on the CUDA cores far below the tensor-core peak; they never bind
   // before HBM for the kernels modelled here, so they are counted but not timed.
-  OpCost c = roofline(0, 1, bytes);
+  OpCost c = roofline(0, 1, bytes, hbm_Bps(source));
   c.flops = flops;
-  if (source != KernelSource::framework && bytes > 0) {
-    c.memory_s = bytes / hbm_Bps(source);
-    c.time_s = c.memory_s + c.launch_s;
-  }
   return c;
 }
 

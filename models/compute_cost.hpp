@@ -206,6 +206,8 @@ class ComputeCostModel {
   OpCost roofline(double flops, double flops_per_s, double bytes) const;
 
  private:
+  // roofline() with `bytes` moved at `hbm_Bps`.
+  OpCost roofline(double flops, double flops_per_s, double bytes, double hbm_Bps) const;
   GpuSpec gpu_;
   ComputeCalibration calibration_;
   double tensor_fraction_ = 1;

@@ -348,8 +348,15 @@ StageParameters stage_parameters(const Scenario& s, const MemorySizes& z, int st
 void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
                       const StageParameters& sp) {
   const Parallelism& par = s.parallelism;
+  // FSDP2 under pipeline parallelism keeps the stage's 16-bit parameters gathered all step,
+  // and its gradients unsharded until the last backward: the pipeline stage sets
+  // set_requires_gradient_sync(False) for every backward but a step's last
+  // (torch/distributed/pipelining/stage.py backward_maybe_with_nosync), and FSDP2 accumulates
+  // them in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed), comm.grad_dtype here.
+  const bool kept_gathered = par.fsdp2_keeps_gathered();
+  const bool unsharded_grads = kept_gathered && s.micro_batches() > 1;
   const double weight_shard = par.zero_stage >= 3 ? z.shard_ranks : 1.0;
-  const double grad_shard = par.zero_stage >= 2 ? z.shard_ranks : 1.0;
+  const double grad_shard = par.zero_stage >= 2 && !unsharded_grads ? z.shard_ranks : 1.0;
   const double opt_shard = par.zero_stage >= 1 ? z.shard_ranks : 1.0;
   const double dense = sp.embedding + sp.head + sp.other;  // all but the routed experts
   st.weights_bytes = dense * (z.master_is_shard ? kFp32Bytes : z.weight_bytes) / weight_shard;
@@ -371,17 +378,6 @@ void add_model_states(StageMemory& st, const Scenario& s, const MemorySizes& z,
   } else {
     const double unit =
         std::max({z.layer_params, first ? sp.embedding : 0.0, last ? sp.head : 0.0});
-    // FSDP2 under pipeline parallelism keeps the stage's 16-bit parameters gathered all step,
-    // and its gradients unsharded until the last backward: the pipeline stage sets
-    // set_requires_gradient_sync(False) for every backward but a step's last
-    // (torch/distributed/pipelining/stage.py backward_maybe_with_nosync), and FSDP2 accumulates
-    // them in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed), comm.grad_dtype here.
-    const bool kept_gathered = par.fsdp2_keeps_gathered();
-    const bool unsharded_grads = kept_gathered && s.micro_batches() > 1;
-    if (unsharded_grads) {
-      st.gradients_bytes = sp.embedding * z.embedding_grad_bytes + sp.head * z.head_grad_bytes +
-                           sp.other * z.grad_bytes;
-    }
     if (kept_gathered) st.weights_bytes += dense * z.weight_bytes;
     st.zero3_gathered_bytes =
         unit * ((kept_gathered ? 0.0 : kZero3GatheredUnits) * z.weight_bytes +

@@ -511,6 +511,13 @@ OpCost PassBuilder::mem(double elements) const {
   return c_.memory_op(elements * kActivationBytes);
 }
 
+// mem() for an element-wise op inside a Transformer block: PyTorch's own kernel when the block
+// runs eagerly (KernelSource::pytorch), a framework's or torch.compile's otherwise.
+OpCost PassBuilder::block_mem(double elements) const {
+  const double bytes = elements * kActivationBytes;
+  return eager(true) ? c_.pytorch_op(bytes) : c_.memory_op(bytes);
+}
+
 // A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input
 // (`after_norm`: the input is a Transformer Engine norm's output).
 OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm) const {
@@ -639,15 +646,13 @@ OpCost PassBuilder::cross_entropy(PassKind pass) const {
 
 OpCost PassBuilder::repeat_kv() const {
   if (!s_.training.repeat_kv || d_.mla || d_.hl <= d_.gl) return {};
-  const double bytes = kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d * kActivationBytes;
-  return eager(true) ? c_.pytorch_op(bytes) : c_.memory_op(bytes);
+  return block_mem(kRepeatKvPasses * 2 * d_.T * (d_.gl + d_.hl) * d_.d);
 }
 
 // The residual additions (`count` of them): PyTorch's add in eager code, a framework's fused
 // bias-dropout-add or compiled kernel otherwise.
 OpCost PassBuilder::residual(double count) const {
-  const double bytes = count * kResidualPasses * d_.Ts * d_.h * kActivationBytes;
-  return eager(true) ? c_.pytorch_op(bytes) : c_.memory_op(bytes);
+  return block_mem(count * kResidualPasses * d_.Ts * d_.h);
 }
 
 // PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).

@@ -213,6 +213,7 @@ class PassBuilder {
   models::OpCost unfused_attention_backward() const;
 
   models::OpCost mem(double elements) const;
+  models::OpCost block_mem(double elements) const;
   models::OpCost residual(double count = 1) const;
   models::OpCost linear_forward(const models::GemmShape& g, bool after_norm = false) const;
   models::OpCost gemm_backward(const models::GemmShape& g, BackwardPart part) const;
