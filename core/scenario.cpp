@@ -43,6 +43,10 @@ const char* to_string(KernelFusion f) {
   return kKernelFusionNames.name(f);
 }
 
+const char* to_string(CudaGraphs g) {
+  return kCudaGraphsNames.name(g);
+}
+
 const char* to_string(Fp8Recipe r) {
   return kFp8RecipeNames.name(r);
 }

@@ -95,6 +95,14 @@ inline const NameTable<Recompute> kRecomputeNames = {{Recompute::none, "none"},
 //   eager           - every PyTorch op of torchtitan's Llama its own kernel (compile = false).
 // The eager kernels are those of torchtitan 9dec370's code (workload/kernel_traffic.hpp).
 enum class KernelFusion { fused, compiled_blocks, eager };
+// How the host issues a step's kernels:
+//   none           - one by one from the framework's Python (the fitted per-kernel gap,
+//                    docs/system-calibration.md);
+//   full_iteration - the forward and backward passes of every micro-batch captured once in a
+//                    CUDA graph and replayed each step (Megatron-Core's cuda_graph_impl "local"
+//                    with cuda_graph_scope "full_iteration"): each kernel costs the graph's
+//                    launch, measured (models/compute_cost.hpp kCudaGraphKernelS).
+enum class CudaGraphs { none, full_iteration };
 // How FP8 linear layers scale their inputs (Transformer Engine recipes):
 //   delayed - the scale from an amax history of earlier steps (TE's DelayedScaling, its default
 //             through TE 1.x): the cast fuses into the kernel before it;
@@ -138,6 +146,8 @@ inline const NameTable<CrossEntropy> kCrossEntropyNames = {{CrossEntropy::fused,
                                                            {CrossEntropy::unfused, "unfused"}};
 inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
                                                      {Fp8Recipe::current, "current"}};
+inline const NameTable<CudaGraphs> kCudaGraphsNames = {
+    {CudaGraphs::none, "none"}, {CudaGraphs::full_iteration, "full_iteration"}};
 inline const NameTable<KernelFusion> kKernelFusionNames = {
     {KernelFusion::fused, "fused"},
     {KernelFusion::compiled_blocks, "compiled_blocks"},
@@ -165,6 +175,7 @@ const char* to_string(PipelineSchedule s);
 const char* to_string(Compression c);
 const char* to_string(AttentionKernel k);
 const char* to_string(KernelFusion f);
+const char* to_string(CudaGraphs g);
 const char* to_string(Fp8Recipe r);
 const char* to_string(CrossEntropy c);
 const char* to_string(GradAccumulation g);
@@ -430,6 +441,7 @@ struct Training {
   // it (Transformer Engine, Megatron-Core) grouped K/V heads reach the kernel as they are.
   bool repeat_kv = false;
   KernelFusion kernel_fusion = KernelFusion::fused;
+  CudaGraphs cuda_graphs = CudaGraphs::none;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // with precision fp8
   // With precision fp8 and sequence parallelism: a row-parallel linear's output gradient is cast
   // to FP8 (E5M2) before its all-gather in the backward (Transformer Engine v1.8 and v2.9,

@@ -159,6 +159,7 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   t.attention = choice_or(n, keys, "attention", kAttentionNames, AttentionKernel::flash);
   t.repeat_kv = n.bool_or("repeat_kv", false);
   t.kernel_fusion = choice_or(n, keys, "kernel_fusion", kKernelFusionNames, KernelFusion::fused);
+  t.cuda_graphs = choice_or(n, keys, "cuda_graphs", kCudaGraphsNames, CudaGraphs::none);
   t.fp8_recipe = choice_or(n, keys, "fp8_recipe", kFp8RecipeNames, Fp8Recipe::delayed);
   t.cross_entropy = choice_or(n, keys, "cross_entropy", kCrossEntropyNames, CrossEntropy::fused);
   t.grad_accumulation =

@@ -123,6 +123,10 @@ ObjectSpec make_training() {
                   "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
                   "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "
                   "Llama)"),
+           choice("cuda_graphs", kCudaGraphsNames.names(),
+                  "none (default: kernels issued one by one) or full_iteration (every "
+                  "micro-batch's passes replayed from one CUDA graph, Megatron-Core's "
+                  "cuda_graph_scope full_iteration)"),
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
            object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
                   "SMs the forward reduce-scatters take from their GEMMs"),

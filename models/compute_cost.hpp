@@ -72,6 +72,15 @@ enum class KernelSource {
 // taken at the same rate, not measured one by one. Dimensionless.
 inline constexpr double kPyTorchElementwiseOverCopy = 1.0;
 
+// Time per kernel of a step replayed from a CUDA graph (training.cuda_graphs), seconds, in
+// place of the per-kernel gap of kernels issued one by one: an H200 replays a graph of tiny
+// kernels at 0.834 us per kernel, against 6.8 us per op issued by eager PyTorch
+// (validation/data/h200-2026-12-04/torch-probe-1.json `launch`: graph_tiny_op_us,
+// eager_tiny_op_us; PyTorch 2.11, CUDA 12.8). A kernel that does almost nothing, so it bounds the
+// launch cost inside a graph from above. Measured on Hopper; taken for Blackwell too, for which
+// no figure is at hand.
+inline constexpr double kCudaGraphKernelS = 0.834e-6;
+
 // Efficiency of one dtype's GEMMs as a function of one size of the GEMM (`axis`).
 struct GemmEfficiencyCurve {
   std::string series;                   // what was measured
@@ -140,6 +149,8 @@ std::string compute_calibration_path(const GpuSpec& gpu);
 // were fitted ("tensor_sustained_fraction 0.912, kernel_gap_us 6.3 (fitted to 35 runs, ...)"),
 // or "nominal (no fit)" when the calibration has none.
 std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibration& calibration);
+// How a step replayed from a CUDA graph launches its kernels, for run and check.
+std::string describe_cuda_graph_launch();
 
 // Cost of one kernel, seconds, with its parts.
 struct OpCost {
@@ -182,6 +193,10 @@ class ComputeCostModel {
   double kernel_gap_s() const { return kernel_gap_s_; }
   // Sustained fraction of the microbenchmark tensor-core rate (1 without a fit).
   double tensor_sustained_fraction() const { return tensor_fraction_; }
+  // The same GPU with every kernel replayed from a CUDA graph: kCudaGraphKernelS per kernel
+  // instead of the gap. What the fitted gap stands for beyond the host's dispatch (kernels the
+  // model does not count) goes with it; docs/system-calibration.md says so.
+  ComputeCostModel replayed_from_cuda_graph() const;
 
   // Time of `kernels` launches with no work (e.g. host-bound copy loops).
   OpCost launches(double kernels) const;

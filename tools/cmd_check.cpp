@@ -244,6 +244,8 @@ std::string training_text(const Scenario& s) {
   }
   if (tr.fp8_activation_cache) t << ", FP8 activation cache (E5M6 attention output)";
   if (tr.kernel_fusion == KernelFusion::eager) t << ", PyTorch's eager element-wise kernels";
+  if (tr.cuda_graphs == CudaGraphs::full_iteration)
+    t << ", the whole step replayed from a CUDA graph";
   if (tr.kernel_fusion == KernelFusion::compiled_blocks) {
     t << ", compiled blocks (final norm and loss eager)";
   }
@@ -314,6 +316,8 @@ void print_inputs(std::ostream& os, const Scenario& s, const Derived& d,
   row(os, "cluster", describe_cluster(s.cluster));
   row(os, "GPU", describe_gpu(s.cluster.gpu));
   row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
+  if (s.training.cuda_graphs == CudaGraphs::full_iteration)
+    row(os, "kernel launches", models::describe_cuda_graph_launch());
   row(os, "layout", describe_layout(s));
   row(os, "batch", batch_text(s, d.micro_batches));
   row(os, "training", training_text(s));

@@ -129,6 +129,7 @@ Json training_json(const Scenario& s) {
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (t.repeat_kv) out["repeat_kv"] = true;
   out["kernel_fusion"] = to_string(t.kernel_fusion);
+  if (t.cuda_graphs != CudaGraphs::none) out["cuda_graphs"] = to_string(t.cuda_graphs);
   out["cross_entropy"] = to_string(t.cross_entropy);
   out["grad_accumulation"] = to_string(t.grad_accumulation);
   out["optimizer_kernels"] = to_string(t.optimizer_kernels);

@@ -173,6 +173,8 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
       fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
           ", dense)");
   row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
+  if (s.training.cuda_graphs == CudaGraphs::full_iteration)
+    row(os, "kernel launches", models::describe_cuda_graph_launch());
   row(os, "memory per GPU",
       fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
           fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");

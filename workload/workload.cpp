@@ -133,8 +133,19 @@ double onebit_payload_bytes(double elements, int n) {
   return elements / kBitsPerByte + kScaleBytes * n;
 }
 
+namespace {
+
+// The GPU's kernels issued as the scenario issues them: replayed from a CUDA graph when
+// training.cuda_graphs says so, else one by one.
+models::ComputeCostModel as_launched(const Scenario& s, const models::ComputeCostModel& c) {
+  return s.training.cuda_graphs == CudaGraphs::full_iteration ? c.replayed_from_cuda_graph() : c;
+}
+
+}  // namespace
+
 LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel& compute) {
-  PassBuilder b(scenario, compute);
+  const models::ComputeCostModel launched = as_launched(scenario, compute);
+  PassBuilder b(scenario, launched);  // keeps a reference
   LayerCosts out;
   out.forward = total(b.layer_forward());
   out.backward = total(b.layer_backward());
@@ -185,7 +196,8 @@ Workload build_workload(const Scenario& s, const models::ComputeCostModel& compu
   w.compressed_phase =
       s.comm.compression.kind == Compression::onebit_adam && options.compressed_phase;
 
-  const models::ComputeCostModel overlapped = comm_sm_share(s, compute);
+  // comm_sm_share builds a model afresh from the GPU, so the launch mode is applied after it.
+  const models::ComputeCostModel overlapped = as_launched(s, comm_sm_share(s, compute));
   PassBuilder passes(s, overlapped);
   const StepPlan plan{s,
                       overlapped,
