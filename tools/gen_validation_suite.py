@@ -28,6 +28,9 @@ CLUSTERS = [
     # and HGX B200 nodes"); its kernel efficiencies are Blackwell's
     # (docs/microbenchmarks.md#blackwell)
     (re.compile(r"^B200$"), "hgx-b200-2048x8-rail"),
+    # DGX GB200: NVL72 racks, 72 GB200 in one NVLink domain, one 400 Gb/s rail per GPU
+    # (docs/hardware.md#gb200-and-the-nvl72-rack); Blackwell's kernel efficiencies
+    (re.compile(r"^GB200$"), "gb200-nvl72-128x72-rail"),
 ]
 
 # How each source counts FLOPs (see validation/flop_conventions.hpp for the formulas).
@@ -174,13 +177,20 @@ BRIDGE_2511_CONFIGS = {
     # (TP 4, PP 8, CP 2, VP 8, GBS 64) and userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192
     "megatron_bridge_2511_llama31_405b_b200_": ("llama31_405b B200 FP8-CS", True, None,
                                                 "Llama3ModelProvider"),
+    # scripts/performance/configs/llama/llama3_llm_pretrain.py llama3_8b_pretrain_config_b200 and
+    # _gb200: LLAMA3_8B_PRETRAIN_CONFIG_{B200,GB200}_FP8_CS_BASE_CONFIG (micro-batch 2,
+    # cuda_graph_impl "local", cuda_graph_scope "full_iteration"), TP overlap only with tp > 1
+    "megatron_bridge_2511_llama3_8b_b200_": ("llama3_8b B200 FP8-CS", False, None,
+                                             "Llama3ModelProvider"),
+    "megatron_bridge_2511_llama3_8b_gb200_": ("llama3_8b GB200 FP8-CS", False, None,
+                                              "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5,
                                         "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None,
                                          "Llama3ModelProvider"),
     "megatron_bridge_2511_llama31_405b_": ("llama31_405b H100 FP8-CS", True, None,
                                            "Llama3ModelProvider"),
-    "megatron_bridge_2511_qwen3_30b_a3b_": ("qwen3_30b_a3b H100 FP8-CS", False, None,
+    "megatron_bridge_2511_qwen3_30b_a3b_16gpu": ("qwen3_30b_a3b H100 FP8-CS", False, None,
                                             "Qwen3MoEModelProvider"),
 }
 
@@ -199,6 +209,9 @@ BRIDGE_2511_CONFIGS = {
 BRIDGE_2511_MOE = {
     "qwen3_30b_a3b H100 FP8-CS": {"moe_dispatcher": "alltoall", "moe_comm_overlap": True},
 }
+# Recipes that replay the whole step from a CUDA graph (set_workload_base_configs ->
+# _set_cuda_graph_overrides: model.cuda_graph_impl "local", cuda_graph_scope "full_iteration").
+BRIDGE_2511_CUDA_GRAPHS = {"llama3_8b B200 FP8-CS", "llama3_8b GB200 FP8-CS"}
 # Recipes that count the input embedding and the loss as pipeline layers
 # (src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config:
 # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True).
@@ -664,6 +677,12 @@ def scenario_for(run, presets, fills):
         assumptions.append("FP8-CS: Transformer Engine's current scaling (fp8_recipe current: an "
                            "amax pass and a scale kernel before each cast, TE 2.9 "
                            "Float8CurrentScalingQuantizer)")
+    if bridge and bridge[0] in BRIDGE_2511_CUDA_GRAPHS:
+        scenario["training"]["cuda_graphs"] = "full_iteration"
+        assumptions.append("the whole step replayed from a CUDA graph (cuda_graphs "
+                           "full_iteration: cuda_graph_impl \"local\", cuda_graph_scope "
+                           "\"full_iteration\" in the %s recipe, Megatron-Bridge %s)" % (
+                               bridge[0], BRIDGE_COMMIT))
     moe = BRIDGE_2511_MOE.get(bridge[0]) if bridge else None
     if moe:
         scenario["training"].update(moe)
