@@ -283,7 +283,10 @@ struct GpuSpec {
   double nvlink_Bps = 0;                   // NVLink per GPU, one direction
   double pcie_Bps = 0;                     // PCIe per GPU, one direction
   double kernel_launch_s = 0;              // launch overhead per kernel
-  int sm_count = 0;                        // streaming multiprocessors; 0 = not given
+  // Host time to issue one kernel ("host_us_per_kernel"); negative = the measured default,
+  // models/compute_cost.hpp kHostPerKernelS.
+  double host_per_kernel_s = -1;
+  int sm_count = 0;  // streaming multiprocessors; 0 = not given
   // Kernel-efficiency calibration of this GPU (models/compute_cost.hpp format): an absolute path
   // or one relative to the data root; "" = the default (H100/H800) calibration.
   std::string compute_calibration;

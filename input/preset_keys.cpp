@@ -106,6 +106,9 @@ ObjectSpec make_gpu() {
            required(figure("pcie_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps,
                            "PCIe bandwidth, one direction")),
            required(figure("kernel_launch_us", kUs, 0, kMaxLatency_s, "kernel launch overhead")),
+           figure("host_us_per_kernel", kUs, 0, kMaxLatency_s,
+                  "host time to issue one kernel (default: 22.8 us, measured on an H200's host; "
+                  "docs/system-calibration.md#host-dispatch)"),
            integer("sm_count", 1, 1 << 16, "streaming multiprocessors"),
            choice("architecture", kGpuArchNames.names(),
                   "volta, ampere, hopper or blackwell: NCCL's tuning tables, NVLink SHARP and "

@@ -160,6 +160,8 @@ GpuSpec gpu_from_object(const JsonNode& n, const Citations& citations) {
   g.nvlink_Bps = number_at(n, keys, "nvlink_GBps") * kGB;
   g.pcie_Bps = number_at(n, keys, "pcie_GBps") * kGB;
   g.kernel_launch_s = number_at(n, keys, "kernel_launch_us") * kUs;
+  if (n.has("host_us_per_kernel"))
+    g.host_per_kernel_s = number_at(n, keys, "host_us_per_kernel") * kUs;
   if (n.has("sm_count")) g.sm_count = static_cast<int>(int_at(n, keys, "sm_count"));
   if (n.has("architecture")) g.architecture = choice_at(n, keys, "architecture", kGpuArchNames);
   if (n.has("tdp_W")) number_at(n, keys, "tdp_W");

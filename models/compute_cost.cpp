@@ -398,6 +398,7 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
   tensor_fraction_ = value_or(SystemParameterId::tensor_sustained_fraction, 1.0);
   elementwise_fraction_ = value_or(SystemParameterId::elementwise_hbm_fraction, 1.0);
   kernel_gap_s_ = value_or(SystemParameterId::kernel_gap_us, gpu_.kernel_launch_s * 1e6) * 1e-6;
+  if (gpu_.host_per_kernel_s >= 0) host_per_kernel_s_ = gpu_.host_per_kernel_s;
   if (!(tensor_fraction_ > 0) || !(elementwise_fraction_ > 0) || !(kernel_gap_s_ >= 0)) {
     throw std::invalid_argument("ComputeCostModel: system parameters out of range");
   }
@@ -406,6 +407,7 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
 ComputeCostModel ComputeCostModel::replayed_from_cuda_graph() const {
   ComputeCostModel out = *this;
   out.kernel_gap_s_ = kCudaGraphKernelS;
+  out.host_per_kernel_s_ = 0;
   return out;
 }
 

@@ -81,6 +81,16 @@ inline constexpr double kPyTorchElementwiseOverCopy = 1.0;
 // no figure is at hand.
 inline constexpr double kCudaGraphKernelS = 0.834e-6;
 
+// Host time to issue one kernel from a Python training loop, seconds: an eager PyTorch
+// Transformer block (hidden 2048, 2048 tokens, RMSNorm, fused QKV, RoPE, SDPA, SwiGLU; forward
+// and backward through autograd, 8 layers) issued 699 kernels in a 15.92 ms span on an H200 while
+// the GPU was busy 9.06 ms of it (validation/data/h200-2026-12-04/torch-probe-2.json
+// `layer.small_h2048_seq2048`): the host, not the GPU, set the pace, at 15.92 ms / 699 = 22.8 us
+// per kernel. The same block at hidden 4096 and 8192 tokens kept the GPU busy (395 kernels in
+// 84.4 ms). One measurement, of PyTorch's own modules; taken for the frameworks built on it
+// (Megatron-LM, Transformer Engine, DeepSpeed, torchtitan), whose Python per kernel differs.
+inline constexpr double kHostPerKernelS = 22.8e-6;
+
 // Efficiency of one dtype's GEMMs as a function of one size of the GEMM (`axis`).
 struct GemmEfficiencyCurve {
   std::string series;                   // what was measured
@@ -197,6 +207,9 @@ class ComputeCostModel {
   // instead of the gap. What the fitted gap stands for beyond the host's dispatch (kernels the
   // model does not count) goes with it; docs/system-calibration.md says so.
   ComputeCostModel replayed_from_cuda_graph() const;
+  // Host time to issue one kernel: the GPU preset's host_us_per_kernel, else kHostPerKernelS;
+  // 0 for a step replayed from a CUDA graph.
+  double host_per_kernel_s() const { return host_per_kernel_s_; }
 
   // Time of `kernels` launches with no work (e.g. host-bound copy loops).
   OpCost launches(double kernels) const;
@@ -228,6 +241,7 @@ class ComputeCostModel {
   double tensor_fraction_ = 1;
   double elementwise_fraction_ = 1;
   double kernel_gap_s_ = 0;
+  double host_per_kernel_s_ = kHostPerKernelS;
 };
 
 }  // namespace clustersim::models

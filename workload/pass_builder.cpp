@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/op_checkpoint.hpp"
+#include "workload/host_dispatch.hpp"
 #include "workload/kernel_traffic.hpp"
 
 namespace clustersim::workload {
@@ -152,6 +153,7 @@ StepPasses PassBuilder::step_passes() {
       p.moe_layer_weight_grad = moe_layer_weight_grad();
     }
   }
+  wait_for_host(p, c_.host_per_kernel_s());
   return p;
 }
 

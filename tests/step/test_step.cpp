@@ -56,8 +56,10 @@ nlohmann::json balanced(nlohmann::json j) {
   nlohmann::json cluster = test::scenario_json("topologies/clusters/h800-128x8-rail.json");
   nlohmann::json gpu = test::scenario_json("topologies/gpus/h800-sxm.json");
   gpu["kernel_launch_us"] = 0;
+  gpu["host_us_per_kernel"] = 0;
   gpu["hbm_TBps"] = 1e6;
   gpu["sources"]["kernel_launch_us"] = "test: no launch overhead";
+  gpu["sources"]["host_us_per_kernel"] = "test: a host that keeps up";
   gpu["sources"]["hbm_TBps"] = "test: unlimited HBM bandwidth";
   cluster["gpu"] = gpu;
   j["cluster"] = cluster;
@@ -379,7 +381,10 @@ TEST_CASE("Simulating one rail's gradient traffic gives what simulating every ra
 
 TEST_CASE("A slowed GPU slows the step and is named") {
   nlohmann::json j = medium(small_scenario(32, 2, 8, 2));
-  const Scenario s = without_nccl_sms(load(j));
+  Scenario s = without_nccl_sms(load(j));
+  // The host's dispatch is CPU time a slowed GPU does not stretch; without it every compute op
+  // is kernel time.
+  s.cluster.gpu.host_per_kernel_s = 0;
   const auto healthy = run(s);
   step::StepOptions o;
   // Rank 5 = tp 5 of replica 0, stage 0, at half speed for the whole step.

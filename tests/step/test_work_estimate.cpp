@@ -15,11 +15,13 @@ using namespace clustersim;
 
 namespace {
 
-// The small model (8 layers) on 2 GPUs, DP 1 x TP 1 x PP 2, `micro_batches` per step.
+// The small model (8 layers) on 2 GPUs, DP 1 x TP 1 x PP 2, `micro_batches` per step, replayed
+// from a CUDA graph: no pass of this small model waits for the host, so each is one kernel op.
 nlohmann::json two_stages(int micro_batches) {
   nlohmann::json j = test::small_scenario(2, 1, 1, 2);
   j["training"]["global_batch"] = micro_batches;
   j["training"]["recompute"] = "none";
+  j["training"]["cuda_graphs"] = "full_iteration";
   return j;
 }
 
