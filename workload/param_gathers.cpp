@@ -29,12 +29,22 @@ constexpr double kGatherZeroFillBytesPerByte = 1;
 // the host's cost per call, not by HBM: submitting one copy with cudaMemcpyAsync takes about
 // 5-7 us (Wu et al., "DualPath", arXiv:2602.21548, section 5.2: "submitting a single copy
 // operation via cudaMemcpyAsync incurs a latency overhead of approximately 5-7 us"); the
-// midpoint is taken. It is not the fitted kernel gap, which stands for the host time of kernels
-// a Python framework issues one module at a time; PyTorch's dispatch of copy_ and its
-// recordStream call are left out (no published figure), so this is a lower bound.
+// midpoint is taken. It is not the host's time per kernel of a Python framework's modules
+// (models/compute_cost.hpp kHostPerKernelS): this loop is C++. PyTorch's own work per copy
+// comes on top (below).
 // ProcessGroupNCCL issues these copies after enqueueing the all-gather (the `post` step of its
 // collective()), so the host submits them while the GPU gathers.
 constexpr double kCudaMemcpyAsyncCallS = 6e-6;
+// Before each submission the same loop picks rank j's piece with `outputFlattened[i][j]`, a
+// select through PyTorch's dispatcher, and dispatches `copy_`. Timed on the CPU by
+// validation/microbench/host_loop_probe.py (validation/data/host-2026-12-04/, PyTorch 1.13, one
+// EPYC core): `narrow`, the same kind of view op as select, 1.21 us; a tiny `copy_` between CPU
+// tensors, dispatch and a 640-byte memcpy, 0.65 us. Lower bounds for SC'21's PyTorch 1.8; the
+// loop's recordStream call per rank is not measured and left out.
+constexpr double kPyTorchSelectS = 1.21e-6;
+constexpr double kPyTorchCopyDispatchS = 0.65e-6;
+// One rank's share of the copy-out loop's host time.
+constexpr double kCopyOutPerRankS = kPyTorchSelectS + kPyTorchCopyDispatchS + kCudaMemcpyAsyncCallS;
 // Before the all_gather call, _allgather_param builds the list of per-rank views in Python, one
 // iteration per rank: `partitions.append(flat_tensor.narrow(...))` and a comparison with
 // `torch.distributed.get_rank(group=...)`. Timed on the CPU by
@@ -189,12 +199,12 @@ DeepSpeed2021Gathers::DeepSpeed2021Gathers(const Scenario& s,
   }
   const double fixed_s =
       kDeepSpeed2021AllGatherCallS -
-      kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCudaMemcpyAsyncCallS);
+      kDeepSpeed2021AllGatherCallRanks * (kDeepSpeed2021PartitionViewS + kCopyOutPerRankS);
   call_ = host_calls(1, fixed_s + dp_ranks_ * kDeepSpeed2021PartitionViewS);
 }
 
 models::OpCost DeepSpeed2021Gathers::copy_submissions() const {
-  return host_calls(dp_ranks_, kCudaMemcpyAsyncCallS);
+  return host_calls(dp_ranks_, kCopyOutPerRankS);
 }
 
 models::OpCost DeepSpeed2021Gathers::copies(double gathered_bytes) const {
