@@ -367,13 +367,21 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
         calibration.hbm_measured == HbmMeasurement::element_wise_kernel)
       out += " (not applied: this GPU's HBM figure is an element-wise kernel's)";
   }
-  if (gpu.system_override) return out + " (set for this run)";
+  // What the fit leaves to measurements: the gap between queued kernels (when not fitted) and
+  // the host's time per kernel (docs/system-calibration.md#host-dispatch).
+  std::string measured = "; measured: ";
+  if (values.find(SystemParameterId::kernel_gap_us) == values.end())
+    measured += format_number(gpu.kernel_launch_s * 1e6) + " us between queued kernels, ";
+  measured +=
+      format_number((gpu.host_per_kernel_s >= 0 ? gpu.host_per_kernel_s : kHostPerKernelS) * 1e6) +
+      " us of host time per kernel issued";
+  if (gpu.system_override) return out + " (set for this run)" + measured;
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
   if (!sys.borrowed_from.empty())
     return out + " (FITTED to " + runs + " of another GPU, taken from " + sys.borrowed_from +
-           " by this GPU's calibration; values, not measurements)";
+           " by this GPU's calibration; values, not measurements)" + measured;
   return out + " (FITTED to " + runs +
-         ", leave-one-source-out cross-validated; values, not measurements)";
+         ", leave-one-source-out cross-validated; values, not measurements)" + measured;
 }
 
 std::string describe_cuda_graph_launch() {

@@ -127,6 +127,14 @@ TEST_CASE("run and check name fitted system parameters as fitted") {
   const std::string line = describe_system_parameters(test::h100_like(), fitted);
   CHECK_THAT(line, Catch::Contains("tensor_sustained_fraction 0.9, kernel_gap_us 7"));
   CHECK_THAT(line, Catch::Contains("FITTED to 3 published runs"));
+  // The host's time per kernel is measured, not fitted (models/compute_cost.hpp).
+  CHECK_THAT(line, Catch::EndsWith("measured: 22.8 us of host time per kernel issued"));
+  const ComputeCalibration no_gap = with_system_block(
+      R"({"parameters": {"tensor_sustained_fraction": 0.9},
+          "fit": {"note": "test", "fitted_on": ["a"]}})");
+  // Without a fitted gap the GPU preset's (4 us for this test GPU) is named as measured.
+  CHECK_THAT(describe_system_parameters(test::h100_like(), no_gap),
+             Catch::Contains("measured: 4 us between queued kernels, 22.8 us of host time"));
   // A fitted value at an end of its range (0.70-1.00, 0-20 us) says so.
   const ComputeCalibration bounded = with_system_block(
       R"({"parameters": {"tensor_sustained_fraction": 1.0, "kernel_gap_us": 0},
