@@ -96,8 +96,9 @@ inline const NameTable<Recompute> kRecomputeNames = {{Recompute::none, "none"},
 // The eager kernels are those of torchtitan 9dec370's code (workload/kernel_traffic.hpp).
 enum class KernelFusion { fused, compiled_blocks, eager };
 // How the host issues a step's kernels:
-//   none           - one by one from the framework's Python (the fitted per-kernel gap,
-//                    docs/system-calibration.md);
+//   none           - one by one from the framework's Python: the gap between queued kernels,
+//                    and a pass the host cannot issue in time waits for it
+//                    (docs/system-calibration.md#host-dispatch);
 //   full_iteration - the forward and backward passes of every micro-batch captured once in a
 //                    CUDA graph and replayed each step (Megatron-Core's cuda_graph_impl "local"
 //                    with cuda_graph_scope "full_iteration"): each kernel costs the graph's

@@ -386,7 +386,8 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
 
 std::string describe_cuda_graph_launch() {
   return "replayed from a CUDA graph: " + format_number(kCudaGraphKernelS * 1e6) +
-         " us per kernel (measured on an H200), in place of kernel_gap_us";
+         " us per kernel (measured on an H200), in place of the gap between queued kernels; "
+         "no pass waits for the host";
 }
 
 ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)

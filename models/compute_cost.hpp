@@ -76,7 +76,7 @@ inline constexpr double kPyTorchElementwiseOverCopy = 1.0;
 // place of the per-kernel gap of kernels issued one by one: an H200 replays a graph of tiny
 // kernels at 0.834 us per kernel, against 6.8 us per op issued by eager PyTorch
 // (validation/data/h200-2026-12-04/torch-probe-1.json `launch`: graph_tiny_op_us,
-// eager_tiny_op_us; PyTorch 2.11, CUDA 12.8). A kernel that does almost nothing, so it bounds the
+// eager_tiny_op_us; PyTorch 2.11, CUDA 13.0). A kernel that does almost nothing, so it bounds the
 // launch cost inside a graph from above. Measured on Hopper; taken for Blackwell too, for which
 // no figure is at hand.
 inline constexpr double kCudaGraphKernelS = 0.834e-6;
@@ -204,8 +204,7 @@ class ComputeCostModel {
   // Sustained fraction of the microbenchmark tensor-core rate (1 without a fit).
   double tensor_sustained_fraction() const { return tensor_fraction_; }
   // The same GPU with every kernel replayed from a CUDA graph: kCudaGraphKernelS per kernel
-  // instead of the gap. What the fitted gap stands for beyond the host's dispatch (kernels the
-  // model does not count) goes with it; docs/system-calibration.md says so.
+  // instead of the gap between queued kernels, and no host dispatch (host_per_kernel_s 0).
   ComputeCostModel replayed_from_cuda_graph() const;
   // Host time to issue one kernel: the GPU preset's host_us_per_kernel, else kHostPerKernelS;
   // 0 for a step replayed from a CUDA graph.
