@@ -141,6 +141,7 @@ void Replay::account(ClassStage& me, double start, const std::vector<double>& en
       // The kernels' time at the GPU's speed alone: the rest is the SMs NCCL held.
       if (sm_count_ > 0 && !part.optimizer)
         me.b.nccl_sm_s += to - on_gpu(from, part, slow, nullptr);
+      if (!part.optimizer) me.b.host_s += part.host_s;
     }
     if (opt_.record_trace) trace_part(me, part, from, to, inside);
     from = to;

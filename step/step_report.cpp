@@ -21,7 +21,8 @@ nlohmann::json breakdown_json(const TimeBreakdown& b) {
           {"bubble_s", b.bubble_s},
           {"optimizer_s", b.optimizer_s},
           {"idle_s", b.idle_s},
-          {"nccl_sm_s", b.nccl_sm_s}};
+          {"nccl_sm_s", b.nccl_sm_s},
+          {"host_s", b.host_s}};
 }
 
 TimeBreakdown breakdown_from(const nlohmann::json& j) {
@@ -35,6 +36,7 @@ TimeBreakdown breakdown_from(const nlohmann::json& j) {
   b.optimizer_s = j.at("optimizer_s").get<double>();
   b.idle_s = j.at("idle_s").get<double>();
   b.nccl_sm_s = j.value("nccl_sm_s", 0.0);  // absent in reports before NCCL took SMs
+  b.host_s = j.value("host_s", 0.0);        // absent in reports before the host's time was kept
   return b;
 }
 

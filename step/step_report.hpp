@@ -26,6 +26,9 @@ struct TimeBreakdown {
   // Part of compute_s: kernels slowed by the SMs that overlapped NCCL calls held
   // (docs/sm-contention.md). Not a part of total() of its own.
   double nccl_sm_s = 0;
+  // Part of compute_s: the host's time with the GPU idle, a pass waiting for the host to issue
+  // its kernels (docs/system-calibration.md#host-dispatch) and DeepSpeed 2021's host loops.
+  double host_s = 0;
   double total() const;
   double comm() const { return tp_s + ep_s + pp_s + dp_s; }
 };

@@ -121,6 +121,7 @@ void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step
   };
   line("compute", b.compute_s);
   if (b.nccl_sm_s > 0) line("  of which NCCL's SMs", b.nccl_sm_s);
+  if (b.host_s > 0) line("  of which the host", b.host_s);
   line("TP comm (exposed)", b.tp_s);
   if (b.ep_s > 0) line("EP comm (exposed)", b.ep_s);
   line("PP comm (exposed)", b.pp_s);
