@@ -12,9 +12,10 @@
 // GPU preset:
 //   {"name", "peak_tflops": {"fp32","tf32","bf16","fp16","fp8"} (dense), "hbm_GB",
 //    "hbm_TBps", "nvlink_GBps" (per GPU, one direction), "pcie_GBps" (one direction),
-//    "kernel_launch_us", "sm_count" (optional), "compute_calibration" (optional path of the
-//    GPU's kernel-efficiency file, relative to the data directory; default
-//    validation/data/compute_efficiency.json), "sources": {key: citation}}
+//    "kernel_launch_us" (the gap between queued kernels), "host_us_per_kernel" (optional; default
+//    models/compute_cost.hpp kHostPerKernelS), "sm_count" (optional), "compute_calibration"
+//    (optional path of the GPU's kernel-efficiency file, relative to the data directory;
+//    default validation/data/compute_efficiency.json), "sources": {key: citation}}
 // Cluster preset:
 //   {"name", "description", "gpu": NAME|{inline}, "nodes", "gpus_per_node",
 //    "nvlink_GBps" (optional, default: the GPU's), "nvlink_latency_us", "nics_per_node",
