@@ -372,9 +372,7 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
   std::string measured = "; measured: ";
   if (values.find(SystemParameterId::kernel_gap_us) == values.end())
     measured += format_number(gpu.kernel_launch_s * 1e6) + " us between queued kernels, ";
-  measured +=
-      format_number((gpu.host_per_kernel_s >= 0 ? gpu.host_per_kernel_s : kHostPerKernelS) * 1e6) +
-      " us of host time per kernel issued";
+  measured += format_number(host_per_kernel_s(gpu) * 1e6) + " us of host time per kernel issued";
   if (gpu.system_override) return out + " (set for this run)" + measured;
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
   if (!sys.borrowed_from.empty())
@@ -382,6 +380,10 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
            " by this GPU's calibration; values, not measurements)" + measured;
   return out + " (FITTED to " + runs +
          ", leave-one-source-out cross-validated; values, not measurements)" + measured;
+}
+
+double host_per_kernel_s(const GpuSpec& gpu) {
+  return gpu.host_per_kernel_s >= 0 ? gpu.host_per_kernel_s : kHostPerKernelS;
 }
 
 std::string describe_cuda_graph_launch() {
@@ -407,7 +409,7 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
   tensor_fraction_ = value_or(SystemParameterId::tensor_sustained_fraction, 1.0);
   elementwise_fraction_ = value_or(SystemParameterId::elementwise_hbm_fraction, 1.0);
   kernel_gap_s_ = value_or(SystemParameterId::kernel_gap_us, gpu_.kernel_launch_s * 1e6) * 1e-6;
-  if (gpu_.host_per_kernel_s >= 0) host_per_kernel_s_ = gpu_.host_per_kernel_s;
+  host_per_kernel_s_ = models::host_per_kernel_s(gpu_);
   if (!(tensor_fraction_ > 0) || !(elementwise_fraction_ > 0) || !(kernel_gap_s_ >= 0)) {
     throw std::invalid_argument("ComputeCostModel: system parameters out of range");
   }

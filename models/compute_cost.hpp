@@ -161,6 +161,8 @@ std::string compute_calibration_path(const GpuSpec& gpu);
 std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibration& calibration);
 // How a step replayed from a CUDA graph launches its kernels, for run and check.
 std::string describe_cuda_graph_launch();
+// Host time to issue one kernel on `gpu`: its preset's host_us_per_kernel, else kHostPerKernelS.
+double host_per_kernel_s(const GpuSpec& gpu);
 
 // Cost of one kernel, seconds, with its parts.
 struct OpCost {
@@ -240,7 +242,7 @@ class ComputeCostModel {
   double tensor_fraction_ = 1;
   double elementwise_fraction_ = 1;
   double kernel_gap_s_ = 0;
-  double host_per_kernel_s_ = kHostPerKernelS;
+  double host_per_kernel_s_ = 0;
 };
 
 }  // namespace clustersim::models
