@@ -353,9 +353,15 @@ const char* to_string(Zero3Implementation z);
 
 // How context parallelism moves K and V (with cp > 1).
 enum class CpImplementation {
+  // Transformer Engine's ring (AttnFuncWithCPAndKVP2P), what Megatron-Core runs unless
+  // cp_comm_type says otherwise: cp attention steps per call, each on this rank's queries and one
+  // rank's K/V chunk received point-to-point while the step before computes, each step's output
+  // merged into the running one; the backward passes K/V and the dK/dV accumulators round the
+  // ring the same way (docs/context-parallel.md#p2p).
+  p2p,
   // K and V all-gathered over the CP group before the forward attention, dK and dV
   // reduce-scattered after the backward, in the activation dtype (Megatron-Core's
-  // cp_comm_type "all_gather" volumes, nothing overlapped).
+  // cp_comm_type "all_gather" volumes, nothing overlapped; Llama 3's all-gather CP).
   all_gather,
   // PyTorch's context_parallel (torch.distributed.tensor.experimental) with its all-gather
   // rotation, as torchtitan runs it: the forward all-gathers K and V once per attention call
@@ -364,7 +370,9 @@ enum class CpImplementation {
   torch,
 };
 inline const NameTable<CpImplementation> kCpImplementationNames = {
-    {CpImplementation::all_gather, "all_gather"}, {CpImplementation::torch, "torch"}};
+    {CpImplementation::p2p, "p2p"},
+    {CpImplementation::all_gather, "all_gather"},
+    {CpImplementation::torch, "torch"}};
 const char* to_string(CpImplementation c);
 
 struct Parallelism {
@@ -390,7 +398,7 @@ struct Parallelism {
   bool pipeline_scatter_gather = false;
   int zero_stage = 0;  // 0 (none), 1 (optimizer), 2 (+gradients), 3 (+parameters)
   Zero3Implementation zero3_implementation = Zero3Implementation::fsdp;
-  CpImplementation cp_implementation = CpImplementation::all_gather;
+  CpImplementation cp_implementation = CpImplementation::p2p;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   std::vector<int> layers_per_stage;  // uneven split; empty = even
   // Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:

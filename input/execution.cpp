@@ -124,7 +124,7 @@ Parallelism parse_parallelism(const JsonNode& n) {
   p.zero_stage = static_cast<int>(int_or(n, keys, "zero_stage", 0));
   parse_zero3_implementation(n, p);
   p.cp_implementation =
-      choice_or(n, keys, "cp_implementation", kCpImplementationNames, CpImplementation::all_gather);
+      choice_or(n, keys, "cp_implementation", kCpImplementationNames, CpImplementation::p2p);
   const auto default_schedule =
       p.vpp > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
   p.schedule = choice_or(n, keys, "schedule", kScheduleNames, default_schedule);

@@ -56,8 +56,10 @@ ObjectSpec make_parallelism() {
               "with zero_stage 3: \"fsdp\" (default), \"fsdp2\" (PyTorch FSDP2: its copies around "
               "each gather and reduce-scatter) or DeepSpeed's 2021 ZeRO-3"),
        choice("cp_implementation", kCpImplementationNames.names(),
-              "with cp > 1: \"all_gather\" (default) or \"torch\" (PyTorch's "
-              "context_parallel: K/V re-gathered for the backward, FP32 dK/dV ring)"),
+              "with cp > 1: \"p2p\" (default: Transformer Engine's ring, Megatron-Core's "
+              "cp_comm_type default), \"all_gather\" (K/V gathered before attention, "
+              "nothing overlapped) or \"torch\" (PyTorch's context_parallel: K/V "
+              "re-gathered for the backward, FP32 dK/dV ring)"),
        choice("schedule", kScheduleNames.names(),
               "pipeline schedule; default 1f1b, interleaved when vpp > 1"),
        array("layers_per_stage", integer("", 1, 1 << 20, "Transformer layers"),

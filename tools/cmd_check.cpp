@@ -128,7 +128,13 @@ std::string describe_layout(const Scenario& s) {
   const Parallelism& p = s.parallelism;
   std::ostringstream os;
   os << s.gpus << " GPUs = DP " << p.dp << " x TP " << p.tp << " x PP " << p.pp;
-  if (p.cp > 1) os << " x CP " << p.cp;
+  if (p.cp > 1) {
+    os << " x CP " << p.cp << " ("
+       << (p.cp_implementation == CpImplementation::p2p          ? "Transformer Engine's ring"
+           : p.cp_implementation == CpImplementation::all_gather ? "K/V all-gathered"
+                                                                 : "PyTorch's context_parallel")
+       << ")";
+  }
   if (p.sequence_parallel) os << ", sequence parallel";
   if (s.model.moe) {
     os << "; experts: EP " << p.ep << " x expert TP " << p.expert_tp() << " x expert DP "

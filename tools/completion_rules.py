@@ -255,6 +255,8 @@ def _llama3_t4_text(run, f):
                          account_for_loss_in_pipeline_split=True)
     f.comm["grad_dtype"] = "fp32"
     f.training["dropout"] = False
+    if (run.get("cp") or 1) > 1:
+        f.parallelism["cp_implementation"] = "all_gather"
     f.completes_split = True
     f.notes.append(
         "virtual stages not in Table 4: one Transformer layer per virtual stage, %d per rank "
@@ -270,8 +272,8 @@ def _llama3_t4_text(run, f):
                    "one-layer chunks in flight on the first rank; the paper does not give its N, "
                    "which sets how many it held)")
     f.notes.append("stated in section 3.3.2: gradients reduce-scattered in FP32; context "
-                   "parallelism all-gathers K and V (as the simulator's does); Llama has no "
-                   "dropout")
+                   "parallelism all-gathers K and V (cp_implementation all_gather); Llama has "
+                   "no dropout")
     f.notes.append("Table 4's TFLOPs follow PaLM's MFU (6N + 12LHQT per token, the paper cites "
                    "Chowdhery et al.); compared in Megatron-Core's count, which is the same but "
                    "for the input embedding's 6Vh (0.5% of the 405B's FLOPs per token)")

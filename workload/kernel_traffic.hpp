@@ -86,6 +86,21 @@ constexpr double kTorchCpOutputCastBytes = (2 + 4) + (4 + 2);
 // Backward: every ring step adds its 16-bit dQ, dK and dV into FP32 accumulators (read 4 + 2,
 // write 4 per element).
 constexpr double kTorchCpAccumulateBytes = 4 + 2 + 4;
+// Transformer Engine's ring context parallelism (CpImplementation::p2p; TransformerEngine v2.9
+// pytorch/attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndKVP2P, the same
+// steps in v1.8's pytorch/attention.py), 16-bit outside FP8 attention. Forward, bytes per output
+// element: flash_attn_fwd_out_correction_init rescales the first step's output into the running
+// one (read, write); flash_attn_fwd_out_correction merges each later step's: the step's attention
+// call writes its own output, which the fused correction reads beside the running output it
+// reads and writes. The ring's last rank merges whole outputs at every step (the others half of
+// them at some steps); it is the one counted.
+constexpr double kTeCpFirstStepBytes = 2 + 2;
+constexpr double kTeCpStepMergeBytes = 2 + 2 + 2 + 2;
+// Backward, per element of dQ and of the K/V chunk's dK and dV: the first step's gradients are
+// copied into the accumulators (dq.copy_: read, write), every later step's are written by its
+// attention call and added (dq.add_, dk.add_, dv.add_: read both, write).
+constexpr double kTeCpGradFirstStepBytes = 2 + 2;
+constexpr double kTeCpGradStepAddBytes = 2 + 2 + 2 + 2;
 // Megatron-LM's unfused vocab-parallel cross entropy (CrossEntropy::unfused; Megatron-LM
 // f2e5db402c megatron/core/tensor_parallel/cross_entropy.py, the same ops as 2021's
 // megatron/mpu/cross_entropy.py after the model's output.float()), bytes per logit, one entry per

@@ -195,13 +195,7 @@ void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   c += attention_in_forward();
   c += rope(PassKind::forward);
   c += repeat_kv();
-  if (d.cp > 1) {
-    flush(out, c);
-    out.push_back(
-        coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
-  }
-  c += attention_forward();
-  c += torch_cp_merge();
+  context_attention_forward(out, c);
   c += attention_output_copy();
   c += linear_forward(out_proj());
   const OpCost proj_margin = sm_margin(out_proj(), s_.training.tp_overlap_proj_fprop_sms);
@@ -261,18 +255,7 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   sequence_all_gather(out, c, dgrad_gemm(out_proj()), gathered_gradient_dtype());
   c += gemm_backward(out_proj(), part);
   c += selective_recompute();
-  if (torch_cp()) {
-    // PyTorch's backward gathers K and V again rather than keeping the forward's.
-    flush(out, c);
-    out.push_back(
-        coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
-  }
-  c += attention_backward();
-  c += torch_cp_accumulate();
-  if (d.cp > 1) {
-    flush(out, c);
-    out.push_back(context_dkv_exchange());
-  }
+  context_attention_backward(out, c);
   c += repeat_kv();
   c += rope(PassKind::backward);
   const bool async = async_backward(part) && !d.mla;
@@ -557,35 +540,6 @@ OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
   return c;
 }
 
-// K and V of the whole sequence, gathered across the CP group (elements -> bytes).
-double PassBuilder::kv_bytes_elements() const {
-  if (d_.mla) return d_.b * d_.S * d_.hl * (d_.d_nope + d_.d_rope + d_.d_v);
-  return 2 * d_.b * d_.S * attention_kv_heads() * d_.d;
-}
-
-double PassBuilder::attention_kv_heads() const {
-  return s_.training.repeat_kv ? d_.hl : d_.gl;
-}
-
-bool PassBuilder::torch_cp() const {
-  return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::torch;
-}
-
-// The dK/dV exchange after the attention backward. all_gather: a reduce-scatter of the whole
-// sequence's gradients in the activation dtype. torch: FP32 accumulators of this rank's K/V
-// chunk passed to the next rank at each of cp ring steps, cp x chunk = the whole sequence's
-// K/V in FP32 sent per rank, which a ring reduce-scatter sends for cp / (cp - 1) times that
-// input.
-Segment PassBuilder::context_dkv_exchange() {
-  if (!torch_cp()) {
-    return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
-                "context dKV reduce-scatter");
-  }
-  const double cp = d_.cp;
-  return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements() * cp / (cp - 1),
-              "context dKV ring (FP32)", Dtype::fp32);
-}
-
 // The copy repeat_kv makes (and its backward's sum): K and V, grouped heads in, repeated out.
 bool PassBuilder::eager(bool in_block) const {
   const KernelFusion f = s_.training.kernel_fusion;
@@ -655,22 +609,6 @@ OpCost PassBuilder::repeat_kv() const {
 // bias-dropout-add or compiled kernel otherwise.
 OpCost PassBuilder::residual(double count) const {
   return block_mem(count * kResidualPasses * d_.Ts * d_.h);
-}
-
-// PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).
-OpCost PassBuilder::torch_cp_merge() const {
-  if (!torch_cp()) return {};
-  const double out = d_.T * d_.hl * (d_.mla ? d_.d_v : d_.d);
-  return c_.pytorch_op(out * (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
-}
-
-// PyTorch CP's backward: each ring step's dQ, dK, dV added into FP32 accumulators of this
-// rank's Q and its current K/V chunk.
-OpCost PassBuilder::torch_cp_accumulate() const {
-  if (!torch_cp()) return {};
-  const double q = d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
-  const double kv = kv_bytes_elements() / d_.cp;
-  return c_.pytorch_op((q + kv) * kTorchCpAccumulateBytes * d_.cp);
 }
 
 Segment PassBuilder::coll(CollKind kind, Group group, double elements, const std::string& label,

@@ -225,6 +225,7 @@ class PassBuilder {
   // K/V heads an attention call reads on this rank: the query heads' with repeat_kv.
   double attention_kv_heads() const;
   bool torch_cp() const;
+  bool p2p_cp() const;
   models::OpCost repeat_kv() const;
   // Element-wise work by training.kernel_fusion (kernel_traffic.hpp): fused kernels, or PyTorch's
   // eager ones of torchtitan's Llama. `in_block`: inside a Transformer block (compiled under
@@ -235,8 +236,16 @@ class PassBuilder {
   models::OpCost ffn_activation(PassKind pass) const;  // the dense MLP's
   models::OpCost attention_output_copy() const;
   models::OpCost cross_entropy(PassKind pass) const;
+  // Context parallelism (pass_builder_cp.cpp).
+  void context_attention_forward(Segments& out, models::OpCost& c);
+  void context_attention_backward(Segments& out, models::OpCost& c);
+  double ring_overlap_s(const models::OpCost& attention) const;
+  double cp_output_elements() const;
+  double cp_query_elements() const;
   models::OpCost torch_cp_merge() const;
   models::OpCost torch_cp_accumulate() const;
+  models::OpCost p2p_cp_merge() const;
+  models::OpCost p2p_cp_accumulate() const;
   // A collective of `elements` 16-bit activations (or of `dtype`).
   Segment coll(CollKind kind, Group group, double elements, const std::string& label,
                Dtype dtype = Dtype::bf16);

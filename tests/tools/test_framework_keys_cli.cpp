@@ -125,3 +125,23 @@ TEST_CASE("check names how micro-batch gradients accumulate and FSDP2's copies",
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("/training/grad_accumulation") != std::string::npos);
 }
+
+TEST_CASE("check names how context parallelism moves K and V", "[tools][cli]") {
+  const fs::path dir = cli::cli_scratch("cp-implementation");
+  nlohmann::json s = nlohmann::json::parse(cli::shipped_scenario_text("seed-optimized-1024.json"));
+  const int dp = s["parallelism"]["dp"].get<int>();
+  REQUIRE(dp % 2 == 0);
+  s["parallelism"]["cp"] = 2;
+  s["parallelism"]["dp"] = dp / 2;
+  for (const auto& [value, words] :
+       {std::pair<const char*, const char*>{nullptr, "x CP 2 (Transformer Engine's ring)"},
+        {"all_gather", "x CP 2 (K/V all-gathered)"},
+        {"torch", "x CP 2 (PyTorch's context_parallel)"}}) {
+    if (value != nullptr) s["parallelism"]["cp_implementation"] = value;
+    cli::write_text(dir / "cp.json", s.dump());
+    const cli::CliRun check = cli::run_cli("check cp.json", dir);
+    INFO(check.out << check.err);
+    REQUIRE(check.exit_code == 0);
+    CHECK(check.out.find(words) != std::string::npos);
+  }
+}

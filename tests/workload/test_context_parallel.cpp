@@ -1,5 +1,6 @@
-// What context parallelism moves and adds to a layer, by implementation: the all-gather model
-// and PyTorch's context_parallel (training.repeat_kv, parallelism.cp_implementation).
+// What context parallelism moves and adds to a layer, by implementation: Transformer Engine's
+// ring (the default), the all-gather model and PyTorch's context_parallel (training.repeat_kv,
+// parallelism.cp_implementation).
 // Expected values are hand calculations from the tensors' shapes.
 #include <catch2/catch.hpp>
 #include <string>
@@ -26,18 +27,36 @@ nlohmann::json gqa_cp2() {
   return j;
 }
 
-// The CP collectives of a layer's forward and backward pass, in order.
-std::vector<Collective> cp_collectives(const Scenario& s) {
+// The same with the all-gather model.
+nlohmann::json gqa_cp2_all_gather() {
+  nlohmann::json j = gqa_cp2();
+  j["parallelism"]["cp_implementation"] = "all_gather";
+  return j;
+}
+
+// The CP segments of a layer's forward and backward pass, in order, with their collectives.
+struct CpExchange {
+  std::vector<Segment> segments;
+  std::vector<Collective> collectives;
+};
+
+CpExchange cp_exchange(const Scenario& s) {
   const auto compute = test::compute_model(s);
   PassBuilder b(s, compute);
-  std::vector<Collective> out;
+  CpExchange out;
   for (const Segments& pass : {b.layer_forward(), b.layer_backward()}) {
     for (const Segment& seg : pass) {
-      if (seg.is_collective && b.collectives().at(seg.collective).group == Group::cp)
-        out.push_back(b.collectives().at(seg.collective));
+      if (seg.is_collective && b.collectives().at(seg.collective).group == Group::cp) {
+        out.segments.push_back(seg);
+        out.collectives.push_back(b.collectives().at(seg.collective));
+      }
     }
   }
   return out;
+}
+
+std::vector<Collective> cp_collectives(const Scenario& s) {
+  return cp_exchange(s).collectives;
 }
 
 models::OpCost pass_kernels(const Scenario& s, bool forward) {
@@ -51,7 +70,7 @@ constexpr double S = 1024, T = 512, d = 128, heads = 8, kv_heads = 2;
 }  // namespace
 
 TEST_CASE("The all-gather model gathers grouped K/V once and reduce-scatters dK/dV in BF16") {
-  const std::vector<Collective> c = cp_collectives(load(gqa_cp2()));
+  const std::vector<Collective> c = cp_collectives(load(gqa_cp2_all_gather()));
   REQUIRE(c.size() == 2);
   // K and V of the whole sequence: 2 x S x 2 heads x 128 x 2 B = 1 MiB.
   CHECK(c[0].kind == CollKind::all_gather);
@@ -62,7 +81,7 @@ TEST_CASE("The all-gather model gathers grouped K/V once and reduce-scatters dK/
 }
 
 TEST_CASE("repeat_kv makes context parallelism move query-head-wide K/V and adds its copy") {
-  nlohmann::json j = gqa_cp2();
+  nlohmann::json j = gqa_cp2_all_gather();
   const Scenario grouped = load(j);
   j["training"]["repeat_kv"] = true;
   const Scenario repeated = load(j);
@@ -116,7 +135,54 @@ TEST_CASE("PyTorch's context parallelism gathers K/V again and rings FP32 dK/dV"
   const double accumulated = (out + 2 * S / cp * kv_heads * d) * 10 * cp;
   CHECK(pass_kernels(torch, false).bytes - pass_kernels(torch_all_gather, false).bytes ==
         Approx(accumulated));
-  CHECK(gather.parallelism.cp_implementation == CpImplementation::all_gather);
+  CHECK(gather.parallelism.cp_implementation == CpImplementation::p2p);  // the default
+}
+
+TEST_CASE("Transformer Engine's ring hides its K/V hops behind the steps and merges each step") {
+  const int cp = GENERATE(2, 4);
+  nlohmann::json j = gqa_cp2();
+  j["parallelism"]["cp"] = cp;
+  j["parallelism"]["dp"] = 8 / cp;
+  const Scenario ring = load(j);
+  REQUIRE(ring.parallelism.cp_implementation == CpImplementation::p2p);
+  j["parallelism"]["cp_implementation"] = "all_gather";
+  const Scenario gather = load(j);
+
+  // cp - 1 hops of one rank's chunk of K and V (S / cp x 2 heads x 128 x 2 B each): the bytes
+  // of an all-gather of the whole sequence's; the backward passes K/V and dK/dV, twice that.
+  const double kv = 2 * S * kv_heads * d * 2;
+  const std::vector<Collective> c = cp_collectives(ring);
+  REQUIRE(c.size() == 2);
+  CHECK((c[0].kind == CollKind::all_gather && c[0].bytes == kv));
+  CHECK((c[1].kind == CollKind::all_gather && c[1].bytes == 2 * kv));
+  CHECK(c[1].dtype == Dtype::bf16);
+
+  // Each hop travels while a step computes: cp - 1 of the cp steps' attention time.
+  const auto compute = test::compute_model(ring);
+  PassBuilder b(ring, compute);
+  const std::vector<Segment> seg = cp_exchange(ring).segments;
+  REQUIRE(seg.size() == 2);
+  CHECK(seg[0].beside);
+  CHECK(seg[0].overlap_s == Approx(b.attention_forward().time_s * (cp - 1) / cp));
+  CHECK(seg[1].beside);
+  CHECK(seg[1].overlap_s == Approx(b.attention_backward().time_s * (cp - 1) / cp));
+  for (const Segment& g : cp_exchange(gather).segments) CHECK(g.overlap_s == 0);
+
+  // Forward, per element of the local output (S / cp x 8 heads x 128): the first step's output
+  // rescaled (4 B), each later step's written and merged into the running output (8 B); cp - 1
+  // more attention calls and as many softmax-statistics corrections, cp merge kernels.
+  const double out = S / cp * heads * d;
+  const models::OpCost fwd_ring = pass_kernels(ring, true), fwd_gather = pass_kernels(gather, true);
+  CHECK(fwd_ring.bytes - fwd_gather.bytes == Approx(out * (4 + 8 * (cp - 1))));
+  CHECK(fwd_ring.kernels - fwd_gather.kernels == Approx(2 * (cp - 1) + cp));
+  // Backward, per element of dQ (as many as the output) and of the K/V chunk's dK and dV
+  // (2 x S / cp x 2 heads x 128): copied at the first step (4 B), added at each later one (8 B),
+  // three kernels a step, and cp - 1 more attention backward calls.
+  const double grads = out + 2 * S / cp * kv_heads * d;
+  const models::OpCost bwd_ring = pass_kernels(ring, false);
+  const models::OpCost bwd_gather = pass_kernels(gather, false);
+  CHECK(bwd_ring.bytes - bwd_gather.bytes == Approx(grads * (4 + 8 * (cp - 1))));
+  CHECK(bwd_ring.kernels - bwd_gather.kernels == Approx(3 * cp + (cp - 1)));
 }
 
 TEST_CASE("A context-parallel implementation the loader does not know is refused at its path") {

@@ -1,0 +1,150 @@
+// PassBuilder's context parallelism (parallelism.cp > 1): how K and V of the whole sequence reach
+// each rank's attention, and the work each implementation adds around the attention kernel
+// (core/scenario.hpp CpImplementation; docs/context-parallel.md).
+#include "workload/kernel_traffic.hpp"
+#include "workload/pass_builder.hpp"
+
+namespace clustersim::workload {
+
+using namespace kernel_traffic;
+using models::OpCost;
+
+// K and V of the whole sequence, gathered across the CP group (elements -> bytes).
+double PassBuilder::kv_bytes_elements() const {
+  if (d_.mla) return d_.b * d_.S * d_.hl * (d_.d_nope + d_.d_rope + d_.d_v);
+  return 2 * d_.b * d_.S * attention_kv_heads() * d_.d;
+}
+
+double PassBuilder::attention_kv_heads() const {
+  return s_.training.repeat_kv ? d_.hl : d_.gl;
+}
+
+bool PassBuilder::torch_cp() const {
+  return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::torch;
+}
+
+bool PassBuilder::p2p_cp() const {
+  return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::p2p;
+}
+
+// The attention kernel's time that a P2P ring hides its transfers behind: each of the cp - 1
+// hops travels while the step before it computes (Transformer Engine posts the next step's
+// send/receive before launching the current step's attention), so cp - 1 of the cp steps.
+double PassBuilder::ring_overlap_s(const OpCost& attention) const {
+  return attention.time_s * (d_.cp - 1) / d_.cp;
+}
+
+// [K/V exchange], the attention kernel, and the merge of its steps' outputs.
+void PassBuilder::context_attention_forward(Segments& out, OpCost& c) {
+  const OpCost attention = attention_forward();
+  if (d_.cp > 1) {
+    flush(out, c);
+    if (p2p_cp()) {
+      // cp - 1 hops of one rank's K/V chunk each: an all-gather's bytes on the ring.
+      out.push_back(
+          coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV ring (P2P)"));
+      beside(out.back(), ring_overlap_s(attention));
+    } else {
+      out.push_back(
+          coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
+    }
+  }
+  c += attention;
+  c += torch_cp_merge();
+  c += p2p_cp_merge();
+}
+
+// The attention backward and the dK/dV exchange.
+void PassBuilder::context_attention_backward(Segments& out, OpCost& c) {
+  const OpCost attention = attention_backward();
+  if (torch_cp()) {
+    // PyTorch's backward gathers K and V again rather than keeping the forward's.
+    flush(out, c);
+    out.push_back(
+        coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
+  }
+  c += attention;
+  c += torch_cp_accumulate();
+  c += p2p_cp_accumulate();
+  if (d_.cp > 1) {
+    flush(out, c);
+    out.push_back(context_dkv_exchange());
+    if (p2p_cp()) beside(out.back(), ring_overlap_s(attention));
+  }
+}
+
+// The dK/dV exchange after the attention backward. all_gather: a reduce-scatter of the whole
+// sequence's gradients in the activation dtype. torch: FP32 accumulators of this rank's K/V
+// chunk passed to the next rank at each of cp ring steps, cp x chunk = the whole sequence's
+// K/V in FP32 sent per rank, which a ring reduce-scatter sends for cp / (cp - 1) times that
+// input. p2p: each backward step passes on the K/V chunk it used and the dK/dV accumulator of
+// that chunk (Transformer Engine's p2p_comm_buffers hold both), 16-bit: twice the forward's
+// ring bytes, as one all-gather of both.
+Segment PassBuilder::context_dkv_exchange() {
+  if (p2p_cp()) {
+    return coll(CollKind::all_gather, Group::cp, 2 * kv_bytes_elements(),
+                "context KV and dKV ring (P2P)");
+  }
+  if (!torch_cp()) {
+    return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements(),
+                "context dKV reduce-scatter");
+  }
+  const double cp = d_.cp;
+  return coll(CollKind::reduce_scatter, Group::cp, kv_bytes_elements() * cp / (cp - 1),
+              "context dKV ring (FP32)", Dtype::fp32);
+}
+
+// Elements of this rank's attention output and of its query and K/V chunk gradients.
+double PassBuilder::cp_output_elements() const {
+  return d_.T * d_.hl * (d_.mla ? d_.d_v : d_.d);
+}
+double PassBuilder::cp_query_elements() const {
+  return d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
+}
+
+// PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).
+OpCost PassBuilder::torch_cp_merge() const {
+  if (!torch_cp()) return {};
+  return c_.pytorch_op(cp_output_elements() *
+                       (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
+}
+
+// PyTorch CP's backward: each ring step's dQ, dK, dV added into FP32 accumulators of this
+// rank's Q and its current K/V chunk.
+OpCost PassBuilder::torch_cp_accumulate() const {
+  if (!torch_cp()) return {};
+  const double kv = kv_bytes_elements() / d_.cp;
+  return c_.pytorch_op((cp_query_elements() + kv) * kTorchCpAccumulateBytes * d_.cp);
+}
+
+// Transformer Engine's ring, forward: cp attention calls where one rank's K/V would need one
+// (the attention kernel's FLOPs are the same), the first step's output rescaled into the running
+// output and every later step's merged into it, each by one fused kernel, after a correction of
+// the softmax statistics (a tensor head_dim times smaller: its kernels counted, its bytes not).
+OpCost PassBuilder::p2p_cp_merge() const {
+  if (!p2p_cp()) return {};
+  const double steps_after_first = d_.cp - 1;
+  OpCost c = c_.launches(steps_after_first);  // the further attention calls
+  c += c_.launches(steps_after_first);        // the softmax statistics' corrections
+  c += c_.memory_op(cp_output_elements() * kTeCpFirstStepBytes);
+  for (int i = 1; i < d_.cp; ++i) c += c_.memory_op(cp_output_elements() * kTeCpStepMergeBytes);
+  return c;
+}
+
+// Transformer Engine's ring, backward: cp attention backward calls; each step's dQ and its K/V
+// chunk's dK and dV are copied (first step) or added (later steps) into their accumulators by
+// PyTorch's copy_ and add_, one kernel per tensor.
+OpCost PassBuilder::p2p_cp_accumulate() const {
+  if (!p2p_cp()) return {};
+  const double kv = kv_bytes_elements() / d_.cp;
+  constexpr double kTensorsPerStep = 3;  // dQ, dK, dV
+  OpCost c = c_.launches(d_.cp - 1);     // the further attention backward calls
+  for (int i = 0; i < d_.cp; ++i) {
+    const double bytes = i == 0 ? kTeCpGradFirstStepBytes : kTeCpGradStepAddBytes;
+    c += c_.pytorch_op((cp_query_elements() + kv) * bytes);
+    c += c_.launches(kTensorsPerStep - 1);
+  }
+  return c;
+}
+
+}  // namespace clustersim::workload
