@@ -236,8 +236,7 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
       out.transient = stored + modules;
       break;
     case Recompute::selective_op:
-      out.stored = op_checkpoint_stored_bytes(m, options.fp8_linears ? Dtype::fp8 : Dtype::bf16,
-                                              tokens, layout.tp, layout.sequence_parallel);
+      out.stored = op_checkpoint_stored_bytes(m, tokens, layout.tp, layout.sequence_parallel);
       out.transient = stored + modules;  // the block re-created during its backward
       break;
   }

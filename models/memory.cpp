@@ -162,8 +162,7 @@ LayerActivations layer_activation_bytes(const ModelSpec& m, int seq_len, std::in
       out.transient = no_recompute;  // the whole layer re-created during its backward
       break;
     case Recompute::selective_op:
-      out.stored =
-          op_checkpoint_stored_bytes(m, fp8_linears ? Dtype::fp8 : Dtype::bf16, tokens, tp, sp);
+      out.stored = op_checkpoint_stored_bytes(m, tokens, tp, sp);
       out.transient = no_recompute;  // the block re-created during its backward
       break;
   }

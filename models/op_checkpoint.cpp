@@ -44,9 +44,8 @@ bool column_parallel(LayerMatmul mm) {
   return mm != LayerMatmul::out_proj && mm != LayerMatmul::ffn_down;
 }
 
-std::vector<LayerMatmul> op_checkpoint_recomputed(const ModelSpec& model, Dtype precision) {
+std::vector<LayerMatmul> op_checkpoint_recomputed(const ModelSpec& model) {
   const std::vector<LayerMatmul> all = layer_matmuls(model);
-  if (precision == Dtype::fp8) return all;  // torch._scaled_mm is not saved
   std::vector<LayerMatmul> out;
   for (std::size_t i = 0; i < all.size(); ++i) {
     // The policy's count is 1-based: the 2nd, 4th, ... aten.mm are recomputed.
@@ -55,18 +54,18 @@ std::vector<LayerMatmul> op_checkpoint_recomputed(const ModelSpec& model, Dtype 
   return out;
 }
 
-double op_checkpoint_recompute_flops_per_token(const ModelSpec& model, Dtype precision) {
+double op_checkpoint_recompute_flops_per_token(const ModelSpec& model) {
   double flops = 0;
-  for (LayerMatmul mm : op_checkpoint_recomputed(model, precision)) {
+  for (LayerMatmul mm : op_checkpoint_recomputed(model)) {
     flops += kFlopsPerMac * matmul_in_width(model, mm) * matmul_out_width(model, mm);
   }
   return flops;
 }
 
-OpCheckpointBytes op_checkpoint_bytes_per_token(const ModelSpec& model, Dtype precision) {
+OpCheckpointBytes op_checkpoint_bytes_per_token(const ModelSpec& model) {
   OpCheckpointBytes out;
   out.replicated = kActivationBytes * model.hidden;  // the block's input
-  const std::vector<LayerMatmul> recomputed = op_checkpoint_recomputed(model, precision);
+  const std::vector<LayerMatmul> recomputed = op_checkpoint_recomputed(model);
   for (LayerMatmul mm : layer_matmuls(model)) {
     bool dropped = false;
     for (LayerMatmul r : recomputed) dropped = dropped || r == mm;
@@ -79,9 +78,9 @@ OpCheckpointBytes op_checkpoint_bytes_per_token(const ModelSpec& model, Dtype pr
   return out;
 }
 
-double op_checkpoint_stored_bytes(const ModelSpec& model, Dtype precision, double tokens, int tp,
+double op_checkpoint_stored_bytes(const ModelSpec& model, double tokens, int tp,
                                   bool sequence_parallel) {
-  const OpCheckpointBytes b = op_checkpoint_bytes_per_token(model, precision);
+  const OpCheckpointBytes b = op_checkpoint_bytes_per_token(model);
   const double t = tp;
   return tokens * ((sequence_parallel ? b.replicated / t : b.replicated) + b.sharded / t);
 }

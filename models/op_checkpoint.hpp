@@ -7,8 +7,10 @@
 // is recomputed from the block's input in its backward. The aten.mm count starts afresh in each
 // block (the policy's counter is made per checkpointed call).
 //
-// FP8 linear layers (torchao's Float8Linear, precision fp8) run torch._scaled_mm, which is not in
-// the save list: every matmul is then recomputed and only attention's output is saved.
+// FP8 linear layers (torchao's Float8Linear, precision fp8; torchao v0.7.0
+// torchao/float8/float8_linear.py) call torch.mm on Float8Tensor arguments: the policy's dispatch
+// mode sees aten.mm before the tensor subclass turns it into torch._scaled_mm (modes take
+// precedence over subclasses), so FP8 blocks save and recompute the same matmuls as BF16 ones.
 #pragma once
 
 #include <vector>
@@ -32,10 +34,10 @@ double matmul_out_width(const ModelSpec& model, LayerMatmul mm);
 bool column_parallel(LayerMatmul mm);
 
 // The matmuls whose outputs the policy drops and recomputes in the backward, in forward order.
-std::vector<LayerMatmul> op_checkpoint_recomputed(const ModelSpec& model, Dtype precision);
+std::vector<LayerMatmul> op_checkpoint_recomputed(const ModelSpec& model);
 
 // Forward FLOPs per token of one block's recomputed matmuls (2 FLOPs per multiply-add).
-double op_checkpoint_recompute_flops_per_token(const ModelSpec& model, Dtype precision);
+double op_checkpoint_recompute_flops_per_token(const ModelSpec& model);
 
 // Bytes per token one block keeps from its forward to its backward, before the layout: the
 // block's input (the checkpoint's input, kept by the checkpoint wrapper) and the saved matmul
@@ -44,10 +46,10 @@ struct OpCheckpointBytes {
   double replicated = 0;  // block input, row-parallel matmul outputs: split by SP only
   double sharded = 0;     // column-parallel outputs, attention output: split by TP
 };
-OpCheckpointBytes op_checkpoint_bytes_per_token(const ModelSpec& model, Dtype precision);
+OpCheckpointBytes op_checkpoint_bytes_per_token(const ModelSpec& model);
 // The same for `tokens` local tokens on one GPU of a tensor-parallel group of `tp`, the
 // replicated part split by sequence parallelism.
-double op_checkpoint_stored_bytes(const ModelSpec& model, Dtype precision, double tokens, int tp,
+double op_checkpoint_stored_bytes(const ModelSpec& model, double tokens, int tp,
                                   bool sequence_parallel);
 
 }  // namespace clustersim::models

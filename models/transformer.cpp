@@ -293,7 +293,7 @@ ForwardFlopsBreakdown forward_flops_per_token(const ModelSpec& m, int seq_len) {
 }
 
 FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompute,
-                              FlopConvention convention, Dtype precision) {
+                              FlopConvention convention) {
   const ForwardFlopsBreakdown fwd = forward_flops_per_token(m, seq_len);
   const double l = m.num_layers;
   FlopsPerToken out;
@@ -326,7 +326,7 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
     case Recompute::selective: out.recompute = fwd.attention_core_per_layer * l; break;
     // Op-level checkpointing re-runs the matmuls it dropped; attention's output is kept.
     case Recompute::selective_op:
-      out.recompute = op_checkpoint_recompute_flops_per_token(m, precision) * l;
+      out.recompute = op_checkpoint_recompute_flops_per_token(m) * l;
       break;
   }
   return out;
@@ -334,8 +334,7 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int seq_len, Recompute recompu
 
 StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
   StepFlops out;
-  out.per_token = flops_per_token(s.model, s.training.seq_len, s.training.recompute, convention,
-                                  s.training.precision);
+  out.per_token = flops_per_token(s.model, s.training.seq_len, s.training.recompute, convention);
   // Full recomputation of only some layers (training.recompute_layers): the recomputed forward
   // work is proportional to the layers recomputed.
   if (s.training.recompute == Recompute::full && s.model.num_layers > 0) {

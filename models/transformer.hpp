@@ -133,11 +133,9 @@ struct FlopsPerToken {
 // Per-token FLOPs for sequences of `seq_len` tokens. Preconditions: seq_len > 0.
 // Recomputation (Korthikanti et al. 2022 §4): full repeats the forward pass of every layer (not
 // the logit layer); selective repeats the attention core (Q K^T and attention over V);
-// selective_op repeats the matmuls op-level checkpointing drops, which depend on the linear
-// layers' `precision` (models/op_checkpoint.hpp).
+// selective_op repeats the matmuls op-level checkpointing drops (models/op_checkpoint.hpp).
 FlopsPerToken flops_per_token(const clustersim::ModelSpec& model, int seq_len,
-                              clustersim::Recompute recompute, FlopConvention convention,
-                              clustersim::Dtype precision = clustersim::Dtype::bf16);
+                              clustersim::Recompute recompute, FlopConvention convention);
 
 // The parts of the Megatron-convention forward pass per token, for reports and tests.
 struct ForwardFlopsBreakdown {

@@ -428,7 +428,7 @@ OpCost PassBuilder::op_checkpoint_recompute() const {
   c += attention_output_copy();
   c += ffn_activation(PassKind::forward);
   c += residual(2);
-  for (const models::LayerMatmul mm : models::op_checkpoint_recomputed(s_.model, d.precision)) {
+  for (const models::LayerMatmul mm : models::op_checkpoint_recomputed(s_.model)) {
     const double in = models::matmul_in_width(s_.model, mm);
     const double out = models::matmul_out_width(s_.model, mm);
     c += linear_forward(models::column_parallel(mm) ? GemmShape{d.T, out / d.t, in}

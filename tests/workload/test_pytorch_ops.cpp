@@ -61,9 +61,10 @@ TEST_CASE("op-level checkpointing re-runs the dropped matmuls and the block's el
       2 * ((T * h + h * kv + T * kv) + (T * q + q * h + T * h) + (T * h + h * f + T * f));
   const double elementwise = 2 * 4 * T * h + 4 * T * (q + kv) + 6 * T * f + 2 * 6 * T * h;
   CHECK(b.recompute.bytes == Approx(gemm_bytes + elementwise));
-  SECTION("in FP8 every matmul is recomputed") {
+  SECTION("in FP8 the same matmuls are recomputed") {
+    // torchao's Float8Linear calls torch.mm on Float8Tensors: the policy sees aten.mm.
     j["training"]["precision"] = "fp8";
-    CHECK(costs_of(j).recompute.flops == Approx(2 * T * (h * q + 2 * h * kv + q * h + 3 * h * f)));
+    CHECK(costs_of(j).recompute.flops == Approx(2 * T * (h * kv + q * h + h * f)));
   }
 }
 
