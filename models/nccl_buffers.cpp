@@ -225,6 +225,15 @@ NcclBufferEstimate estimate_nccl_buffers(const Scenario& s) {
   // own buffers carry them).
   add("tp", par.tp, 1, true, false);
   add("cp", par.cp, par.tp, true, false);
+  // Transformer Engine's ring (cp_implementation p2p) sends K/V to the next rank of the CP group
+  // and receives from the previous one: one peer's send and receive connections.
+  if (par.cp > 1 && par.cp_implementation == CpImplementation::p2p) {
+    NcclCommBuffers& c = est.comms.back();  // the cp communicator, just added
+    const int nodes = (c.ranks + c.local_ranks - 1) / c.local_ranks;
+    c.p2p = true;
+    c.bytes +=
+        nccl_p2p_bytes(nccl, est.channels, c.ranks, nodes, c.local_ranks > 1 ? 1 : 0, nodes > 1);
+  }
   add("dp", par.dp, par.tp * par.cp, true, false);
   if (s.model.moe) {
     const int etp = par.expert_tp();

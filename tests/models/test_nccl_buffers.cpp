@@ -170,3 +170,24 @@ TEST_CASE("pipeline neighbours inside a node connect per NVLink peer") {
   CHECK(comm(e, "pp").local_ranks == 4);
   CHECK(comm(e, "pp").bytes == 384 * MiB);
 }
+
+TEST_CASE("Transformer Engine's context-parallel ring connects one peer each way") {
+  std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/seed-optimized-1024.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["comm"].erase("nccl");  // NCCL's defaults: 16 collective channels
+  j["parallelism"]["cp"] = 2;
+  const auto estimate = [&](const char* implementation, int tp) {
+    j["parallelism"]["cp_implementation"] = implementation;
+    j["parallelism"]["tp"] = tp;
+    j["parallelism"]["dp"] = 64 / tp * 8 / 2;
+    return comm(estimate_nccl_buffers(load_scenario(JsonDocument::parse(j.dump(), "t.json"))),
+                "cp");
+  };
+  // tp 8: the two CP ranks on two nodes: the network pool, 2 directions x 16 channels x 16
+  // steps x 128 KiB = 64 MiB, on top of the all-gather's ring and tree connections.
+  CHECK(estimate("p2p", 8).bytes - estimate("all_gather", 8).bytes == 64 * MiB);
+  CHECK(estimate("p2p", 8).p2p);
+  CHECK_FALSE(estimate("all_gather", 8).p2p);
+  // tp 2: both in one node, one NVLink peer: 16 channels x (10 + 2) MiB = 192 MiB.
+  CHECK(estimate("p2p", 2).bytes - estimate("all_gather", 2).bytes == 192 * MiB);
+}
