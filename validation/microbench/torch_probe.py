@@ -24,6 +24,11 @@ those sweeps leave out; this script measures those parts directly, each as a sma
   small       expert-sized and few-tile GEMMs, BF16 and FP8, from CUDA-graph replay
   copyout     an all-gather buffer copied out rank by rank (PyTorch's all_gather into a list,
               as DeepSpeed 2021's ZeRO-3 runs it): host and GPU time per copy, 8 to 2240 ranks
+  cp_steps    one rank's work in PyTorch's load-balanced ring attention (context_parallel, as
+              torchtitan runs it) at 32k local tokens, Llama 3.1 8B heads (K/V repeated), FA2:
+              the causal first step, the non-causal half steps (q 32k x kv 16k, q 16k x kv 32k)
+              forward and backward, and the FP32 merge of a step's output; then the ring's
+              kernels on the last rank for cp 2, 4 and 8 back to back (no communication)
 
 Usage: torch_probe.py -o probe.json [--only SECTION,...] [--skip SECTION,...] [--seconds 3]
                       [--sustained-s 40] [--zeros-s 15] [--seqs 4096,...]
@@ -507,6 +512,77 @@ def experts():
             "graph_tflops": round(flop / (graph * 1e-3) / 1e12, 1)}
 
 
+def cp_steps(seconds):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    heads, d, local = 32, 128, 32768  # Llama 3.1 8B with K/V repeated to the query heads
+    half = local // 2
+    q, k, v = (torch.randn(1, heads, local, d, device="cuda", dtype=torch.bfloat16,
+                           requires_grad=True) for _ in range(3))
+    res = {"heads": heads, "head_dim": d, "local_tokens": local, "kernel": "flash2"}
+
+    def flop_fwd(sq, skv, causal):
+        return 4.0 * heads * sq * skv * d / (2 if causal else 1)
+
+    shapes = (("causal_first", local, local, True), ("kv_half", local, half, False),
+              ("q_half", half, local, False))
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+        for name, sq, skv, causal in shapes:
+            try:
+                qs, ks, vs = (t[:, :, :n].detach().clone().requires_grad_(True)
+                              for t, n in ((q, sq), (k, skv), (v, skv)))
+                grad = torch.randn_like(qs)
+                fwd = sustained_ms(
+                    lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal), seconds)
+
+                def step():
+                    qs.grad = ks.grad = vs.grad = None
+                    F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal).backward(grad)
+                both = sustained_ms(step, seconds)
+                f = flop_fwd(sq, skv, causal)
+                res[name] = {"q": sq, "kv": skv, "causal": causal, "fwd_ms": round(fwd, 4),
+                             "fwd_bwd_ms": round(both, 4),
+                             "fwd_tflops": round(f / (fwd * 1e-3) / 1e12, 1),
+                             "bwd_tflops": round(2.5 * f / ((both - fwd) * 1e-3) / 1e12, 1)}
+                del qs, ks, vs, grad
+            except Exception as e:
+                res[name] = {"error": str(e)[:300]}
+            torch.cuda.empty_cache()
+
+        # PyTorch's _SDPAMerger (convert_to_f32): out - sigmoid(block_lse - lse) * (out -
+        # block_out) and lse - logsigmoid(lse - block_lse), over the whole local output.
+        out = torch.randn(1, heads, local, d, device="cuda", dtype=torch.float32)
+        lse = torch.randn(1, heads, local, 1, device="cuda", dtype=torch.float32)
+        block_out = torch.randn(1, heads, local, d, device="cuda", dtype=torch.bfloat16)
+        block_lse = torch.randn_like(lse)
+
+        def merge():
+            o = out - torch.sigmoid(block_lse - lse) * (out - block_out)
+            lo = lse - F.logsigmoid(lse - block_lse)
+            return o, lo
+        res["merge_ms"] = round(cuda_time_ms(merge, 10, warmup=2), 4)
+
+        # The last rank's forward ring: the causal first step, then cp - 1 steps on half of
+        # the keys, each merged (communication left out).
+        qd, kd, vd = q.detach(), k.detach(), v.detach()
+        kh, vh = kd[:, :, :half], vd[:, :, :half]
+        rings = []
+        for cp in (2, 4, 8):
+            def ring(cp=cp):
+                F.scaled_dot_product_attention(qd, kd, vd, is_causal=True)
+                for _ in range(cp - 1):
+                    F.scaled_dot_product_attention(qd, kh, vh)
+                    merge()
+            try:
+                ms = cuda_time_ms(ring, 5, warmup=1)
+                f = flop_fwd(local, local, True) + (cp - 1) * flop_fwd(local, half, False)
+                rings.append({"cp": cp, "fwd_ms": round(ms, 4),
+                              "fwd_tflops": round(f / (ms * 1e-3) / 1e12, 1)})
+            except Exception as e:
+                rings.append({"cp": cp, "error": str(e)[:300]})
+        res["last_rank_forward"] = rings
+    return res
+
+
 def hbm():
     tokens, hidden = 32768, 8192
     el = tokens * hidden
@@ -563,6 +639,7 @@ def main():
         ("by_k_fp8fast", lambda: by_k(args.seconds, ("fp8fast",))),
         ("small", lambda: small(args.seconds)),
         ("copyout", copyout),
+        ("cp_steps", lambda: cp_steps(args.seconds)),
     ]
     for name, fn in sections:
         if name in skip or (only and name not in only):
