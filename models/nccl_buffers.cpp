@@ -200,18 +200,23 @@ NcclBufferEstimate estimate_nccl_buffers(const Scenario& s) {
   est.channels = nccl_collective_channels(nccl);
   est.recv_connection_bytes = nccl_recv_connection_bytes(nccl);
   const bool tree = tree_allowed(nccl);
-  auto add = [&](const char* name, int ranks, int stride, bool all_reduce, bool all_to_all) {
+  // Point-to-point peers a communicator connects besides its collectives: none, its ring
+  // neighbours (one peer's send and receive), or every rank (an all-to-all).
+  enum class P2p { none, ring, all_to_all };
+  auto add = [&](const char* name, int ranks, int stride, bool all_reduce, P2p p2p) {
     if (ranks <= 1) return;
     NcclCommBuffers c;
     c.name = name;
     c.ranks = ranks;
     c.local_ranks = nccl_local_ranks(ranks, stride, gpn);
     c.tree = all_reduce && tree;
-    c.p2p = all_to_all;
+    c.p2p = p2p != P2p::none;
     c.bytes = nccl_collective_comm_bytes(nccl, est.channels, ranks, c.local_ranks, c.tree);
-    if (all_to_all) {
+    if (c.p2p) {
       const int nodes = (ranks + c.local_ranks - 1) / c.local_ranks;
-      c.bytes += nccl_p2p_bytes(nccl, est.channels, ranks, nodes, c.local_ranks - 1, nodes > 1);
+      const int nvlink_peers =
+          p2p == P2p::ring ? std::min(1, c.local_ranks - 1) : c.local_ranks - 1;
+      c.bytes += nccl_p2p_bytes(nccl, est.channels, ranks, nodes, nvlink_peers, nodes > 1);
     }
     est.comms.push_back(c);
   };
@@ -223,22 +228,17 @@ NcclBufferEstimate estimate_nccl_buffers(const Scenario& s) {
   // data-parallel group all-reduces gradients without ZeRO and reduce-scatters them otherwise; the
   // expert-parallel group exchanges tokens (all-to-all over point-to-point unless DeepEP, whose
   // own buffers carry them).
-  add("tp", par.tp, 1, true, false);
-  add("cp", par.cp, par.tp, true, false);
+  add("tp", par.tp, 1, true, P2p::none);
   // Transformer Engine's ring (cp_implementation p2p) sends K/V to the next rank of the CP group
-  // and receives from the previous one: one peer's send and receive connections.
-  if (par.cp > 1 && par.cp_implementation == CpImplementation::p2p) {
-    NcclCommBuffers& c = est.comms.back();  // the cp communicator, just added
-    const int nodes = (c.ranks + c.local_ranks - 1) / c.local_ranks;
-    c.p2p = true;
-    c.bytes +=
-        nccl_p2p_bytes(nccl, est.channels, c.ranks, nodes, c.local_ranks > 1 ? 1 : 0, nodes > 1);
-  }
-  add("dp", par.dp, par.tp * par.cp, true, false);
+  // and receives from the previous one.
+  add("cp", par.cp, par.tp, true,
+      par.cp_implementation == CpImplementation::p2p ? P2p::ring : P2p::none);
+  add("dp", par.dp, par.tp * par.cp, true, P2p::none);
   if (s.model.moe) {
     const int etp = par.expert_tp();
-    add("ep", par.ep, etp, false, s.training.moe_dispatcher == MoeDispatcher::alltoall);
-    add("expert-dp", par.expert_dp(), etp * par.ep, par.zero_stage == 0, false);
+    add("ep", par.ep, etp, false,
+        s.training.moe_dispatcher == MoeDispatcher::alltoall ? P2p::all_to_all : P2p::none);
+    add("expert-dp", par.expert_dp(), etp * par.ep, par.zero_stage == 0, P2p::none);
     // DeepEP dispatches and combines through its own NVLink and RDMA buffers.
     if (s.training.moe_dispatcher == MoeDispatcher::deepep && par.ep > 1) {
       NcclCommBuffers c;
