@@ -79,6 +79,10 @@ const char* to_string(Zero3Implementation z) {
   return kZero3ImplementationNames.name(z);
 }
 
+const char* to_string(TpOverlapImplementation t) {
+  return kTpOverlapImplementationNames.name(t);
+}
+
 const char* to_string(CpImplementation c) {
   return kCpImplementationNames.name(c);
 }

@@ -369,6 +369,22 @@ enum class CpImplementation {
   // K and V again and passes FP32 dK/dV accumulators around the ring, cp hops (docs/nccl.md).
   torch,
 };
+// Which framework pipelines the tensor-parallel collectives with their GEMMs (tp_comm_overlap):
+//   userbuffers - Transformer Engine's userbuffers (Megatron-Core, NeMo, Megatron-Bridge): every
+//                 sequence-parallel all-gather and reduce-scatter of the forward and the backward.
+//   torch       - PyTorch's micro-pipelined TP (torch.compile's micro_pipeline_tp pass,
+//                 torchtitan's async TP): an all-gather is fused with the matmuls that take its
+//                 result as their first operand, a reduce-scatter only with the one matmul whose
+//                 output it reduces. In the backward the input gradient of the attention block is
+//                 the sum of the separate Q, K and V projections' input gradients, and that of a
+//                 gated MLP the sum of its gate and up projections': those reduce-scatters run
+//                 alone (docs/tensor-parallel-overlap.md#torch).
+enum class TpOverlapImplementation { userbuffers, torch };
+inline const NameTable<TpOverlapImplementation> kTpOverlapImplementationNames = {
+    {TpOverlapImplementation::userbuffers, "userbuffers"},
+    {TpOverlapImplementation::torch, "torch"}};
+const char* to_string(TpOverlapImplementation t);
+
 inline const NameTable<CpImplementation> kCpImplementationNames = {
     {CpImplementation::p2p, "p2p"},
     {CpImplementation::all_gather, "all_gather"},
@@ -457,7 +473,9 @@ struct Training {
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // with precision fp8
   // With precision fp8 and sequence parallelism: a row-parallel linear's output gradient is cast
   // to FP8 (E5M2) before its all-gather in the backward (Transformer Engine v1.8 and v2.9,
-  // grad_output_preprocess). Off: gathered in BF16 and cast after (torchao's Float8 linears).
+  // grad_output_preprocess; torchao's Float8RowwiseParallel, whose NoopFwToFloat8BwDynamic casts
+  // the gradient before the gather). Off: gathered in BF16 and cast after, in the matmul
+  // (torchao's Float8Linear under PyTorch's plain RowwiseParallel).
   bool fp8_gradient_gather = true;
   CrossEntropy cross_entropy = CrossEntropy::fused;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
@@ -466,6 +484,7 @@ struct Training {
   // tp_comm_overlap): each sequence-parallel all-gather / reduce-scatter pipelined in chunks
   // with the GEMM it feeds or follows. Needs tp > 1 and sequence parallelism.
   bool tp_comm_overlap = false;
+  TpOverlapImplementation tp_comm_overlap_implementation = TpOverlapImplementation::userbuffers;
   // The backward of a column-parallel linear launches its tensor-parallel collectives
   // asynchronously beside its GEMMs (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication
   // from 2021-08, Transformer Engine's Linear and LayerNormLinear): the input-gradient

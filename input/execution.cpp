@@ -33,6 +33,11 @@ void parse_tp_overlap_sms(const JsonNode& n, Training& t) {
   sms->require_object();
   const ObjectSpec& keys = tp_overlap_sms_keys();
   only_table_keys(*sms, keys);
+  if (t.tp_comm_overlap_implementation != TpOverlapImplementation::userbuffers) {
+    n.fail_at("tp_comm_overlap_sms",
+              "SMs taken by the transfers are Transformer Engine's userbuffers setting; "
+              "\"tp_comm_overlap_implementation\" is not \"userbuffers\"");
+  }
   t.tp_overlap_proj_fprop_sms = static_cast<int>(int_or(*sms, keys, "proj_fprop", 0));
   t.tp_overlap_fc2_fprop_sms = static_cast<int>(int_or(*sms, keys, "fc2_fprop", 0));
 }
@@ -178,6 +183,12 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
     n.fail_at("fp8_gradient_gather", "gathering gradients in FP8 needs \"precision\": \"fp8\"");
   }
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  if (n.has("tp_comm_overlap_implementation") && !t.tp_comm_overlap) {
+    n.fail_at("tp_comm_overlap_implementation", "applies with \"tp_comm_overlap\": true only");
+  }
+  t.tp_comm_overlap_implementation =
+      choice_or(n, keys, "tp_comm_overlap_implementation", kTpOverlapImplementationNames,
+                TpOverlapImplementation::userbuffers);
   t.tp_async_backward = n.bool_or("tp_async_backward", false);
   parse_tp_overlap_sms(n, t);
   t.moe_dispatcher =

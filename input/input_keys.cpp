@@ -110,7 +110,8 @@ ObjectSpec make_training() {
                   "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling)"),
            flag("fp8_gradient_gather",
                 "with precision fp8 and sequence parallelism: output gradients all-gathered in "
-                "FP8 (true, Transformer Engine) or BF16 (false, torchao); default true"),
+                "FP8 (true: Transformer Engine, torchao's Float8RowwiseParallel) or BF16 (false: "
+                "cast in the matmul after the gather); default true"),
            choice("cross_entropy", kCrossEntropyNames.names(),
                   "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
                   "PyTorch ops over FP32 logits)"),
@@ -130,6 +131,10 @@ ObjectSpec make_training() {
                   "micro-batch's passes replayed from one CUDA graph, Megatron-Core's "
                   "cuda_graph_scope full_iteration)"),
            flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
+           choice("tp_comm_overlap_implementation", kTpOverlapImplementationNames.names(),
+                  "with tp_comm_overlap: userbuffers (default: Transformer Engine, every TP "
+                  "collective) or torch (PyTorch's async TP: not the backward's reduce-scatters "
+                  "of summed input gradients)"),
            object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
                   "SMs the forward reduce-scatters take from their GEMMs"),
            flag("tp_async_backward",

@@ -35,6 +35,8 @@
 //                              batched GEMMs + fused softmax, stored scores),
 //                 "repeat_kv" (false; K/V repeated to the query heads before attention),
 //                 "tp_comm_overlap" (false; needs tp > 1 and sequence_parallel),
+//                 "tp_comm_overlap_implementation": "userbuffers" (default: Transformer Engine)
+//                                     | "torch" (PyTorch's async TP),
 //                 "tp_comm_overlap_sms": {"proj_fprop", "fc2_fprop"} (SMs each forward
 //                                     reduce-scatter takes from its GEMM; default 0),
 //                 "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MiB",

@@ -266,7 +266,11 @@ std::string training_text(const Scenario& s) {
     t << ", PyTorch's foreach AdamW and clip_grad_norm_";
   }
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
-    << (tr.tp_comm_overlap ? ", TP communication overlapped with GEMMs" : "")
+    << (!tr.tp_comm_overlap ? ""
+        : tr.tp_comm_overlap_implementation == TpOverlapImplementation::torch
+            ? ", TP communication overlapped with GEMMs (PyTorch's async TP: not the backward's "
+              "reduce-scatters of summed input gradients)"
+            : ", TP communication overlapped with GEMMs")
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0
             ? " (taking " + std::to_string(tr.tp_overlap_proj_fprop_sms) + " and " +
                   std::to_string(tr.tp_overlap_fc2_fprop_sms) +

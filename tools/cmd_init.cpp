@@ -128,6 +128,10 @@ Json training_json(const Scenario& s) {
   if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (t.repeat_kv) out["repeat_kv"] = true;
+  if (t.tp_comm_overlap &&
+      t.tp_comm_overlap_implementation != TpOverlapImplementation::userbuffers) {
+    out["tp_comm_overlap_implementation"] = to_string(t.tp_comm_overlap_implementation);
+  }
   out["kernel_fusion"] = to_string(t.kernel_fusion);
   if (t.cuda_graphs != CudaGraphs::none) out["cuda_graphs"] = to_string(t.cuda_graphs);
   out["cross_entropy"] = to_string(t.cross_entropy);

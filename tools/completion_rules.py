@@ -382,8 +382,16 @@ def _torchtitan_defaults(run, f):
                        "the measured attention curves" % (
                            run["seq_length"], LLAMA31_CONTEXT, TORCHTITAN_COMMIT,
                            run["seq_length"] // run["cp"]))
-    if "AsyncTP" in (run.get("reported_other") or {}).get("techniques", ""):
+    async_tp = "AsyncTP" in (run.get("reported_other") or {}).get("techniques", "")
+    if async_tp:
         f.training["tp_comm_overlap"] = True
+        f.training["tp_comm_overlap_implementation"] = "torch"
+        f.notes.append("async TP: PyTorch's micro-pipelined TP (tp_comm_overlap_implementation "
+                       "torch): torch.compile's micro_pipeline_tp pass fuses each sequence-"
+                       "parallel all-gather with the matmuls that take it as first operand and a "
+                       "reduce-scatter with the one matmul whose output it reduces; the "
+                       "backward's reduce-scatters of the attention's and the MLP's input "
+                       "gradients, sums over torchtitan's separate wq/wk/wv and w1/w3, run alone")
     f.notes.append("torchtitan %s: FSDP2 (ZeRO-3, one all-gather per layer, prefetched, each "
                    "copied out into the parameters and each reduce-scatter's gradients copied "
                    "in on the compute stream: zero3_implementation fsdp2; with pipeline "
@@ -409,7 +417,8 @@ def _torchtitan_defaults(run, f):
         f.training["kernel_fusion"]))
     f.notes.append("not modelled, nearest setting used: torchao Float8 with dynamic tensorwise "
                    "scaling and FP8 FSDP all-gathers (precision fp8: Transformer Engine-style "
-                   "casts, BF16 all-gathers), async TP (tp_comm_overlap, no SMs taken)%s" % (
+                   "casts, BF16 all-gathers)%s%s" % (
+                       "; the SMs async TP's transfers take (none)" if async_tp else "",
                        "; context parallelism's torch.cat copies of partly updated steps and "
                        "its all-gather's overlap with the first step" if run["cp"] > 1 else ""))
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "

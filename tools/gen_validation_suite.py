@@ -558,7 +558,6 @@ def scenario_for(run, presets, fills):
     prec, note = precision(run)
     if note:
         assumptions.append(note)
-    fp8_gradient_gather = True
     if run.get("gpu_type", "").startswith("A100"):
         attention = "unfused"
         assumptions.append("attention not stated: Megatron-LM's unfused path (batched GEMMs around "
@@ -572,10 +571,12 @@ def scenario_for(run, presets, fills):
                            "and later GPUs")
     elif (run.get("framework") or "").lower().startswith("torchtitan"):
         if prec == "fp8" and run["tp"] > 1:
-            fp8_gradient_gather = False
-            assumptions.append("torchao's Float8 linears cast the output gradient inside their "
-                               "matmul, after DTensor's sequence-parallel gather: gradients "
-                               "gathered in BF16 (fp8_gradient_gather false)")
+            assumptions.append("torchtitan's FP8 tensor parallelism uses torchao's "
+                               "Float8RowwiseParallel, which casts a row-parallel linear's "
+                               "output gradient to FP8 (NoopFwToFloat8BwDynamic, applied after "
+                               "the output's redistribute) before the backward's sequence-"
+                               "parallel all-gather (torchao eab345c float8_tensor_parallel.py): "
+                               "gradients gathered in FP8 (fp8_gradient_gather, the default)")
         attention = "flash2"
         assumptions.append("attention: PyTorch's scaled_dot_product_attention (torchtitan's "
                            "Llama), which runs FlashAttention-2 on Hopper while PyTorch's cuDNN "
@@ -622,8 +623,6 @@ def scenario_for(run, presets, fills):
             "attention": attention,
         },
     }
-    if not fp8_gradient_gather:
-        scenario["training"]["fp8_gradient_gather"] = False
     if bucket_mib:
         scenario["training"]["grad_bucket_MiB"] = bucket_mib
     if tp_overlap:

@@ -244,7 +244,8 @@ void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part
   const bool async = async_backward(part);
   if (async) input_regather(out, c, dgrad_gemm(ffn_in()).time_s);
   c += gemm_backward(ffn_in(), part);
-  tp_reduce(out, c, "layer", dgrad_gemm(ffn_in()));
+  tp_reduce(out, c, "layer",
+            input_gradient_gemm(dgrad_gemm(ffn_in()), s_.model.ffn == FfnKind::swiglu));
   if (async) beside(out.back(), wgrad_gemm(ffn_in()).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
 }
@@ -261,9 +262,24 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   const bool async = async_backward(part) && !d.mla;
   if (async) input_regather(out, c, dgrad_gemm(qkv()).time_s);
   c += attention_in_backward(part);
-  tp_reduce(out, c, "layer", dgrad_gemm(attention_in_first_gemm()));
+  tp_reduce(out, c, "layer", input_gradient_gemm(dgrad_gemm(attention_in_first_gemm()), true));
   if (async) beside(out.back(), wgrad_gemm(qkv()).time_s);
   c += norm(PassKind::backward, d.Ts * d.h);
+}
+
+// The GEMM a block's input-gradient reduce-scatter is pipelined with under tp_comm_overlap:
+// the input-gradient GEMM `dgrad`, or none where PyTorch's micro-pipelined TP runs it alone. Its
+// pass fuses a reduce-scatter only with the one matmul whose output it reduces
+// (torch/_inductor/fx_passes/micro_pipeline_tp.py: the reduce-scatter's input must be an mm or
+// _scaled_mm, possibly reshaped); where the block input fed `several_projections` (Q, K and V as
+// separate linears, a gated MLP's gate and up, as in torchtitan's Llama) the input gradient is
+// their sum.
+OpCost PassBuilder::input_gradient_gemm(const OpCost& dgrad, bool several_projections) const {
+  if (several_projections &&
+      s_.training.tp_comm_overlap_implementation == TpOverlapImplementation::torch) {
+    return {};
+  }
+  return dgrad;
 }
 
 // tp_async_backward, where the weight gradients are in this pass and userbuffers are off: a

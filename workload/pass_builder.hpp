@@ -256,6 +256,7 @@ class PassBuilder {
   Dtype gathered_gradient_dtype() const;
   void tp_reduce(Segments& out, models::OpCost& c, const std::string& what,
                  const models::OpCost& prev_gemm = {});
+  models::OpCost input_gradient_gemm(const models::OpCost& dgrad, bool several_projections) const;
   bool async_backward(BackwardPart part) const;
   void input_regather(Segments& out, models::OpCost& c, double dgrad_s);
   static void beside(Segment& collective, double gemm_s);

@@ -1,6 +1,8 @@
 // The backward's tensor-parallel collectives launched beside the column-parallel GEMMs
-// (training.tp_async_backward): which collectives a layer's backward has, in order, and which
-// GEMM each runs beside. Expected values are the GEMM shapes of the layer written out by hand.
+// (training.tp_async_backward) or pipelined with them (training.tp_comm_overlap, by Transformer
+// Engine's userbuffers or PyTorch's micro-pipelined TP): which collectives a layer's backward
+// has, in order, and which GEMM each runs beside. Expected values are the GEMM shapes of the
+// layer written out by hand.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -127,15 +129,15 @@ TEST_CASE("A TP collective beside a whole GEMM exposes only what the GEMM cannot
 TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatters BF16") {
   // Transformer Engine and torchao quantize a column-parallel linear's input before the
   // sequence-parallel all-gather: T x h elements of 1 byte, in the forward and in the backward's
-  // re-gather. Transformer Engine also casts a row-parallel linear's output gradient before the
-  // backward's gather (fp8_gradient_gather, default); torchao gathers it in BF16. The
-  // reduce-scatters keep 2 bytes.
+  // re-gather. Both also cast a row-parallel linear's output gradient before the backward's
+  // gather (fp8_gradient_gather, default); a Float8Linear under PyTorch's plain RowwiseParallel
+  // casts it in its matmul, after a BF16 gather. The reduce-scatters keep 2 bytes.
   nlohmann::json j = tp2(true, true);
   j["training"]["precision"] = "fp8";
   const double fp8 = T * h * 1, bf16 = T * h * kBf16;
   double gradient = fp8;
   SECTION("Transformer Engine") {}
-  SECTION("torchao: gradients in BF16") {
+  SECTION("cast after the gather: gradients in BF16") {
     j["training"]["fp8_gradient_gather"] = false;
     gradient = bf16;
   }
@@ -157,4 +159,78 @@ TEST_CASE("fp8_gradient_gather needs FP8 training") {
   nlohmann::json j = tp2(true, true);
   j["training"]["fp8_gradient_gather"] = false;
   CHECK_THROWS_WITH(load(j), Catch::Contains("/training/fp8_gradient_gather"));
+}
+
+namespace {
+
+// tp2(true, false) with TP communication pipelined by `implementation`, the MLP `ffn`.
+Scenario overlapped(const std::string& implementation, const std::string& ffn) {
+  nlohmann::json j = tp2(true, false);
+  j["model"]["ffn"] = ffn;
+  j["training"]["tp_comm_overlap"] = true;
+  j["training"]["tp_comm_overlap_implementation"] = implementation;
+  return load(j);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "PyTorch's async TP pipelines every TP collective but the backward's reduce-scatters of "
+    "summed input gradients") {
+  // Backward order: the output gradient's gather before fc2's input-gradient GEMM, the
+  // reduce-scatter of fc1's input gradient, the same pair for the output projection and QKV.
+  // fc2's input gradient is [T x h] x [h x f/t], the output projection's [T x h] x [h x h/t];
+  // fc1's is [T x f/t] x [f/t x h], QKV's [T x 3h/t] x [3h/t x h].
+  const Scenario ub = overlapped("userbuffers", "gelu");
+  const double fc2_dgrad = gemm_s(ub, T, f / t, h);
+  const double proj_dgrad = gemm_s(ub, T, h / t, h);
+  const double fc1_dgrad = gemm_s(ub, T, h, f / t);
+  const double qkv_dgrad = gemm_s(ub, T, h, 3 * h / t);
+  const std::vector<TpCall> u = layer_tp_calls(ub);
+  REQUIRE(u.size() == 4);
+  CHECK(u[0].beside_s == Approx(fc2_dgrad));
+  CHECK(u[1].beside_s == Approx(fc1_dgrad));
+  CHECK(u[2].beside_s == Approx(proj_dgrad));
+  CHECK(u[3].beside_s == Approx(qkv_dgrad));
+
+  // PyTorch fuses a reduce-scatter only with the one matmul whose output it reduces. With Q, K
+  // and V as separate linears the attention's input gradient is their sum, so its
+  // reduce-scatter runs alone; a GELU MLP's single fc1 keeps its own.
+  const std::vector<TpCall> g = layer_tp_calls(overlapped("torch", "gelu"));
+  REQUIRE(g.size() == 4);
+  CHECK(g[0].beside_s == Approx(fc2_dgrad));
+  CHECK(g[1].beside_s == Approx(fc1_dgrad));
+  CHECK(g[2].beside_s == Approx(proj_dgrad));
+  CHECK(g[3].beside_s == 0);
+  // A gated MLP's gate and up projections sum theirs as well.
+  const std::vector<TpCall> w = layer_tp_calls(overlapped("torch", "swiglu"));
+  REQUIRE(w.size() == 4);
+  CHECK(w[0].beside_s > 0);
+  CHECK(w[1].beside_s == 0);
+  CHECK(w[2].beside_s > 0);
+  CHECK(w[3].beside_s == 0);
+  for (const TpCall& x : w) CHECK_FALSE(x.beside);
+
+  // The forward's gathers and reduce-scatters are each one matmul's: all pipelined.
+  const Scenario torch = overlapped("torch", "swiglu");
+  const Scenario te = overlapped("userbuffers", "swiglu");
+  const std::vector<TpCall> tf = layer_tp_calls(torch, true), uf = layer_tp_calls(te, true);
+  REQUIRE(tf.size() == 4);
+  REQUIRE(uf.size() == 4);
+  for (std::size_t i = 0; i < tf.size(); ++i) {
+    CHECK(tf[i].beside_s > 0);
+    CHECK(tf[i].beside_s == Approx(uf[i].beside_s));
+  }
+}
+
+TEST_CASE("The TP overlap implementation needs the overlap, and SMs belong to userbuffers") {
+  nlohmann::json j = tp2(true, false);
+  j["training"]["tp_comm_overlap_implementation"] = "torch";
+  CHECK_THROWS_WITH(load(j), Catch::Contains("/training/tp_comm_overlap_implementation"));
+  j["training"]["tp_comm_overlap"] = true;
+  CHECK_NOTHROW(load(j));
+  j["training"]["tp_comm_overlap_sms"] = {{"proj_fprop", 8}};
+  CHECK_THROWS_WITH(load(j), Catch::Contains("/training/tp_comm_overlap_sms"));
+  j["training"]["tp_comm_overlap_implementation"] = "megatron";
+  CHECK_THROWS_WITH(load(j), Catch::Contains("/training/tp_comm_overlap_implementation"));
 }
