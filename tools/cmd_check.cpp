@@ -57,10 +57,10 @@ std::string gib(double bytes) {
   return fixed(bytes / kGiB, 2) + " GiB";
 }
 
+constexpr std::size_t kLabelWidth = 24;
+
 void row(std::ostream& os, const std::string& label, const std::string& value) {
-  std::string l = "  " + label;
-  if (l.size() < 24) l.resize(24, ' ');
-  os << l << value << "\n";
+  label_row(os, label, value, kLabelWidth);
 }
 
 std::string describe_model(const ModelSpec& m) {
@@ -325,9 +325,7 @@ void print_inputs(std::ostream& os, const Scenario& s, const Derived& d,
   row(os, "model", describe_model(s.model));
   row(os, "cluster", describe_cluster(s.cluster));
   row(os, "GPU", describe_gpu(s.cluster.gpu));
-  row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
-  if (s.training.cuda_graphs == CudaGraphs::full_iteration)
-    row(os, "kernel launches", models::describe_cuda_graph_launch());
+  system_rows(os, s, compute, kLabelWidth);
   row(os, "layout", describe_layout(s));
   row(os, "batch", batch_text(s, d.micro_batches));
   row(os, "training", training_text(s));

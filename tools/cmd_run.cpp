@@ -100,10 +100,10 @@ double parse_time_s(const std::string& text) {
   return v * scale;
 }
 
+constexpr std::size_t kLabelWidth = 26;
+
 void row(std::ostream& os, const std::string& label, const std::string& value) {
-  std::string l = "  " + label;
-  if (l.size() < 26) l.resize(26, ' ');
-  os << l << value << "\n";
+  label_row(os, label, value, kLabelWidth);
 }
 
 std::string replicas_text(const std::vector<int>& r) {
@@ -173,9 +173,7 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   row(os, "peak per GPU",
       fixed(r.peak_flops_per_gpu / 1e12, 1) + " TFLOPS (" + to_string(s.training.precision) +
           ", dense)");
-  row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute));
-  if (s.training.cuda_graphs == CudaGraphs::full_iteration)
-    row(os, "kernel launches", models::describe_cuda_graph_launch());
+  system_rows(os, s, compute, kLabelWidth);
   row(os, "memory per GPU",
       fixed(r.memory_per_gpu_bytes / kGiB, 1) + " GiB of " +
           fixed(r.memory_usable_bytes / kGiB, 1) + " GiB usable");

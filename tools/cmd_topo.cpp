@@ -40,9 +40,7 @@ const std::vector<OptionSpec>& topo_options() {
 }
 
 void row(std::ostream& os, const std::string& label, const std::string& value) {
-  std::string l = "  " + label + "  ";
-  if (l.size() < 32) l.resize(32, ' ');
-  os << l << value << "\n";
+  label_row(os, label + "  ", value, 32);
 }
 
 std::string gbps(double Bps) {

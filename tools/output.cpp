@@ -39,4 +39,19 @@ std::string human_seconds(double s) {
   return fixed(s * 1e6, 2) + " us";
 }
 
+void label_row(std::ostream& os, const std::string& label, const std::string& value,
+               std::size_t width) {
+  std::string l = "  " + label;
+  if (l.size() < width) l.resize(width, ' ');
+  os << l << value << "\n";
+}
+
+void system_rows(std::ostream& os, const Scenario& s, const models::ComputeCalibration& compute,
+                 std::size_t width) {
+  label_row(os, "system", models::describe_system_parameters(s.cluster.gpu, compute), width);
+  if (s.training.cuda_graphs == CudaGraphs::full_iteration) {
+    label_row(os, "kernel launches", models::describe_cuda_graph_launch(), width);
+  }
+}
+
 }  // namespace clustersim::cli

@@ -2,7 +2,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
+
+#include "core/scenario.hpp"
+#include "models/compute_cost.hpp"
 
 namespace clustersim::cli {
 
@@ -17,5 +21,13 @@ std::string fixed(double value, int digits);
 std::string human_bytes(double bytes);
 // "12.3 ms", "1.20 s", "4.5 us".
 std::string human_seconds(double seconds);
+
+// One "  label   value" line of a command's text report, the label padded to `width` columns.
+void label_row(std::ostream& os, const std::string& label, const std::string& value,
+               std::size_t width);
+// The "system" line (the GPU's fitted and measured system parameters) and, when the step
+// replays CUDA graphs, the "kernel launches" line: what `run` and `check` both print.
+void system_rows(std::ostream& os, const Scenario& s, const models::ComputeCalibration& compute,
+                 std::size_t width);
 
 }  // namespace clustersim::cli
