@@ -377,8 +377,9 @@ enum class CpImplementation {
 //                 result as their first operand, a reduce-scatter only with the one matmul whose
 //                 output it reduces. In the backward the input gradient of the attention block is
 //                 the sum of the separate Q, K and V projections' input gradients, and that of a
-//                 gated MLP the sum of its gate and up projections': those reduce-scatters run
-//                 alone (docs/tensor-parallel-overlap.md#torch).
+//                 gated MLP the sum of its gate and up projections' (an MoE layer's, of the
+//                 router, experts and shared experts): those reduce-scatters run alone
+//                 (docs/tensor-parallel-overlap.md#torch).
 enum class TpOverlapImplementation { userbuffers, torch };
 inline const NameTable<TpOverlapImplementation> kTpOverlapImplementationNames = {
     {TpOverlapImplementation::userbuffers, "userbuffers"},

@@ -128,8 +128,7 @@ Json training_json(const Scenario& s) {
   if (t.recompute != Recompute::full) out["recompute_modules"] = Json::array();
   out["fp8_activation_cache"] = t.fp8_activation_cache;
   if (t.repeat_kv) out["repeat_kv"] = true;
-  if (t.tp_comm_overlap &&
-      t.tp_comm_overlap_implementation != TpOverlapImplementation::userbuffers) {
+  if (t.tp_comm_overlap) {
     out["tp_comm_overlap_implementation"] = to_string(t.tp_comm_overlap_implementation);
   }
   out["kernel_fusion"] = to_string(t.kernel_fusion);

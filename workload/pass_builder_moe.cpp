@@ -203,7 +203,8 @@ void PassBuilder::shared_experts_backward(Segments& out, OpCost& c, BackwardPart
   c += gemm_backward(outp, part);
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
   c += gemm_backward(in, part);
-  tp_reduce(out, c, "shared-expert", dgrad_gemm(in));
+  // The MoE block's input also feeds the router and the routed experts.
+  tp_reduce(out, c, "shared-expert", input_gradient_gemm(dgrad_gemm(in), true));
 }
 
 }  // namespace clustersim::workload

@@ -233,3 +233,39 @@ TEST_CASE("Recompute modules add the MLA up-projection GEMMs to the backward and
   // A dense layer has no experts' activation to recompute, only its norms.
   CHECK(bk.module_recompute(false).time_s < bk.module_recompute(true).time_s);
 }
+
+TEST_CASE("Under PyTorch's async TP an MoE layer's input-gradient reduce-scatters run alone",
+          "[workload][moe]") {
+  // The MoE block's input feeds the router, the routed experts and the shared expert, and the
+  // attention's feeds Q, K and V: each input gradient is a sum, so PyTorch's micro-pipelined TP
+  // cannot fuse its reduce-scatter with one matmul (docs/tensor-parallel-overlap.md#torch);
+  // userbuffers pipeline each with its input-gradient GEMM.
+  auto reduce_scatter_overlaps = [](TpOverlapImplementation impl) {
+    Scenario s = moe_scenario(1);
+    s.parallelism.tp = 2;
+    s.parallelism.dp = 32;
+    s.parallelism.sequence_parallel = true;
+    s.training.tp_comm_overlap = true;
+    s.training.tp_comm_overlap_implementation = impl;
+    const auto compute = clustersim::test::compute_model(s);
+    PassBuilder b(s, compute);
+    std::vector<double> overlaps;
+    for (const Segment& seg : b.moe_layer_backward()) {
+      if (!seg.is_collective) continue;
+      const Collective& c = b.collectives().at(seg.collective);
+      // The experts' own expert-TP reduction is never pipelined; the rest are input gradients.
+      if (c.group == Group::tp && c.kind == CollKind::reduce_scatter &&
+          c.label != "MoE expert-TP reduce-scatter") {
+        overlaps.push_back(seg.overlap_s);
+      }
+    }
+    return overlaps;
+  };
+  // The shared expert's and the attention's.
+  const std::vector<double> ub = reduce_scatter_overlaps(TpOverlapImplementation::userbuffers);
+  const std::vector<double> torch = reduce_scatter_overlaps(TpOverlapImplementation::torch);
+  REQUIRE(ub.size() == 2);
+  REQUIRE(torch.size() == 2);
+  for (double o : ub) CHECK(o > 0);
+  for (double o : torch) CHECK(o == 0);
+}
