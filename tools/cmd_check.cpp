@@ -228,6 +228,16 @@ std::string batch_text(const Scenario& s, std::int64_t micro_batches) {
   return b.str();
 }
 
+// The training line's TP overlap clause: none, userbuffers, or PyTorch's async TP.
+std::string tp_overlap_text(const Training& tr) {
+  if (!tr.tp_comm_overlap) return "";
+  std::string t = ", TP communication overlapped with GEMMs";
+  if (tr.tp_comm_overlap_implementation == TpOverlapImplementation::torch) {
+    t += " (PyTorch's async TP: not the backward's reduce-scatters of summed input gradients)";
+  }
+  return t;
+}
+
 std::string training_text(const Scenario& s) {
   const Training& tr = s.training;
   std::ostringstream t;
@@ -266,11 +276,7 @@ std::string training_text(const Scenario& s) {
     t << ", PyTorch's foreach AdamW and clip_grad_norm_";
   }
   t << ", " << to_string(tr.attention) << " attention" << (tr.dropout ? "" : ", no dropout")
-    << (!tr.tp_comm_overlap ? ""
-        : tr.tp_comm_overlap_implementation == TpOverlapImplementation::torch
-            ? ", TP communication overlapped with GEMMs (PyTorch's async TP: not the backward's "
-              "reduce-scatters of summed input gradients)"
-            : ", TP communication overlapped with GEMMs")
+    << tp_overlap_text(tr)
     << (tr.tp_overlap_proj_fprop_sms + tr.tp_overlap_fc2_fprop_sms > 0
             ? " (taking " + std::to_string(tr.tp_overlap_proj_fprop_sms) + " and " +
                   std::to_string(tr.tp_overlap_fc2_fprop_sms) +

@@ -21,18 +21,18 @@ std::vector<std::string> modelling_notes(const Scenario& s, bool compressed_phas
         "selective recomputation of the attention core costs no extra kernel time: the "
         "FlashAttention backward already recomputes the scores (Dao 2023)");
   }
-  if (tr.tp_comm_overlap && tr.tp_comm_overlap_implementation == TpOverlapImplementation::torch) {
+  if (tr.tp_comm_overlap) {
+    const bool torch = tr.tp_comm_overlap_implementation == TpOverlapImplementation::torch;
     notes.push_back(
-        "TP communication overlap: PyTorch's micro-pipelined TP; each sequence-parallel "
-        "all-gather / reduce-scatter fused with one matmul is pipelined in tp chunks with it, "
-        "exposed = comm / tp + max(comm - GEMM, 0) (tp - 1) / tp; the backward's reduce-scatters "
-        "of summed input gradients (separate Q/K/V, gate/up projections) run alone");
-  } else if (tr.tp_comm_overlap) {
-    notes.push_back(
-        "TP communication overlap: each sequence-parallel all-gather / reduce-scatter is "
-        "pipelined in tp chunks with its GEMM (Transformer Engine userbuffers); exposed = "
-        "comm / tp + max(comm - GEMM, 0) (tp - 1) / tp; the GEMM's slowdown from the SMs the "
-        "transfers use is not modelled");
+        std::string("TP communication overlap: each sequence-parallel all-gather / "
+                    "reduce-scatter ") +
+        (torch ? "fused with one matmul is pipelined in tp chunks with it (PyTorch's "
+                 "micro-pipelined TP)"
+               : "is pipelined in tp chunks with its GEMM (Transformer Engine userbuffers)") +
+        "; exposed = comm / tp + max(comm - GEMM, 0) (tp - 1) / tp; " +
+        (torch ? "the backward's reduce-scatters of summed input gradients (separate Q/K/V, "
+                 "gate/up projections) run alone"
+               : "the GEMM's slowdown from the SMs the transfers use is not modelled"));
   }
   if (tr.attention == AttentionKernel::unfused) {
     notes.push_back(
