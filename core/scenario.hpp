@@ -478,6 +478,11 @@ struct Training {
   // the gradient before the gather). Off: gathered in BF16 and cast after, in the matmul
   // (torchao's Float8Linear under PyTorch's plain RowwiseParallel).
   bool fp8_gradient_gather = true;
+  // FP8 parameters (precision fp8): the weights are kept in FP8 and the ZeRO / FSDP / distributed-
+  // optimizer parameter all-gathers move FP8 (1 B per element) instead of BF16. Transformer
+  // Engine's primary FP8 weights (Megatron-Core --fp8-param-gather, Megatron-Bridge's FP8
+  // precision configs) and torchao's FSDP2 float8 all-gather (enable_fsdp_float8_all_gather).
+  bool fp8_param_gather = false;
   CrossEntropy cross_entropy = CrossEntropy::fused;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
   OptimizerKernels optimizer_kernels = OptimizerKernels::fused;

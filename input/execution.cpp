@@ -182,6 +182,10 @@ Training parse_training(const JsonNode& n, bool model_dropout) {
   if (n.has("fp8_gradient_gather") && t.precision != Dtype::fp8) {
     n.fail_at("fp8_gradient_gather", "gathering gradients in FP8 needs \"precision\": \"fp8\"");
   }
+  t.fp8_param_gather = n.bool_or("fp8_param_gather", false);
+  if (t.fp8_param_gather && t.precision != Dtype::fp8) {
+    n.fail_at("fp8_param_gather", "FP8 parameters need \"precision\": \"fp8\"");
+  }
   t.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   if (n.has("tp_comm_overlap_implementation") && !t.tp_comm_overlap) {
     n.fail_at("tp_comm_overlap_implementation", "applies with \"tp_comm_overlap\": true only");

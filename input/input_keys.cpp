@@ -112,6 +112,10 @@ ObjectSpec make_training() {
                 "with precision fp8 and sequence parallelism: output gradients all-gathered in "
                 "FP8 (true: Transformer Engine, torchao's Float8RowwiseParallel) or BF16 (false: "
                 "cast in the matmul after the gather); default true"),
+           flag("fp8_param_gather",
+                "with precision fp8 and zero_stage >= 1: weights kept in FP8 and the parameter "
+                "all-gathers (ZeRO, FSDP, distributed optimizer) in FP8 (Megatron-Core "
+                "--fp8-param-gather, torchao's FSDP2 float8 all-gather); default false"),
            choice("cross_entropy", kCrossEntropyNames.names(),
                   "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
                   "PyTorch ops over FP32 logits)"),

@@ -388,6 +388,17 @@ void check_precision_and_compression(const Rules& r) {
   if (t.precision == Dtype::fp8 && !s.cluster.gpu.peak_flops.count(Dtype::fp8)) {
     r.fail("/training/precision", "GPU " + s.cluster.gpu.name + " has no FP8 tensor cores");
   }
+  if (t.fp8_param_gather && p.zero_stage == 0) {
+    r.fail("/training/fp8_param_gather",
+           "FP8 parameter all-gathers need zero_stage 1, 2 or 3 (with plain data parallelism "
+           "no parameters are gathered; Megatron-LM refuses --fp8-param-gather without the "
+           "distributed optimizer or FSDP)");
+  }
+  if (t.fp8_param_gather && p.zero_stage == 3 &&
+      p.zero3_implementation == Zero3Implementation::deepspeed_2021) {
+    r.fail("/training/fp8_param_gather",
+           "DeepSpeed 2021's ZeRO-3 gathers FP16 parameters only; it has no FP8 all-gather");
+  }
   const bool onebit = s.comm.compression.kind == Compression::onebit_adam;
   if (onebit && p.zero_stage > 1) {
     // 1-bit Adam compresses an all-reduce of the whole momentum with error feedback on every

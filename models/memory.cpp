@@ -31,7 +31,10 @@ constexpr double kLogitBytes = 4.0;
 // Resident 16-bit weights (BF16/FP16 training; Rajbhandari et al. §3.1: 2 bytes per parameter).
 constexpr double kWeightBytes = 2.0;
 // FP8 training (Transformer Engine) keeps an FP8 copy of each weight next to the BF16 one.
-// UNVERIFIED: one extra byte per parameter, no transposed copy counted.
+// UNVERIFIED: one extra byte per parameter, no transposed copy counted. With FP8 parameters
+// (training.fp8_param_gather) the FP8 copy is the only resident weight: Transformer Engine's
+// primary FP8 weights (fp8_model_init; the FP32 master lives in the optimizer) and torchao's
+// FSDP2 float8 all-gather, whose gathered parameter is the FP8 tensor itself.
 constexpr double kFp8WeightCacheBytes = 1.0;
 // Gradients accumulate in at least 16 bits even when they are communicated in FP8.
 constexpr double kMinGradAccumulationBytes = 2.0;
@@ -247,7 +250,9 @@ MemorySizes memory_sizes(const Scenario& s) {
   const Training& tr = s.training;
   MemorySizes z;
   z.layer_params = layer_parameters_per_tp_rank(s.model, par.tp);
-  z.weight_bytes = kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
+  z.weight_bytes = tr.fp8_param_gather
+                       ? kFp8WeightCacheBytes
+                       : kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
   z.grad_bytes = std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
   z.embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : z.grad_bytes;
   z.head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : z.grad_bytes;

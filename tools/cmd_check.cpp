@@ -246,7 +246,8 @@ std::string training_text(const Scenario& s) {
                                                                           : "")
     << (tr.precision == Dtype::fp8 && !tr.fp8_gradient_gather ? " (gradients gathered in BF16)"
                                                               : "")
-    << ", " << to_string(tr.recompute) << " recomputation";
+    << (tr.fp8_param_gather ? " (FP8 parameters, gathered in FP8)" : "") << ", "
+    << to_string(tr.recompute) << " recomputation";
   if (tr.recompute == Recompute::full && tr.recompute_layers > 0) {
     t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
       << " layers (the first " << tr.recompute_layers << " of each chunk)";

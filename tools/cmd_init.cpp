@@ -139,6 +139,7 @@ Json training_json(const Scenario& s) {
   if (t.precision == Dtype::fp8) {
     out["fp8_recipe"] = to_string(t.fp8_recipe);
     out["fp8_gradient_gather"] = t.fp8_gradient_gather;
+    out["fp8_param_gather"] = t.fp8_param_gather;
   }
   if (s.model.moe) {
     out["moe_dispatcher"] = to_string(t.moe_dispatcher);

@@ -415,12 +415,22 @@ def _torchtitan_defaults(run, f):
         "no torch.compile (train_configs compile = false): PyTorch's eager kernels of the "
         "Llama code, RMSNorm in FP32, RoPE through complex FP32, SiLU and the product apart",
         f.training["kernel_fusion"]))
-    f.notes.append("not modelled, nearest setting used: torchao Float8 with dynamic tensorwise "
-                   "scaling and FP8 FSDP all-gathers (precision fp8: Transformer Engine-style "
-                   "casts, BF16 all-gathers)%s%s" % (
-                       "; the SMs async TP's transfers take (none)" if async_tp else "",
-                       "; context parallelism's torch.cat copies of partly updated steps and "
-                       "its all-gather's overlap with the first step" if run["cp"] > 1 else ""))
+    float8 = "Float8" in (run.get("reported_other") or {}).get("techniques", "")
+    if float8:
+        f.training["fp8_param_gather"] = True
+        f.notes.append("FSDP2's float8 all-gather (fp8_param_gather: enable_fsdp_float8_all_gather "
+                       "and precompute_float8_dynamic_scale_for_fsdp, set in torchtitan %s's "
+                       "train_configs/llama3_405b.toml and in torchtitan's docs/float8.md "
+                       "launch command)" % TORCHTITAN_COMMIT)
+    approximations = [
+        "torchao Float8 with dynamic tensorwise scaling (precision fp8: Transformer Engine-style "
+        "casts)" if float8 else "",
+        "the SMs async TP's transfers take (none)" if async_tp else "",
+        "context parallelism's torch.cat copies of partly updated steps and its all-gather's "
+        "overlap with the first step" if run["cp"] > 1 else ""]
+    approximations = [a for a in approximations if a]
+    if approximations:
+        f.notes.append("not modelled, nearest setting used: " + "; ".join(approximations))
     f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
                    "parts, exact value unknown to the authors; the midpoint of the two, the "
                    "Hopper kernel efficiencies and the H100 SXM's fitted system parameters are "

@@ -676,6 +676,12 @@ def scenario_for(run, presets, fills):
         assumptions.append("FP8-CS: Transformer Engine's current scaling (fp8_recipe current: an "
                            "amax pass and a scale kernel before each cast, TE 2.9 "
                            "Float8CurrentScalingQuantizer)")
+        if bridge:
+            scenario["training"]["fp8_param_gather"] = True
+            assumptions.append("FP8 parameters, gathered in FP8 (fp8_param_gather: "
+                               "bf16_with_fp8_current_scaling_mixed sets fp8_param_gather = True, "
+                               "src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge "
+                               "%s)" % BRIDGE_COMMIT)
     if bridge and bridge[0] in BRIDGE_2511_CUDA_GRAPHS:
         scenario["training"]["cuda_graphs"] = "full_iteration"
         assumptions.append("the whole step replayed from a CUDA graph (cuda_graphs "
@@ -691,9 +697,8 @@ def scenario_for(run, presets, fills):
                            "delay_wgrad_compute), tokens force-balanced over the experts "
                            "(moe_router_force_load_balancing: routing imbalance 1), grouped "
                            "GEMMs as Transformer Engine runs them on Hopper, one per local "
-                           "expert (moe_expert_gemm per_expert); not modelled: the SMs the overlapped all-to-all holds (none "
-                           "taken) and FP8 parameter all-gathers (fp8_param_gather: BF16 "
-                           "all-gathers)" % (bridge[0], BRIDGE_COMMIT))
+                           "expert (moe_expert_gemm per_expert); not modelled: the SMs the "
+                           "overlapped all-to-all holds (none taken)" % (bridge[0], BRIDGE_COMMIT))
     if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
         scenario["training"]["optimizer_state_dtype"] = NEMO_2407_OPTIM_DTYPE[nemo[0]]
         assumptions.append("Adam state in %s (optim.dtype in the NeMo launcher config %s: Apex "

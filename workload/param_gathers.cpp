@@ -141,9 +141,13 @@ ParamGather make_gather(int id, double params, Dtype dtype, std::string label) {
 
 }  // namespace
 
-Dtype gathered_param_dtype(const Scenario& s) {
+Dtype weight_dtype(const Scenario& s) {
   const Dtype precision = s.training.precision;
   return precision == Dtype::fp8 ? Dtype::bf16 : precision;
+}
+
+Dtype gathered_param_dtype(const Scenario& s) {
+  return s.training.fp8_param_gather ? Dtype::fp8 : weight_dtype(s);
 }
 
 void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& units_per_chunk,

@@ -14,7 +14,9 @@
 
 namespace clustersim::workload {
 
-// The dtype parameters are gathered in: the 16-bit model weights (BF16 under FP8 recipes).
+// The 16-bit dtype of the model's weights and their gradients (BF16 under FP8 recipes).
+Dtype weight_dtype(const Scenario& s);
+// The dtype parameters are gathered in: the 16-bit weights, or FP8 with training.fp8_param_gather.
 Dtype gathered_param_dtype(const Scenario& s);
 
 // ZeRO-3: appends to `gathers` one gather per unit of every chunk (chunk order, each chunk's

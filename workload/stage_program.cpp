@@ -524,8 +524,7 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
     case GradAccumulation::fused: return;
     case GradAccumulation::autograd:
       if (first_forward(slot)) return;
-      bytes_per_param =
-          kAutogradAccumulateElementAccesses * bytes_per_element(gathered_param_dtype(s_));
+      bytes_per_param = kAutogradAccumulateElementAccesses * bytes_per_element(weight_dtype(s_));
       kernels_per_tensor = 1;
       break;
     case GradAccumulation::deepspeed_bf16:
@@ -546,7 +545,7 @@ void StageBuilder::accumulate_gradients(const GradUnit& unit, const PassSlot& sl
 void StageBuilder::launch_reductions(const GradUnit& unit, const OpSite& at) {
   if (fsdp2_) {
     const double bytes_per_param =
-        bytes_per_element(gathered_param_dtype(s_)) + bytes_per_element(unit.dtype);
+        bytes_per_element(weight_dtype(s_)) + bytes_per_element(unit.dtype);
     ops_.compute(ComputeKind::gather_copy, plan_.compute.pytorch_op(bytes_per_param * unit.params),
                  at.at_layer(unit.layer));
   }

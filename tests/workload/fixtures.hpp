@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/errors.hpp"
 #include "core/json_reader.hpp"
 #include "input/scenario_loader.hpp"
 #include "models/compute_cost.hpp"
@@ -71,6 +72,16 @@ inline models::ComputeCalibration nominal_calibration(
 
 inline Scenario load(const nlohmann::json& j) {
   return load_scenario(JsonDocument::parse(j.dump(), "test.json"));
+}
+
+// The JSON pointer of the ConfigError loading `j` raises, or "" when it loads.
+inline std::string error_pointer(const nlohmann::json& j) {
+  try {
+    load(j);
+  } catch (const ConfigError& e) {
+    return e.pointer();
+  }
+  return "";
 }
 
 inline models::ComputeCostModel compute_model(const Scenario& s) {

@@ -10,6 +10,7 @@
 
 using namespace clustersim;
 using namespace clustersim::workload;
+using clustersim::test::error_pointer;
 using clustersim::test::load;
 using clustersim::test::small_scenario;
 
@@ -33,15 +34,6 @@ constexpr double T = 1024, h = 1024, q = 1024, kv = 256, f = 3584, V = 32000;
 LayerCosts costs_of(const nlohmann::json& j) {
   const Scenario s = load(j);
   return layer_costs(s, test::compute_model(s));
-}
-
-std::string error_pointer(const nlohmann::json& j) {
-  try {
-    load(j);
-  } catch (const ConfigError& e) {
-    return e.pointer();
-  }
-  return "";
 }
 
 }  // namespace
