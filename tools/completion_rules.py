@@ -426,8 +426,8 @@ def _torchtitan_defaults(run, f):
         "torchao Float8 with dynamic tensorwise scaling (precision fp8: Transformer Engine-style "
         "casts)" if float8 else "",
         "the SMs async TP's transfers take (none)" if async_tp else "",
-        "context parallelism's torch.cat copies of partly updated steps and its all-gather's "
-        "overlap with the first step" if run["cp"] > 1 else ""]
+        "context parallelism's torch.cat of partly updated steps, and its exchanges' overlap "
+        "with the ring steps (taken as exposed)" if run["cp"] > 1 else ""]
     approximations = [a for a in approximations if a]
     if approximations:
         f.notes.append("not modelled, nearest setting used: " + "; ".join(approximations))

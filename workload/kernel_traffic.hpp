@@ -86,6 +86,16 @@ constexpr double kTorchCpOutputCastBytes = (2 + 4) + (4 + 2);
 // Backward: every ring step adds its 16-bit dQ, dK and dV into FP32 accumulators (read 4 + 2,
 // write 4 per element).
 constexpr double kTorchCpAccumulateBytes = 4 + 2 + 4;
+// _templated_ring_attention and its backward copy the K/V chunk they hold into one flat send
+// buffer before every step but the last (torch.cat([key.flatten(), value.flatten()]): read and
+// write each 16-bit element), and the backward copies its FP32 dK/dV accumulator the same way
+// before every step's send (read 4, write 4). The backward's accumulators start as zeros_like
+// in FP32 (write 4 per element of dQ, dK, dV) and end cast back to the activation dtype (read 4,
+// write 2). Bytes per element of this rank's K/V chunk (or of dQ).
+constexpr double kTorchCpKvCatBytes = 2 + 2;
+constexpr double kTorchCpGradKvCatBytes = 4 + 4;
+constexpr double kTorchCpGradInitBytes = 4;
+constexpr double kTorchCpGradCastBytes = 4 + 2;
 // Transformer Engine's ring context parallelism (CpImplementation::p2p; TransformerEngine v2.9
 // pytorch/attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndKVP2P, the same
 // steps in v1.8's pytorch/attention.py), 16-bit outside FP8 attention. Forward, bytes per output

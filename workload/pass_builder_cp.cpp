@@ -45,6 +45,9 @@ void PassBuilder::context_attention_forward(Segments& out, OpCost& c) {
           coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV ring (P2P)"));
       beside(out.back(), ring_overlap_s(attention));
     } else {
+      // PyTorch issues its all-gather before the first ring step and waits for it at the second,
+      // but the gather is taken as exposed: beside the attention kernel it would take SMs and
+      // HBM bandwidth the model does not price for TP/CP collectives (docs/context-parallel.md).
       out.push_back(
           coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
     }
@@ -102,19 +105,26 @@ double PassBuilder::cp_query_elements() const {
   return d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
 }
 
-// PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation).
+// PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation), and
+// the copy of the K/V chunk into the send buffer before each step but the last.
 OpCost PassBuilder::torch_cp_merge() const {
   if (!torch_cp()) return {};
+  const double kv = kv_bytes_elements() / d_.cp;
   return c_.pytorch_op(cp_output_elements() *
-                       (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes));
+                           (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes) +
+                       kv * kTorchCpKvCatBytes * (d_.cp - 1));
 }
 
 // PyTorch CP's backward: each ring step's dQ, dK, dV added into FP32 accumulators of this
-// rank's Q and its current K/V chunk.
+// rank's Q and its current K/V chunk, the K/V chunk copied before each send but the last, the
+// FP32 dK/dV accumulator copied before every send, the accumulators' zero fill and final casts.
 OpCost PassBuilder::torch_cp_accumulate() const {
   if (!torch_cp()) return {};
   const double kv = kv_bytes_elements() / d_.cp;
-  return c_.pytorch_op((cp_query_elements() + kv) * kTorchCpAccumulateBytes * d_.cp);
+  const double grads = cp_query_elements() + kv;
+  return c_.pytorch_op(
+      grads * (kTorchCpAccumulateBytes * d_.cp + kTorchCpGradInitBytes + kTorchCpGradCastBytes) +
+      kv * (kTorchCpKvCatBytes * (d_.cp - 1) + kTorchCpGradKvCatBytes * d_.cp));
 }
 
 // Transformer Engine's ring, forward: cp attention calls where one rank's K/V would need one

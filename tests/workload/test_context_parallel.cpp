@@ -103,7 +103,7 @@ TEST_CASE("repeat_kv makes context parallelism move query-head-wide K/V and adds
   }
 }
 
-TEST_CASE("PyTorch's context parallelism gathers K/V again and rings FP32 dK/dV") {
+TEST_CASE("PyTorch's context parallelism gathers K/V again, rings FP32 dK/dV and copies") {
   nlohmann::json j = gqa_cp2();
   const Scenario gather = load(j);
   const int cp = GENERATE(2, 4);
@@ -122,19 +122,24 @@ TEST_CASE("PyTorch's context parallelism gathers K/V again and rings FP32 dK/dV"
   CHECK(c[2].dtype == Dtype::fp32);
   CHECK(c[2].bytes * (cp - 1) / cp == Approx(kv * 2));
   // Forward: the FP32 merge of cp - 1 steps (38 B per output element each) and the casts to
-  // and from FP32 (12 B) over the local output, T x 8 heads x 128; T = S / cp.
+  // and from FP32 (12 B) over the local output, T x 8 heads x 128; T = S / cp; and the K/V
+  // chunk (2 x T x 2 heads x 128) copied into the send buffer before each of cp - 1 steps (4 B).
   const double out = S / cp * heads * d;
+  const double chunk = 2 * S / cp * kv_heads * d;
   const Scenario torch_all_gather = [&] {
     j["parallelism"]["cp_implementation"] = "all_gather";
     return load(j);
   }();
   CHECK(pass_kernels(torch, true).bytes - pass_kernels(torch_all_gather, true).bytes ==
-        Approx(out * (38 * (cp - 1) + 12)));
-  // Backward: every one of the cp steps adds dQ (the local queries) and dK/dV (one chunk,
-  // 2 x S / cp x 2 heads x 128) into FP32 (10 B per element).
-  const double accumulated = (out + 2 * S / cp * kv_heads * d) * 10 * cp;
+        Approx(out * (38 * (cp - 1) + 12) + chunk * 4 * (cp - 1)));
+  // Backward: every one of the cp steps adds dQ (the local queries) and dK/dV (one chunk) into
+  // FP32 (10 B per element), after a zero fill (4 B) and before the casts back (6 B); the K/V
+  // chunk is copied before cp - 1 sends (4 B), the FP32 dK/dV before every one of the cp (8 B).
+  const double grads = out + chunk;
   CHECK(pass_kernels(torch, false).bytes - pass_kernels(torch_all_gather, false).bytes ==
-        Approx(accumulated));
+        Approx(grads * (10 * cp + 4 + 6) + chunk * (4 * (cp - 1) + 8 * cp)));
+  // Its exchanges are taken as exposed (docs/context-parallel.md#torch).
+  for (const Segment& s : cp_exchange(torch).segments) CHECK(s.overlap_s == 0);
   CHECK(gather.parallelism.cp_implementation == CpImplementation::p2p);  // the default
 }
 
