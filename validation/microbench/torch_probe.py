@@ -28,7 +28,8 @@ those sweeps leave out; this script measures those parts directly, each as a sma
               torchtitan runs it) at 32k local tokens, Llama 3.1 8B heads (K/V repeated), FA2:
               the causal first step, the non-causal half steps (q 32k x kv 16k, q 16k x kv 32k)
               forward and backward, and the FP32 merge of a step's output; then the ring's
-              kernels on the last rank for cp 2, 4 and 8 back to back (no communication)
+              kernels on the last rank for cp 2, 4 and 8 back to back, with the K/V send
+              buffer's concatenation before each step but the last (no communication)
 
 Usage: torch_probe.py -o probe.json [--only SECTION,...] [--skip SECTION,...] [--seconds 3]
                       [--sustained-s 40] [--zeros-s 15] [--seqs 4096,...]
@@ -562,14 +563,18 @@ def cp_steps(seconds):
         res["merge_ms"] = round(cuda_time_ms(merge, 10, warmup=2), 4)
 
         # The last rank's forward ring: the causal first step, then cp - 1 steps on half of
-        # the keys, each merged (communication left out).
+        # the keys, each merged, with the K/V chunk concatenated into the send buffer before
+        # every step but the last, as _templated_ring_attention does (communication left out).
         qd, kd, vd = q.detach(), k.detach(), v.detach()
         kh, vh = kd[:, :, :half], vd[:, :, :half]
         rings = []
         for cp in (2, 4, 8):
             def ring(cp=cp):
+                torch.cat([kd.flatten(), vd.flatten()])
                 F.scaled_dot_product_attention(qd, kd, vd, is_causal=True)
-                for _ in range(cp - 1):
+                for step in range(1, cp):
+                    if step < cp - 1:
+                        torch.cat([kd.flatten(), vd.flatten()])
                     F.scaled_dot_product_attention(qd, kh, vh)
                     merge()
             try:
