@@ -5,7 +5,9 @@ layout, the virtual pipeline stages, how the layers are split. Each rule here fi
 for one family of runs, from a source named with the rule (the launch script or the defaults of
 the framework version the publication used, or the publication's own text), and says so in the
 case's assumptions. A rule is applied to every row of its family alike, and no rule reads a
-reported figure: the rules were fixed before any of their cases was first simulated.
+reported figure: the rules were fixed before any of their cases was first simulated, except
+BRIDGE_2511_LLAMA3_8B_RECIPE, written afterwards to read one case as another rule reads the same
+recipe commit (its comment gives the case's error before and after).
 
 A case completed by a rule (a model, layout, batch or metric field filled in) is marked
 "completion": "rule" in suite.json; `clustersim validate` reports its MAPE apart from that of
