@@ -121,8 +121,8 @@ std::string parameter_behind(const std::string& component_name, const SweepRecor
   static const std::map<std::string, std::vector<const char*>> causes = {
       {"compute_s", {"recompute", "micro_batch", "tp", "gpu", "moe_expert_gemm"}},
       {"dp_s",
-       {"zero_stage", "grad_dtype", "compression", "dp", "nic_Gbps", "nics_per_node",
-        "oversubscription"}},
+       {"zero_stage", "grad_dtype", "fp8_param_gather", "compression", "dp", "nic_Gbps",
+        "nics_per_node", "oversubscription"}},
       {"tp_s", {"tp", "sequence_parallel", "nvlink_GBps"}},
       {"ep_s", {"ep", "moe_dispatcher", "moe_comm_overlap", "nic_Gbps", "nvlink_GBps"}},
       {"pp_s", {"pp", "vpp", "micro_batch"}},

@@ -30,13 +30,13 @@ const std::vector<std::string> kAxisNames = {
     "gpus", "layouts", "micro_batch", "global_batch", "zero_stage", "recompute",
     "sequence_parallel", "grad_dtype", "compression", "nics_per_node", "oversubscription",
     "cluster", "model", "gpu", "nvlink_GBps", "nic_Gbps", "ep", "moe_dispatcher",
-    "moe_expert_gemm", "moe_comm_overlap"};
+    "moe_expert_gemm", "moe_comm_overlap", "fp8_param_gather"};
 // clang-format on
 
 // Parameters of a point that a results row has only when their axis is in the sweep file.
 const std::vector<std::string> kOptionalParameters = {
-    "nic_Gbps",        "nvlink_GBps",      "gpu",    "ep", "moe_dispatcher",
-    "moe_expert_gemm", "moe_comm_overlap", "what_if"};
+    "nic_Gbps",         "nvlink_GBps",      "gpu",    "ep", "moe_dispatcher", "moe_expert_gemm",
+    "moe_comm_overlap", "fp8_param_gather", "what_if"};
 
 // Axes that change the cluster's cited hardware: with any of them, a row says whether the
 // point is a what-if (hardware_axes.hpp).
@@ -136,6 +136,9 @@ void validate_hardware_and_moe_axes(const JsonNode& axes) {
     for (const auto& v : axis_values(*n)) v.as_enum(kMoeExpertGemmNames.names());
   }
   if (const auto n = axes.find("moe_comm_overlap")) {
+    for (const auto& v : axis_values(*n)) v.as_bool();
+  }
+  if (const auto n = axes.find("fp8_param_gather")) {
     for (const auto& v : axis_values(*n)) v.as_bool();
   }
 }
@@ -317,6 +320,7 @@ std::string fragment(const std::string& key, const json& v) {
   if (key == "moe_dispatcher") return "dispatch:" + text(v);
   if (key == "moe_expert_gemm") return "experts:" + text(v);
   if (key == "moe_comm_overlap") return v == true ? "EP-overlap" : "no-EP-overlap";
+  if (key == "fp8_param_gather") return v == true ? "FP8-params" : "16-bit-params";
   return text(v);  // cluster, model, gpu
 }
 
@@ -357,6 +361,7 @@ void assign_labels(std::vector<SweepPoint>& points) {
                                           "recompute",
                                           "sequence_parallel",
                                           "grad_dtype",
+                                          "fp8_param_gather",
                                           "compression",
                                           "moe_dispatcher",
                                           "moe_expert_gemm",
@@ -578,6 +583,9 @@ void add_hardware_and_moe_axes(const SweepSpec& spec, std::vector<Expand>& dims)
                               }
                             }));
   }
+  if (axes.contains("fp8_param_gather")) {
+    dims.push_back(set_each("/training/fp8_param_gather", axes.at("fp8_param_gather")));
+  }
 }
 
 // One expansion per axis present, in the enumeration order of sweep_spec.hpp.
@@ -670,7 +678,8 @@ json sweep_parameters(const SweepSpec& spec, const json& s,
       {"ep", value_or("/parallelism/ep", 1)},
       {"moe_dispatcher", value_or("/training/moe_dispatcher", "alltoall")},
       {"moe_expert_gemm", value_or("/training/moe_expert_gemm", "per_expert")},
-      {"moe_comm_overlap", value_or("/training/moe_comm_overlap", false)}};
+      {"moe_comm_overlap", value_or("/training/moe_comm_overlap", false)},
+      {"fp8_param_gather", value_or("/training/fp8_param_gather", false)}};
   for (const auto& [name, value] : optional.items()) {
     if (spec.axes.contains(name)) p[name] = value;
   }

@@ -1,6 +1,6 @@
-// The hardware axes (nic_Gbps, nvlink_GBps, gpu) and the MoE axes (ep, moe_dispatcher,
-// moe_expert_gemm, moe_comm_overlap) of sweep files: enumeration, where each value lands, what-if
-// marking, error rows, result columns, bad values.
+// The hardware axes (nic_Gbps, nvlink_GBps, gpu), the MoE axes (ep, moe_dispatcher,
+// moe_expert_gemm, moe_comm_overlap) and fp8_param_gather of sweep files: enumeration, where each
+// value lands, what-if marking, error rows, result columns, bad values.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -265,6 +265,30 @@ TEST_CASE("the new axes are result columns only when the sweep has them") {
         std::string::npos);
 }
 
+TEST_CASE("fp8_param_gather lands in the scenario, and without a ZeRO stage is an error row") {
+  // DeepSeek-V3 on 2048 H800 trains in FP8 with ZeRO-1.
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/deepseek-v3-2048-h800.json",
+      "axes": {"zero_stage": [0, 1], "fp8_param_gather": [false, true]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2 * 2);
+  for (const auto& p : points) {
+    const bool fp8 = p.parameters["fp8_param_gather"].get<bool>();
+    CHECK(p.scenario["training"]["fp8_param_gather"] == fp8);
+    CHECK_THAT(p.label, Catch::Contains(fp8 ? "FP8-params" : "16-bit-params"));
+    std::optional<Scenario> s;
+    const auto r = screen_point(spec, p, "k", {}, s);
+    if (fp8 && p.parameters["zero_stage"] == 0) {
+      REQUIRE(r.has_value());
+      CHECK(r->status == kStatusInvalid);
+      CHECK_THAT(r->reason, Catch::Contains("/training/fp8_param_gather"));
+    } else {
+      INFO(p.label << ": " << (r ? r->reason : std::string()));
+      REQUIRE_FALSE(r.has_value());
+      CHECK(s->training.fp8_param_gather == fp8);
+    }
+  }
+}
+
 TEST_CASE("bad values of the new axes are errors at the sweep file's JSON path") {
   const std::string base = R"({"base": "scenarios/seed-optimized-1024.json", "axes": )";
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -273,7 +297,8 @@ TEST_CASE("bad values of the new axes are errors at the sweep file's JSON path")
       {R"({"gpu": ["h200-sxn"]})", "/axes/gpu/0"},
       {R"({"ep": [0]})", "/axes/ep/0"},
       {R"({"moe_dispatcher": ["deep"]})", "/axes/moe_dispatcher/0"},
-      {R"({"moe_comm_overlap": ["yes"]})", "/axes/moe_comm_overlap/0"}};
+      {R"({"moe_comm_overlap": ["yes"]})", "/axes/moe_comm_overlap/0"},
+      {R"({"fp8_param_gather": [1]})", "/axes/fp8_param_gather/0"}};
   for (const auto& [axes, pointer] : cases) {
     INFO(axes);
     try {
