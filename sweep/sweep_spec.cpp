@@ -135,11 +135,10 @@ void validate_hardware_and_moe_axes(const JsonNode& axes) {
   if (const auto n = axes.find("moe_expert_gemm")) {
     for (const auto& v : axis_values(*n)) v.as_enum(kMoeExpertGemmNames.names());
   }
-  if (const auto n = axes.find("moe_comm_overlap")) {
-    for (const auto& v : axis_values(*n)) v.as_bool();
-  }
-  if (const auto n = axes.find("fp8_param_gather")) {
-    for (const auto& v : axis_values(*n)) v.as_bool();
+  for (const char* k : {"moe_comm_overlap", "fp8_param_gather"}) {
+    if (const auto n = axes.find(k)) {
+      for (const auto& v : axis_values(*n)) v.as_bool();
+    }
   }
 }
 

@@ -242,6 +242,7 @@ class PassBuilder {
   double ring_overlap_s(const models::OpCost& attention) const;
   double cp_output_elements() const;
   double cp_query_elements() const;
+  double cp_kv_chunk_elements() const;
   models::OpCost torch_cp_merge() const;
   models::OpCost torch_cp_accumulate() const;
   models::OpCost p2p_cp_merge() const;

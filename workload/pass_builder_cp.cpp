@@ -104,12 +104,16 @@ double PassBuilder::cp_output_elements() const {
 double PassBuilder::cp_query_elements() const {
   return d_.T * d_.hl * (d_.mla ? d_.d_nope + d_.d_rope : d_.d);
 }
+// Elements of the K/V chunk this rank holds (and of its dK/dV): 1/cp of the whole sequence's.
+double PassBuilder::cp_kv_chunk_elements() const {
+  return kv_bytes_elements() / d_.cp;
+}
 
 // PyTorch CP's FP32 merge of the cp ring steps' outputs (forward, and its recomputation), and
 // the copy of the K/V chunk into the send buffer before each step but the last.
 OpCost PassBuilder::torch_cp_merge() const {
   if (!torch_cp()) return {};
-  const double kv = kv_bytes_elements() / d_.cp;
+  const double kv = cp_kv_chunk_elements();
   return c_.pytorch_op(cp_output_elements() *
                            (kTorchCpMergeBytes * (d_.cp - 1) + kTorchCpOutputCastBytes) +
                        kv * kTorchCpKvCatBytes * (d_.cp - 1));
@@ -120,7 +124,7 @@ OpCost PassBuilder::torch_cp_merge() const {
 // FP32 dK/dV accumulator copied before every send, the accumulators' zero fill and final casts.
 OpCost PassBuilder::torch_cp_accumulate() const {
   if (!torch_cp()) return {};
-  const double kv = kv_bytes_elements() / d_.cp;
+  const double kv = cp_kv_chunk_elements();
   const double grads = cp_query_elements() + kv;
   return c_.pytorch_op(
       grads * (kTorchCpAccumulateBytes * d_.cp + kTorchCpGradInitBytes + kTorchCpGradCastBytes) +
@@ -146,7 +150,7 @@ OpCost PassBuilder::p2p_cp_merge() const {
 // PyTorch's copy_ and add_, one kernel per tensor.
 OpCost PassBuilder::p2p_cp_accumulate() const {
   if (!p2p_cp()) return {};
-  const double kv = kv_bytes_elements() / d_.cp;
+  const double kv = cp_kv_chunk_elements();
   constexpr double kTensorsPerStep = 3;  // dQ, dK, dV
   OpCost c = c_.launches(d_.cp - 1);     // the further attention backward calls
   for (int i = 0; i < d_.cp; ++i) {
