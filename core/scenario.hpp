@@ -108,8 +108,11 @@ enum class CudaGraphs { none, full_iteration };
 //   delayed - the scale from an amax history of earlier steps (TE's DelayedScaling, its default
 //             through TE 1.x): the cast fuses into the kernel before it;
 //   current - the scale from the tensor's own amax (TE 2.x Float8CurrentScaling, "FP8-CS"): an
-//             amax pass and a scale kernel before each cast (workload/kernel_traffic.hpp).
-enum class Fp8Recipe { delayed, current };
+//             amax pass and a scale kernel before each cast (workload/kernel_traffic.hpp);
+//   mxfp8   - one E8M0 scale per 32 consecutive elements (TE 2.x MXFP8BlockScaling, "FP8-MX"),
+//             Blackwell's block-scaled GEMMs: one kernel casts each operand both ways with
+//             its block scales, each GEMM first rearranges its operands' scales (docs/mxfp8.md).
+enum class Fp8Recipe { delayed, current, mxfp8 };
 // The vocab-parallel cross entropy (Megatron-Core tensor_parallel/cross_entropy.py):
 //   fused   - one kernel each way over the FP32 logits (Megatron-Core's
 //             cross_entropy_loss_fusion, Megatron-Bridge's default, TE's implementation);
@@ -145,8 +148,8 @@ inline const NameTable<OptimizerKernels> kOptimizerKernelsNames = {
 
 inline const NameTable<CrossEntropy> kCrossEntropyNames = {{CrossEntropy::fused, "fused"},
                                                            {CrossEntropy::unfused, "unfused"}};
-inline const NameTable<Fp8Recipe> kFp8RecipeNames = {{Fp8Recipe::delayed, "delayed"},
-                                                     {Fp8Recipe::current, "current"}};
+inline const NameTable<Fp8Recipe> kFp8RecipeNames = {
+    {Fp8Recipe::delayed, "delayed"}, {Fp8Recipe::current, "current"}, {Fp8Recipe::mxfp8, "mxfp8"}};
 inline const NameTable<CudaGraphs> kCudaGraphsNames = {
     {CudaGraphs::none, "none"}, {CudaGraphs::full_iteration, "full_iteration"}};
 inline const NameTable<KernelFusion> kKernelFusionNames = {

@@ -106,8 +106,10 @@ ObjectSpec make_training() {
                 "K/V repeated to every query head before attention (torchtitan's Llama); "
                 "default false"),
            choice("fp8_recipe", kFp8RecipeNames.names(),
-                  "with precision fp8: delayed (default: amax history) or current (each "
-                  "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling)"),
+                  "with precision fp8: delayed (default: amax history), current (each "
+                  "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling) or mxfp8 "
+                  "(a scale per 32 elements, Blackwell only: Transformer Engine's "
+                  "MXFP8BlockScaling)"),
            flag("fp8_gradient_gather",
                 "with precision fp8 and sequence parallelism: output gradients all-gathered in "
                 "FP8 (true: Transformer Engine, torchao's Float8RowwiseParallel) or BF16 (false: "

@@ -388,6 +388,18 @@ void check_precision_and_compression(const Rules& r) {
   if (t.precision == Dtype::fp8 && !s.cluster.gpu.peak_flops.count(Dtype::fp8)) {
     r.fail("/training/precision", "GPU " + s.cluster.gpu.name + " has no FP8 tensor cores");
   }
+  if (t.precision == Dtype::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8 &&
+      s.cluster.gpu.architecture != GpuArch::blackwell) {
+    r.fail("/training/fp8_recipe",
+           "MXFP8 needs Blackwell's block-scaled tensor cores; GPU " + s.cluster.gpu.name +
+               " is not a Blackwell GPU (Transformer Engine's MXFP8BlockScaling runs on compute "
+               "capability 10.0)");
+  }
+  if (t.fp8_param_gather && t.fp8_recipe == Fp8Recipe::mxfp8 && p.zero_stage == 3) {
+    r.fail("/training/fp8_param_gather",
+           "MXFP8 parameters are modelled with the distributed optimizer (zero_stage 1 or 2) "
+           "only: how an FSDP gathers and re-quantizes MXFP8 weights is not modelled");
+  }
   if (t.fp8_param_gather && p.zero_stage == 0) {
     r.fail("/training/fp8_param_gather",
            "FP8 parameter all-gathers need zero_stage 1, 2 or 3 (with plain data parallelism "

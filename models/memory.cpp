@@ -36,6 +36,10 @@ constexpr double kWeightBytes = 2.0;
 // primary FP8 weights (fp8_model_init; the FP32 master lives in the optimizer) and torchao's
 // FSDP2 float8 all-gather, whose gathered parameter is the FP8 tensor itself.
 constexpr double kFp8WeightCacheBytes = 1.0;
+// An MXFP8 weight (Fp8Recipe::mxfp8) is held both ways, row-wise for the forward GEMM and
+// column-wise for the input-gradient GEMM, each FP8 byte with an E8M0 scale byte per 32 elements
+// (Transformer Engine 2.9 MXFP8Tensor: rowwise_data, columnwise_data and their scale_inv).
+constexpr double kMxfp8WeightBytes = 2 * (1.0 + 1.0 / 32);
 // Gradients accumulate in at least 16 bits even when they are communicated in FP8.
 constexpr double kMinGradAccumulationBytes = 2.0;
 constexpr double kFp32Bytes = 4.0;
@@ -250,9 +254,11 @@ MemorySizes memory_sizes(const Scenario& s) {
   const Training& tr = s.training;
   MemorySizes z;
   z.layer_params = layer_parameters_per_tp_rank(s.model, par.tp);
-  z.weight_bytes = tr.fp8_param_gather
-                       ? kFp8WeightCacheBytes
-                       : kWeightBytes + (tr.precision == Dtype::fp8 ? kFp8WeightCacheBytes : 0.0);
+  const bool fp8 = tr.precision == Dtype::fp8;
+  const double fp8_weight_bytes =
+      fp8 && tr.fp8_recipe == Fp8Recipe::mxfp8 ? kMxfp8WeightBytes : kFp8WeightCacheBytes;
+  z.weight_bytes =
+      tr.fp8_param_gather ? fp8_weight_bytes : kWeightBytes + (fp8 ? fp8_weight_bytes : 0.0);
   z.grad_bytes = std::max(kMinGradAccumulationBytes, bytes_per_element(s.comm.grad_dtype));
   z.embedding_grad_bytes = in_fp32_groups(s, "embedding") ? kFp32Bytes : z.grad_bytes;
   z.head_grad_bytes = in_fp32_groups(s, "lm_head") ? kFp32Bytes : z.grad_bytes;

@@ -241,13 +241,16 @@ std::string tp_overlap_text(const Training& tr) {
 std::string training_text(const Scenario& s) {
   const Training& tr = s.training;
   std::ostringstream t;
+  const bool fp8 = tr.precision == Dtype::fp8;
+  const bool mxfp8 = fp8 && tr.fp8_recipe == Fp8Recipe::mxfp8;
   t << to_string(tr.precision)
-    << (tr.precision == Dtype::fp8 && tr.fp8_recipe == Fp8Recipe::current ? " (current scaling)"
-                                                                          : "")
-    << (tr.precision == Dtype::fp8 && !tr.fp8_gradient_gather ? " (gradients gathered in BF16)"
-                                                              : "")
-    << (tr.fp8_param_gather ? " (FP8 parameters, gathered in FP8)" : "") << ", "
-    << to_string(tr.recompute) << " recomputation";
+    << (fp8 && tr.fp8_recipe == Fp8Recipe::current ? " (current scaling)" : "")
+    << (mxfp8 ? " (MXFP8: a scale per 32 elements)" : "")
+    << (fp8 && !tr.fp8_gradient_gather ? " (gradients gathered in BF16)" : "")
+    << (tr.fp8_param_gather ? (mxfp8 ? " (MXFP8 parameters, gathered in BF16)"
+                                     : " (FP8 parameters, gathered in FP8)")
+                            : "")
+    << ", " << to_string(tr.recompute) << " recomputation";
   if (tr.recompute == Recompute::full && tr.recompute_layers > 0) {
     t << " of " << models::recomputed_layers(s) << " of " << s.model.num_layers
       << " layers (the first " << tr.recompute_layers << " of each chunk)";

@@ -647,18 +647,10 @@ LEFT_OUT.update({
         "activations offloaded to the CPU, global batch 64), so what else the run set is not "
         "known" % BRIDGE_COMMIT),
 })
-# Megatron-Bridge's FP8-MX: MXFP8, 32-element blocks with an E8M0 scale each (Blackwell's block-
-# scaled tensor-core GEMMs); the simulator's FP8 recipes are per-tensor scaling only.
-MXFP8_LEFT_OUT = ("FP8-MX (MXFP8: 32-element blocks, each with its own E8M0 scale, on Blackwell's "
-                  "block-scaled GEMMs) is not modelled: the simulator's FP8 recipes scale per "
-                  "tensor (delayed, current), and block-scaled GEMMs have no microbenchmark here")
-
 
 def left_out(run):
     """A reason to leave the run out that only a reading of its source gives, or None."""
     for prefix, reason in LEFT_OUT.items():
         if run["id"].startswith(prefix):
             return reason
-    if (run.get("precision") or "").upper() == "FP8-MX":
-        return MXFP8_LEFT_OUT
     return None

@@ -216,6 +216,11 @@ BRIDGE_2511_CUDA_GRAPHS = {"llama3_8b B200 FP8-CS", "llama3_8b GB200 FP8-CS"}
 # (src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config:
 # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True).
 BRIDGE_2511_PIPELINE_SPLIT = {"llama31_405b H100 FP8-CS", "llama31_405b B200 FP8-CS"}
+# Recipes whose fp8_mx runs turn the overlapped parameter all-gather off
+# (scripts/performance/configs/llama/llama31_llm_pretrain.py llama31_405b_pretrain_config_b200:
+# "if precision == 'fp8_mx'" sets comm_overlap, ddp and optimizer overlap_param_gather False;
+# llama3_8b_pretrain_config_b200 and _gb200 do not).
+BRIDGE_2511_MX_SERIAL_PARAM_GATHER = {"llama31_405b B200 FP8-CS"}
 
 
 # The same for the Megatron-Bridge recipe: userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192 in
@@ -682,6 +687,25 @@ def scenario_for(run, presets, fills):
                                "bf16_with_fp8_current_scaling_mixed sets fp8_param_gather = True, "
                                "src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge "
                                "%s)" % BRIDGE_COMMIT)
+    if prec == "fp8" and "fp8-mx" in (run.get("precision") or "").lower() and bridge:
+        # Megatron-Bridge's FP8-MX: bf16_with_mxfp8_mixed on the FP8-CS row's base config.
+        scenario["training"]["fp8_recipe"] = "mxfp8"
+        scenario["training"]["fp8_param_gather"] = True
+        assumptions.append("FP8-MX: Transformer Engine's MXFP8 block scaling (fp8_recipe mxfp8) "
+                           "with MXFP8 parameters, all-gathered in BF16 through the gradient "
+                           "buffer and quantized after (fp8_param_gather: bf16_with_mxfp8_mixed "
+                           "sets fp8_param_gather and reuse_grad_buf_for_mxfp8_param_ag, "
+                           "src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge %s); "
+                           "the run's base config is the %s recipe's (its FP8_MX_BASE_CONFIG is "
+                           "the FP8_CS_BASE_CONFIG in scripts/performance/configs/llama)" % (
+                               BRIDGE_COMMIT, bridge[0]))
+        if bridge[0] in BRIDGE_2511_MX_SERIAL_PARAM_GATHER:
+            scenario["training"]["overlap_param_gather"] = False
+            assumptions.append("parameter all-gather after the optimizer, not overlapped "
+                               "(overlap_param_gather false: the %s recipe function turns it off "
+                               "for fp8_mx, 'keeping this eanbled causes NaN grad norm', "
+                               "scripts/performance/configs/llama/llama31_llm_pretrain.py, "
+                               "Megatron-Bridge %s)" % (bridge[0], BRIDGE_COMMIT))
     if bridge and bridge[0] in BRIDGE_2511_CUDA_GRAPHS:
         scenario["training"]["cuda_graphs"] = "full_iteration"
         assumptions.append("the whole step replayed from a CUDA graph (cuda_graphs "

@@ -52,6 +52,20 @@ constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
 constexpr double kCurrentScalingAmaxBytes = 2;         // the amax kernel reads the input once
 constexpr double kCurrentScalingSmallKernels = 2;      // zero_amax and compute_scale_from_amax
 constexpr double kCurrentScalingAfterNormKernels = 1;  // compute_scale_from_amax
+// MXFP8 (Fp8Recipe::mxfp8; Transformer Engine 2.9, 70f5366: MXFP8Quantizer::quantize ->
+// nvte_quantize_v2 -> cast_mxfp8_2D_kernel, common/util/cast_kernels.cuh): one kernel reads the
+// BF16 operand once and writes its row-wise and its column-wise FP8 copies, each with one E8M0
+// scale byte per block of 32 elements (MXFP8_BLOCK_SIZE, common/swizzle/swizzle.cu). A block's
+// scale comes from its own 32 values: no amax pass and no scale kernel.
+constexpr double kMxfp8BlockElements = 32;
+constexpr double kMxfp8CopyBytes = 1 + 1 / kMxfp8BlockElements;  // one FP8 copy and its scales
+constexpr double kMxfp8QuantizeBytes = 2 + 2 * kMxfp8CopyBytes;
+// Before every MXFP8 GEMM Transformer Engine rearranges each operand's scales into the layout the
+// tensor cores read (pytorch/csrc/extensions/gemm.cpp: swizzle_scaling_factors for A and for B;
+// a grouped GEMM's multi_tensor_swizzle_scaling_factors, one kernel per operand list): one
+// kernel per operand, reading its scale bytes and writing them to a fresh buffer. Bytes per
+// operand element:
+constexpr double kMxfp8SwizzleBytes = 2 / kMxfp8BlockElements;
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
 constexpr double kNormForwardPasses = 2;     // read x, write y

@@ -26,7 +26,8 @@ enum class ComputeKind : unsigned char {
   lm_head,      // final norm, logits and loss (forward or backward)
   optimizer,    // optimizer update
   compression,  // 1-bit Adam compression with error feedback
-  gather_copy,  // ZeRO-3 copies: DeepSpeed 2021's zero-fill, call, copy-out; FSDP2's copy-out/in
+  gather_copy,  // ZeRO-3 copies: DeepSpeed 2021's zero-fill, call, copy-out; FSDP2's copy-out/in;
+                // the quantization of gathered MXFP8 parameters
   grad_accumulation,  // a micro-batch's gradients added into the step's
                       // (training.grad_accumulation)
 };

@@ -146,8 +146,19 @@ Dtype weight_dtype(const Scenario& s) {
   return precision == Dtype::fp8 ? Dtype::bf16 : precision;
 }
 
+// Megatron-Core 0.15-era distributed optimizer (megatron/core/distributed/
+// param_and_grad_buffer.py, reuse_grad_buf_for_mxfp8_param_ag, which Megatron-Bridge's
+// bf16_with_mxfp8_mixed sets with fp8_param_gather): MXFP8 parameters are all-gathered through
+// the gradient buffer in 16 bits, then _post_param_sync quantizes each bucket into the MXFP8
+// weights (copy_tensors_to_quantized_params). Megatron-Core's MoE guide: "50% parameter
+// all-gather — with FP8 primary weights (except MXFP8)".
+bool mxfp8_params_requantized(const Scenario& s) {
+  const Training& t = s.training;
+  return t.fp8_param_gather && t.precision == Dtype::fp8 && t.fp8_recipe == Fp8Recipe::mxfp8;
+}
+
 Dtype gathered_param_dtype(const Scenario& s) {
-  return s.training.fp8_param_gather ? Dtype::fp8 : weight_dtype(s);
+  return s.training.fp8_param_gather && !mxfp8_params_requantized(s) ? Dtype::fp8 : weight_dtype(s);
 }
 
 void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& units_per_chunk,

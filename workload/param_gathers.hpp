@@ -16,8 +16,13 @@ namespace clustersim::workload {
 
 // The 16-bit dtype of the model's weights and their gradients (BF16 under FP8 recipes).
 Dtype weight_dtype(const Scenario& s);
-// The dtype parameters are gathered in: the 16-bit weights, or FP8 with training.fp8_param_gather.
+// The dtype parameters are gathered in: the 16-bit weights, or FP8 with training.fp8_param_gather
+// (16-bit again under MXFP8, whose parameters Megatron-Core gathers through the 16-bit gradient
+// buffer and quantizes after: mxfp8_params_requantized).
 Dtype gathered_param_dtype(const Scenario& s);
+// MXFP8 parameters (fp8_param_gather under the mxfp8 recipe): after each step's all-gather the
+// gathered 16-bit weights are quantized into the MXFP8 parameters.
+bool mxfp8_params_requantized(const Scenario& s);
 
 // ZeRO-3: appends to `gathers` one gather per unit of every chunk (chunk order, each chunk's
 // units in backward order) and records the ids on the unit; DeepSpeed 2021 gathers each weight

@@ -190,8 +190,7 @@ Segments PassBuilder::layer_forward(bool moe) {
 void PassBuilder::attention_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
-  sequence_all_gather(out, c, c_.gemm(attention_in_first_gemm(), d.precision),
-                      gathered_input_dtype());
+  sequence_all_gather(out, c, forward_gemm(attention_in_first_gemm()), gathered_input_dtype());
   c += attention_in_forward();
   c += rope(PassKind::forward);
   c += repeat_kv();
@@ -523,7 +522,7 @@ OpCost PassBuilder::block_mem(double elements) const {
 // (`after_norm`: the input is a Transformer Engine norm's output).
 OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm) const {
   OpCost c = fp8_cast(g.m * g.k, after_norm);
-  c += c_.gemm(g, d_.precision);
+  c += forward_gemm(g);
   return c;
 }
 
@@ -540,20 +539,6 @@ OpCost PassBuilder::gemm_backward(const GemmShape& g, BackwardPart part) const {
 // FP8 modules (megatron/core/models/gpt/gpt_model.py output_layer): BF16 under FP8 recipes.
 Dtype PassBuilder::head_dtype() const {
   return d_.precision == Dtype::fp8 ? Dtype::bf16 : d_.precision;
-}
-
-OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
-  if (d_.precision != Dtype::fp8) return {};
-  OpCost c = c_.memory_op(kFp8CastTransposeBytes * elements);
-  if (s_.training.fp8_recipe == Fp8Recipe::current) {
-    if (after_norm) {
-      c += c_.launches(kCurrentScalingAfterNormKernels);
-    } else {
-      c += c_.memory_op(kCurrentScalingAmaxBytes * elements);
-      c += c_.launches(kCurrentScalingSmallKernels);
-    }
-  }
-  return c;
 }
 
 // The copy repeat_kv makes (and its backward's sum): K and V, grouped heads in, repeated out.
@@ -659,12 +644,13 @@ OpCost PassBuilder::sm_margin(const GemmShape& g, int sms) const {
   return extra;
 }
 
-// The GEMM part of a linear layer (the one a pipelined TP collective overlaps).
+// The GEMM part of a linear layer (the one a pipelined TP collective overlaps), with the
+// rearrangement of its operands' MXFP8 scales.
 OpCost PassBuilder::forward_gemm(const GemmShape& g) const {
-  return c_.gemm(g, d_.precision);
+  return linear_gemm(g);
 }
 OpCost PassBuilder::dgrad_gemm(const GemmShape& g) const {
-  return c_.gemm(dgrad(g), d_.precision);
+  return linear_gemm(dgrad(g));
 }
 
 // The elements of a row-parallel linear's output gradient as the backward all-gathers them:
@@ -685,7 +671,7 @@ Dtype PassBuilder::gathered_input_dtype() const {
 }
 
 OpCost PassBuilder::wgrad_gemm(const GemmShape& g) const {
-  return c_.gemm(wgrad(g), d_.precision);
+  return linear_gemm(wgrad(g));
 }
 
 // The first GEMM of the attention input projections (what an SP all-gather overlaps).

@@ -221,6 +221,13 @@ class PassBuilder {
   // The FP8 quantization of `elements` 16-bit values before a GEMM; `after_norm`: the output
   // of a Transformer Engine norm (LayerNormLinear), which computes its amax itself.
   models::OpCost fp8_cast(double elements, bool after_norm = false) const;
+  // FP8 training with the MXFP8 recipe (Fp8Recipe::mxfp8).
+  bool mxfp8() const;
+  // Under MXFP8, the swizzle of the block scales of a GEMM's two operands (`count` products of
+  // shape g in one grouped GEMM); nothing otherwise.
+  models::OpCost mxfp8_swizzle(const models::GemmShape& g, double count = 1) const;
+  // A linear layer's GEMM of shape g in the training precision, after mxfp8_swizzle.
+  models::OpCost linear_gemm(const models::GemmShape& g) const;
   double kv_bytes_elements() const;
   // K/V heads an attention call reads on this rank: the query heads' with repeat_kv.
   double attention_kv_heads() const;

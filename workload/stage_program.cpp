@@ -9,6 +9,7 @@
 #include "models/pipeline.hpp"
 #include "models/transformer.hpp"
 #include "workload/grad_buckets.hpp"
+#include "workload/kernel_traffic.hpp"
 #include "workload/op_builder.hpp"
 #include "workload/param_gathers.hpp"
 #include "workload/schedule.hpp"
@@ -136,6 +137,7 @@ class StageBuilder {
   void gather_before(const std::vector<const GradUnit*>& units, std::size_t i, const OpSite& at,
                      bool first_forward);
   void await_zero12(const GradUnit& unit, int chunk);
+  void wait_bucket_gather(int gather, const OpSite& at);
   enum class LayerPass { forward, backward, input_grad, weight_grad };
   const Segments& layer_pass(const GradUnit& unit, LayerPass pass) const;
   void unit_forward(const GradUnit& unit, const OpSite& at);
@@ -437,8 +439,18 @@ void StageBuilder::await_zero12(const GradUnit& unit, int chunk) {
   for (int bid : unit.covering) {
     if (zero12_waited_[static_cast<std::size_t>(bid)]) continue;
     zero12_waited_[static_cast<std::size_t>(bid)] = true;
-    ops_.gather_wait(bid, OpSite{PassKind::forward, -1, chunk, -1, unit.layer});
+    wait_bucket_gather(bid, OpSite{PassKind::forward, -1, chunk, -1, unit.layer});
   }
+}
+
+// A ZeRO-1/2 bucket's gathered parameters in use: under MXFP8 parameters Megatron-Core first
+// quantizes the gathered 16-bit weights into them (mxfp8_params_requantized).
+void StageBuilder::wait_bucket_gather(int gather, const OpSite& at) {
+  ops_.gather_wait(gather, at);
+  if (!mxfp8_params_requantized(s_)) return;
+  const double params = prog_.gathers[static_cast<std::size_t>(gather)].params;
+  ops_.compute(ComputeKind::gather_copy,
+               plan_.compute.memory_op(kernel_traffic::kMxfp8QuantizeBytes * params), at);
 }
 
 // A pass of a Transformer layer: the MoE layer's for a layer with the MoE FFN, else the dense
@@ -596,7 +608,7 @@ void StageBuilder::tail() {
   if (zero_ >= 1 && zero_ < 3 && !tr_.overlap_param_gather) {
     const OpSite update{PassKind::forward};
     for (const auto& g : prog_.gathers) ops_.gather_issue(g.id, update);
-    for (const auto& g : prog_.gathers) ops_.gather_wait(g.id, update);
+    for (const auto& g : prog_.gathers) wait_bucket_gather(g.id, update);
   }
 }
 

@@ -1,0 +1,47 @@
+// PassBuilder's FP8 operands: the quantization of each 16-bit GEMM input by the scenario's
+// scaling recipe (training.fp8_recipe) and, under MXFP8, the rearrangement of the block scales
+// before every GEMM (workload/kernel_traffic.hpp; docs/mxfp8.md).
+#include "workload/kernel_traffic.hpp"
+#include "workload/pass_builder.hpp"
+
+namespace clustersim::workload {
+
+using namespace kernel_traffic;
+using models::GemmShape;
+using models::OpCost;
+
+bool PassBuilder::mxfp8() const {
+  return d_.precision == Dtype::fp8 && s_.training.fp8_recipe == Fp8Recipe::mxfp8;
+}
+
+OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
+  if (d_.precision != Dtype::fp8) return {};
+  if (mxfp8()) return c_.memory_op(kMxfp8QuantizeBytes * elements);
+  OpCost c = c_.memory_op(kFp8CastTransposeBytes * elements);
+  if (s_.training.fp8_recipe == Fp8Recipe::current) {
+    if (after_norm) {
+      c += c_.launches(kCurrentScalingAfterNormKernels);
+    } else {
+      c += c_.memory_op(kCurrentScalingAmaxBytes * elements);
+      c += c_.launches(kCurrentScalingSmallKernels);
+    }
+  }
+  return c;
+}
+
+// Under MXFP8 a GEMM (or a grouped GEMM of `count` products) of shape g first swizzles the scales
+// of its m x k and k x n operands: one kernel per operand.
+OpCost PassBuilder::mxfp8_swizzle(const GemmShape& g, double count) const {
+  if (!mxfp8()) return {};
+  OpCost c = c_.memory_op(kMxfp8SwizzleBytes * g.m * g.k * count);
+  c += c_.memory_op(kMxfp8SwizzleBytes * g.k * g.n * count);
+  return c;
+}
+
+OpCost PassBuilder::linear_gemm(const GemmShape& g) const {
+  OpCost c = mxfp8_swizzle(g);
+  c += c_.gemm(g, d_.precision);
+  return c;
+}
+
+}  // namespace clustersim::workload
