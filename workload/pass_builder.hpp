@@ -60,6 +60,10 @@ struct Segment {
   // collective: overlap_s is a GEMM run beside it as a whole (tp_async_backward), not
   // pipelined chunk by chunk
   bool beside = false;
+  // Before this segment the host waits until the GPU has run every kernel issued so far (a
+  // device-to-host read it needs): its lead over the GPU does not carry past this point
+  // (workload/host_dispatch.hpp).
+  bool host_sync = false;
 };
 using Segments = std::vector<Segment>;
 

@@ -57,6 +57,14 @@ OpCost PassBuilder::expert_fp8_padding(bool inputs) const {
 }
 
 // Router, permutation, dispatch, experts, combine, unpermutation, then the shared experts.
+// Before the dispatch the host reads how many tokens go to each expert and waits for them
+// (host_sync): Megatron-Core 0.15's all-to-all dispatcher synchronizes with its device-to-host
+// copy of the split sizes before the expert-parallel all-to-all (MoEAlltoAllTokenDispatcher,
+// cuda_sync_point "before_ep_alltoall", or earlier with token dropping; d2h_event.synchronize()
+// in megatron/core/transformer/moe/token_dispatcher.py), and DeepEP's dispatch spins on the host
+// until the received-token counts arrive (csrc/deep_ep.cpp, "Synchronize total received tokens
+// and tokens per expert"; Megatron-Core 0.15's fused_a2a.py passes no num_worst_tokens that
+// would skip it). The backward reuses the forward's counts.
 void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += mem(kNormForwardPasses * d.Ts * d.h);
@@ -64,6 +72,7 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   c += c_.memory_op(kRouterPasses * kRouterScoreBytes * d.Ts * d.E);
   c += mem(kPermutePasses * dispatch_elements());
   flush(out, c);
+  const std::size_t counts_read = out.size();
   token_exchange(out, true, "MoE dispatch");
   expert_tp_exchange(out, true);
   const double te = expert_tokens() * d.El;
@@ -75,6 +84,7 @@ void PassBuilder::moe_block_forward(Segments& out, OpCost& c) {
   c += expert_gemm(expert_out());
   c += expert_fp8_padding(false);
   flush(out, c);
+  if (counts_read < out.size()) out[counts_read].host_sync = true;
   expert_tp_exchange(out, false);
   token_exchange(out, false, "MoE combine");
   c += mem(kPermutePasses * dispatch_elements());

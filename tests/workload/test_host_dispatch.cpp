@@ -46,6 +46,29 @@ TEST_CASE("a pass the host cannot issue in time waits for it, a longer one does 
   CHECK(p.embedding_forward.empty());
 }
 
+TEST_CASE("a host synchronization inside a pass ends the host's lead there") {
+  StepPasses p;
+  // 10 kernels in 1 ms (the host needs 0.228 ms: ahead), then the MoE dispatch, where the host
+  // waits for the GPU, then 100 kernels in 0.5 ms (the host needs 2.28 ms).
+  Segment dispatch;
+  dispatch.is_collective = true;
+  dispatch.host_sync = true;
+  p.moe_layer_forward = {kernels(10, 1e-3), dispatch, kernels(100, 0.5e-3)};
+  wait_for_host(p, 22.8e-6);
+  // Judged as one pass the host would hide 0.772 ms of the second stretch behind the first's GPU
+  // time (110 x 22.8 us - 1.5 ms = 1.008 ms); after the synchronization it waits 2.28 - 0.5 ms.
+  REQUIRE(p.moe_layer_forward.size() == 4);
+  CHECK(p.moe_layer_forward[1].host_sync);
+  CHECK(p.moe_layer_forward.back().cost.host_s == Approx(100 * 22.8e-6 - 0.5e-3));
+  CHECK(total(p.moe_layer_forward).time_s == Approx(1e-3 + 100 * 22.8e-6));
+  // A first stretch the host cannot keep up with waits before the synchronization.
+  p.moe_layer_forward = {kernels(100, 0.5e-3), dispatch, kernels(10, 1e-3)};
+  wait_for_host(p, 22.8e-6);
+  REQUIRE(p.moe_layer_forward.size() == 4);
+  CHECK(p.moe_layer_forward[1].cost.host_s == Approx(100 * 22.8e-6 - 0.5e-3));
+  CHECK(p.moe_layer_forward[2].host_sync);
+}
+
 TEST_CASE("the host's time per kernel is the measured one, none from a CUDA graph") {
   const Scenario s = test::load(test::small_scenario(8, 8, 1, 1));
   const models::ComputeCostModel c = test::compute_model(s);

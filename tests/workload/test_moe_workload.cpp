@@ -1,6 +1,7 @@
 // Mixture-of-experts layers in the step programs: the EP all-to-alls, the expert GEMMs and the
 // parameters each GPU holds. Expected values are hand calculations from the layer's shapes.
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "tests/workload/fixtures.hpp"
 #include "workload/pass_builder.hpp"
@@ -268,4 +269,26 @@ TEST_CASE("Under PyTorch's async TP an MoE layer's input-gradient reduce-scatter
   REQUIRE(torch.size() == 2);
   for (double o : ub) CHECK(o > 0);
   for (double o : torch) CHECK(o == 0);
+}
+
+TEST_CASE("The host waits for the token counts at the dispatch of an MoE forward, not after",
+          "[workload][moe]") {
+  for (const char* dispatcher : {"alltoall", "deepep"}) {
+    Scenario s = moe_scenario(8);
+    s.training.moe_dispatcher =
+        std::string(dispatcher) == "deepep" ? MoeDispatcher::deepep : MoeDispatcher::alltoall;
+    const auto compute = clustersim::test::compute_model(s);
+    PassBuilder b(s, compute);
+    const Segments fwd = b.moe_layer_forward();
+    int syncs = 0;
+    for (const auto& seg : fwd) {
+      if (!seg.host_sync) continue;
+      ++syncs;
+      // The first exchange over the EP group: the dispatch.
+      CHECK(seg.is_collective);
+    }
+    CHECK(syncs == 1);
+    for (const auto& seg : b.moe_layer_backward()) CHECK_FALSE(seg.host_sync);
+    for (const auto& seg : b.layer_forward()) CHECK_FALSE(seg.host_sync);
+  }
 }
