@@ -66,6 +66,14 @@ constexpr double kMxfp8QuantizeBytes = 2 + 2 * kMxfp8CopyBytes;
 // kernel per operand, reading its scale bytes and writing them to a fresh buffer. Bytes per
 // operand element:
 constexpr double kMxfp8SwizzleBytes = 2 / kMxfp8BlockElements;
+// The block-scaled GEMM kernels themselves run slower than per-tensor FP8 ones on Blackwell:
+// Transformer Engine's GEMM profiling guide (docs/examples/gemm_profiling/gemm_profiling.rst,
+// NVIDIA/TransformerEngine 1609c890e, 2026-06), benchmarks/gemm/benchmark_gemm.py with
+// --pre-quantize (inputs already quantized: kernel time only) on a B300 SXM6, the twelve GEMMs of
+// a layer at hidden 4096, FFN 16384 and 15,872 tokens: 7.161 ms per layer with MXFP8 against
+// 6.812 ms with FP8 current scaling (forward 2.365 / 2.158, input gradients 2.397 / 2.329,
+// weight gradients 2.400 / 2.325). MXFP8 GEMMs' compute time is the FP8 curve's times:
+constexpr double kMxfp8GemmTimeRatio = 7.161 / 6.812;
 // Fused elementwise kernels read each input and write each output once. Passes over the
 // activation tensor, by kernel (inputs + outputs):
 constexpr double kNormForwardPasses = 2;     // read x, write y

@@ -230,6 +230,9 @@ class PassBuilder {
   // Under MXFP8, the swizzle of the block scales of a GEMM's two operands (`count` products of
   // shape g in one grouped GEMM); nothing otherwise.
   models::OpCost mxfp8_swizzle(const models::GemmShape& g, double count = 1) const;
+  // A GEMM's cost under MXFP8: its compute time at the block-scaled kernels' rate
+  // (kernel_traffic::kMxfp8GemmTimeRatio); unchanged otherwise.
+  models::OpCost block_scaled(models::OpCost gemm) const;
   // A linear layer's GEMM of shape g in the training precision, after mxfp8_swizzle.
   models::OpCost linear_gemm(const models::GemmShape& g) const;
   double kv_bytes_elements() const;

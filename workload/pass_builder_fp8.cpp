@@ -1,6 +1,9 @@
 // PassBuilder's FP8 operands: the quantization of each 16-bit GEMM input by the scenario's
 // scaling recipe (training.fp8_recipe) and, under MXFP8, the rearrangement of the block scales
-// before every GEMM (workload/kernel_traffic.hpp; docs/mxfp8.md).
+// before every GEMM and the block-scaled kernels' own rate (workload/kernel_traffic.hpp;
+// docs/mxfp8.md).
+#include <algorithm>
+
 #include "workload/kernel_traffic.hpp"
 #include "workload/pass_builder.hpp"
 
@@ -38,9 +41,18 @@ OpCost PassBuilder::mxfp8_swizzle(const GemmShape& g, double count) const {
   return c;
 }
 
+// A GEMM's cost with its compute time stretched by kMxfp8GemmTimeRatio under MXFP8.
+OpCost PassBuilder::block_scaled(OpCost gemm) const {
+  if (!mxfp8()) return gemm;
+  const double before = std::max(gemm.compute_s, gemm.memory_s);
+  gemm.compute_s *= kMxfp8GemmTimeRatio;
+  gemm.time_s += std::max(gemm.compute_s, gemm.memory_s) - before;
+  return gemm;
+}
+
 OpCost PassBuilder::linear_gemm(const GemmShape& g) const {
   OpCost c = mxfp8_swizzle(g);
-  c += c_.gemm(g, d_.precision);
+  c += block_scaled(c_.gemm(g, d_.precision));
   return c;
 }
 

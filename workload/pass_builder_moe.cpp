@@ -32,7 +32,7 @@ GemmShape PassBuilder::expert_out() const {
 // (training.moe_expert_gemm; core/scenario.hpp names the sources).
 OpCost PassBuilder::expert_gemm(const GemmShape& g) const {
   OpCost c = mxfp8_swizzle(g, d_.El);
-  c += c_.batched_gemm(g, d_.precision, d_.El);
+  c += block_scaled(c_.batched_gemm(g, d_.precision, d_.El));
   if (s_.training.moe_expert_gemm == MoeExpertGemm::per_expert) c += c_.launches(d_.El - 1);
   return c;
 }
