@@ -7,7 +7,10 @@ the framework version the publication used, or the publication's own text), and 
 case's assumptions. A rule is applied to every row of its family alike, and no rule reads a
 reported figure: the rules were fixed before any of their cases was first simulated, except
 BRIDGE_2511_LLAMA3_8B_RECIPE, written afterwards to read one case as another rule reads the same
-recipe commit (its comment gives the case's error before and after).
+recipe commit (its comment gives the case's error before and after), and the float8 scaling
+setting of TORCHTITAN_9DEC370_DEFAULTS, changed from the delayed recipe to the current one at the
+thirty-second revision to match torchtitan's default dynamic scaling (validation/REPORT.md gives
+every run's error before and after).
 
 A case completed by a rule (a model, layout, batch or metric field filled in) is marked
 "completion": "rule" in suite.json; `clustersim validate` reports its MAPE apart from that of
@@ -419,14 +422,28 @@ def _torchtitan_defaults(run, f):
         f.training["kernel_fusion"]))
     float8 = "Float8" in (run.get("reported_other") or {}).get("techniques", "")
     if float8:
+        # torchtitan 9dec370's float8 scaling is dynamic for the input, the weight and the output
+        # gradient by default (config_manager.py --float8.scaling_type_*: "dynamic"), and
+        # torchao's dynamic scaling takes each tensor's amax before its cast
+        # (torchao/float8/float8_scaling_utils.py hp_tensor_to_float8_dynamic: tensor_to_scale,
+        # then hp_tensor_and_scale_to_float8): current scaling, which fp8_recipe "current" prices
+        # (an amax pass over the tensor, small scale kernels, the cast). Changed at the
+        # thirty-second revision, after these runs had been simulated with the delayed recipe.
+        f.training["fp8_recipe"] = "current"
+        f.notes.append("torchao Float8 with dynamic tensorwise scaling, torchtitan %s's default "
+                       "for input, weight and output gradient (--float8.scaling_type_* "
+                       "\"dynamic\"): each tensor's amax taken before its cast "
+                       "(hp_tensor_to_float8_dynamic), priced as current scaling (fp8_recipe "
+                       "current)" % TORCHTITAN_COMMIT)
         f.training["fp8_param_gather"] = True
         f.notes.append("FSDP2's float8 all-gather (fp8_param_gather: enable_fsdp_float8_all_gather "
                        "and precompute_float8_dynamic_scale_for_fsdp, set in torchtitan %s's "
                        "train_configs/llama3_405b.toml and in torchtitan's docs/float8.md "
                        "launch command)" % TORCHTITAN_COMMIT)
     approximations = [
-        "torchao Float8 with dynamic tensorwise scaling (precision fp8: Transformer Engine-style "
-        "casts)" if float8 else "",
+        "torchao's casts under torch.compile priced as Transformer Engine's current scaling "
+        "kernels (an amax pass, two small scale kernels and a cast-transpose per tensor, none "
+        "after a norm, whose kernel takes the amax)" if float8 else "",
         "the SMs async TP's transfers take (none)" if async_tp else "",
         "context parallelism's torch.cat of partly updated steps, and its exchanges' overlap "
         "with the ring steps (taken as exposed)" if run["cp"] > 1 else ""]
