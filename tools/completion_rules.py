@@ -442,8 +442,8 @@ def _torchtitan_defaults(run, f):
                        "launch command)" % TORCHTITAN_COMMIT)
     approximations = [
         "torchao's casts under torch.compile priced as Transformer Engine's current scaling "
-        "kernels (an amax pass, two small scale kernels and a cast-transpose per tensor, none "
-        "after a norm, whose kernel takes the amax)" if float8 else "",
+        "kernels (an amax pass, two small scale kernels and a cast-transpose per tensor)"
+        if float8 else "",
         "the SMs async TP's transfers take (none)" if async_tp else "",
         "context parallelism's torch.cat of partly updated steps, and its exchanges' overlap "
         "with the ring steps (taken as exposed)" if run["cp"] > 1 else ""]

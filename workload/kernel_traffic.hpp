@@ -46,7 +46,9 @@ constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
 // common/recipe/current_scaling.cu): each quantization runs zero_amax_kernel, an amax kernel
 // reading the BF16 input, compute_scale_from_amax_kernel and then the cast. After a TE norm
 // (LayerNormLinear; pytorch/csrc/extensions/normalization.cpp) the norm computes the amax as it
-// writes its output and quantize_with_amax adds only compute_scale_from_amax before the cast.
+// writes its output and quantize_with_amax adds only compute_scale_from_amax before the cast;
+// PyTorch's own norm (kernel_fusion eager or compiled_blocks: torchtitan's RMSNorm) does not, so
+// there the cast takes the amax pass as any other.
 // No fused multi-tensor kernel serves current scaling (pytorch/csrc/extensions/cast.cpp,
 // multi_tensor_quantize_impl: "only have fused kernel for FP8 delayed scaling").
 constexpr double kCurrentScalingAmaxBytes = 2;         // the amax kernel reads the input once

@@ -22,7 +22,9 @@ OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
   if (mxfp8()) return c_.memory_op(kMxfp8QuantizeBytes * elements);
   OpCost c = c_.memory_op(kFp8CastTransposeBytes * elements);
   if (s_.training.fp8_recipe == Fp8Recipe::current) {
-    if (after_norm) {
+    // Only Transformer Engine's norms (fused kernels) take the amax as they write; PyTorch's
+    // norm (torchtitan's RMSNorm, eager or compiled) leaves it to a pass of its own.
+    if (after_norm && s_.training.kernel_fusion == KernelFusion::fused) {
       c += c_.launches(kCurrentScalingAfterNormKernels);
     } else {
       c += c_.memory_op(kCurrentScalingAmaxBytes * elements);

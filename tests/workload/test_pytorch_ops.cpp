@@ -112,3 +112,18 @@ TEST_CASE("op-level checkpointing and eager kernels are refused where they are n
   gpt["training"]["kernel_fusion"] = "compiled";
   CHECK(error_pointer(gpt) == "/training/kernel_fusion");
 }
+
+TEST_CASE("after PyTorch's own norm an FP8 current-scaling cast takes its amax pass too") {
+  // Only Transformer Engine's norm kernels take the amax as they write. Under torch.compile
+  // (torchtitan's RMSNorm) all four casts of a layer's forward add zero_amax, the amax kernel
+  // (2 B per element read) and compute_scale_from_amax: QKV and FFN-in over T h, the output
+  // projection's over T q, FFN-out's over T f.
+  nlohmann::json j = llama_scenario();
+  j["training"]["precision"] = "fp8";
+  j["training"]["kernel_fusion"] = "compiled_blocks";
+  const LayerCosts delayed = costs_of(j);
+  j["training"]["fp8_recipe"] = "current";
+  const LayerCosts current = costs_of(j);
+  CHECK(current.forward.kernels - delayed.forward.kernels == 4 * 3);
+  CHECK(current.forward.bytes - delayed.forward.bytes == Approx(2 * T * (h + q + h + f)));
+}
