@@ -41,6 +41,18 @@ constexpr double kAttentionDropoutBackwardBytes = 2 + 1 + 2;  // read grad and m
 // Bytes per element. Simplification: a LayerNormLinear writes its FP8 input from the norm
 // kernel instead, which moves about the same bytes, so every linear input is counted alike.
 constexpr double kFp8CastTransposeBytes = 2 + 1 + 1;
+// Where the GPU runs FP8 GEMMs in every layout (Blackwell: Transformer Engine 2.9's
+// is_non_tn_fp8_gemm_supported(), compute capability 10.x), the quantizers write the row-wise
+// copy only (pytorch/csrc/quantizer.cpp: with_transpose = columnwise_usage &&
+// !nvte_is_non_tn_fp8_gemm_supported()): read 2 B, write 1 B.
+constexpr double kFp8CastBytes = 2 + 1;
+// An operand that sequence parallelism all-gathers in FP8 (a column-parallel linear's input, a
+// row-parallel linear's output gradient) is quantized row-wise on this rank's shard before the
+// gather, and on Hopper transposed after it where the GEMM needs the other layout
+// (transformer_engine/pytorch/distributed.py _all_gather_fp8, TE 2.9: "we cannot directly
+// gather the transposed fp8 tensor"; then needs_transpose when columnwise_usage and
+// !is_non_tn_fp8_gemm_supported()): the transpose reads and writes 1 B per gathered element.
+constexpr double kFp8TransposeBytes = 1 + 1;
 // FP8 current scaling (Fp8Recipe::current; Transformer Engine 2.9, 70f5366:
 // pytorch/csrc/quantizer.cpp Float8CurrentScalingQuantizer::quantize_impl and
 // common/recipe/current_scaling.cu): each quantization runs zero_amax_kernel, an amax kernel

@@ -208,7 +208,7 @@ void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
   sequence_all_gather(out, c, forward_gemm(ffn_in()), gathered_input_dtype());
-  c += linear_forward(ffn_in(), true);
+  c += linear_forward(ffn_in(), true, d.sp);
   c += ffn_activation(PassKind::forward);
   c += linear_forward(ffn_out());
   const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
@@ -238,7 +238,7 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
 void PassBuilder::mlp_block_backward(Segments& out, OpCost& c, BackwardPart part) {
   const Dims& d = d_;
   sequence_all_gather(out, c, dgrad_gemm(ffn_out()), gathered_gradient_dtype());
-  c += gemm_backward(ffn_out(), part);
+  c += gemm_backward(ffn_out(), part, fp8_gradient_gathered());
   c += ffn_activation(PassKind::backward);
   const bool async = async_backward(part);
   if (async) input_regather(out, c, dgrad_gemm(ffn_in()).time_s);
@@ -253,7 +253,7 @@ void PassBuilder::attention_block_backward(Segments& out, OpCost& c, BackwardPar
   const Dims& d = d_;
   c += residual();
   sequence_all_gather(out, c, dgrad_gemm(out_proj()), gathered_gradient_dtype());
-  c += gemm_backward(out_proj(), part);
+  c += gemm_backward(out_proj(), part, fp8_gradient_gathered());
   c += selective_recompute();
   context_attention_backward(out, c);
   c += repeat_kv();
@@ -520,16 +520,16 @@ OpCost PassBuilder::block_mem(double elements) const {
 
 // A linear layer's forward GEMM [m x k] x [k x n], after the FP8 cast of its m x k input
 // (`after_norm`: the input is a Transformer Engine norm's output).
-OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm) const {
-  OpCost c = fp8_cast(g.m * g.k, after_norm);
+OpCost PassBuilder::linear_forward(const GemmShape& g, bool after_norm, bool gathered) const {
+  OpCost c = fp8_cast(g.m * g.k, after_norm, gathered);
   c += forward_gemm(g);
   return c;
 }
 
 // dgrad and (unless only the input gradient is built) wgrad, after the FP8 cast of the m x n
 // output gradient, which both use.
-OpCost PassBuilder::gemm_backward(const GemmShape& g, BackwardPart part) const {
-  OpCost c = fp8_cast(g.m * g.n);
+OpCost PassBuilder::gemm_backward(const GemmShape& g, BackwardPart part, bool gathered) const {
+  OpCost c = fp8_cast(g.m * g.n, false, gathered);
   c += dgrad_gemm(g);
   if (part == BackwardPart::whole) c += wgrad_gemm(g);
   return c;
@@ -687,7 +687,7 @@ GemmShape PassBuilder::attention_in_first_gemm() const {
 // TP; RMSNorm on each latent; the up projections are column-parallel over the heads.
 OpCost PassBuilder::attention_in_forward() const {
   const Dims& d = d_;
-  if (!d.mla) return linear_forward(qkv(), true);
+  if (!d.mla) return linear_forward(qkv(), true, d.sp);
   OpCost c;
   const double dqk = d.d_nope + d.d_rope;
   if (d.q_lora > 0) {

@@ -219,12 +219,21 @@ class PassBuilder {
   models::OpCost mem(double elements) const;
   models::OpCost block_mem(double elements) const;
   models::OpCost residual(double count = 1) const;
-  models::OpCost linear_forward(const models::GemmShape& g, bool after_norm = false) const;
-  models::OpCost gemm_backward(const models::GemmShape& g, BackwardPart part) const;
+  models::OpCost linear_forward(const models::GemmShape& g, bool after_norm = false,
+                                bool gathered = false) const;
+  models::OpCost gemm_backward(const models::GemmShape& g, BackwardPart part,
+                               bool gathered = false) const;
   Dtype head_dtype() const;
   // The FP8 quantization of `elements` 16-bit values before a GEMM; `after_norm`: the output
   // of a Transformer Engine norm (LayerNormLinear), which computes its amax itself.
-  models::OpCost fp8_cast(double elements, bool after_norm = false) const;
+  // `gathered`: the operand is all-gathered by sequence parallelism in FP8 (elements counted
+  // gathered); it is then quantized on this rank's shard and, on Hopper, transposed after.
+  models::OpCost fp8_cast(double elements, bool after_norm = false, bool gathered = false) const;
+  // The FP8 GEMMs run in every layout, so no quantizer writes a transpose (Blackwell).
+  bool fp8_any_layout() const;
+  // A row-parallel linear's output gradient is all-gathered in FP8 (sequence parallelism with
+  // training.fp8_gradient_gather), so it is quantized on the shard.
+  bool fp8_gradient_gathered() const;
   // FP8 training with the MXFP8 recipe (Fp8Recipe::mxfp8).
   bool mxfp8() const;
   // Under MXFP8, the swizzle of the block scales of a GEMM's two operands (`count` products of

@@ -17,17 +17,34 @@ bool PassBuilder::mxfp8() const {
   return d_.precision == Dtype::fp8 && s_.training.fp8_recipe == Fp8Recipe::mxfp8;
 }
 
-OpCost PassBuilder::fp8_cast(double elements, bool after_norm) const {
+bool PassBuilder::fp8_any_layout() const {
+  return s_.cluster.gpu.architecture == GpuArch::blackwell;
+}
+
+bool PassBuilder::fp8_gradient_gathered() const {
+  return d_.sp && d_.t > 1 && gathered_gradient_dtype() == Dtype::fp8;
+}
+
+// Per-tensor recipes: the cast (with its transpose where the GEMMs need one), or for an operand
+// sequence parallelism gathers, the row-wise cast of this rank's shard and the transpose of the
+// gathered operand (kernel_traffic.hpp kFp8TransposeBytes). Current scaling adds the amax pass
+// over what is cast. MXFP8 quantizes the whole operand as before (how Transformer Engine gathers
+// MXFP8 shards with both usages is not followed).
+OpCost PassBuilder::fp8_cast(double elements, bool after_norm, bool gathered) const {
   if (d_.precision != Dtype::fp8) return {};
   if (mxfp8()) return c_.memory_op(kMxfp8QuantizeBytes * elements);
-  OpCost c = c_.memory_op(kFp8CastTransposeBytes * elements);
+  const bool shard = gathered && d_.sp && d_.t > 1;
+  const double cast = shard ? elements / d_.t : elements;
+  OpCost c =
+      c_.memory_op((fp8_any_layout() || shard ? kFp8CastBytes : kFp8CastTransposeBytes) * cast);
+  if (shard && !fp8_any_layout()) c += c_.memory_op(kFp8TransposeBytes * elements);
   if (s_.training.fp8_recipe == Fp8Recipe::current) {
     // Only Transformer Engine's norms (fused kernels) take the amax as they write; PyTorch's
     // norm (torchtitan's RMSNorm, eager or compiled) leaves it to a pass of its own.
     if (after_norm && s_.training.kernel_fusion == KernelFusion::fused) {
       c += c_.launches(kCurrentScalingAfterNormKernels);
     } else {
-      c += c_.memory_op(kCurrentScalingAmaxBytes * elements);
+      c += c_.memory_op(kCurrentScalingAmaxBytes * cast);
       c += c_.launches(kCurrentScalingSmallKernels);
     }
   }

@@ -199,7 +199,7 @@ void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   const GemmShape in = shared_in();
   const GemmShape outp = shared_out();
   sequence_all_gather(out, c, forward_gemm(in), gathered_input_dtype());
-  c += linear_forward(in);
+  c += linear_forward(in, false, d.sp);
   c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
   c += linear_forward(outp);
   tp_reduce(out, c, "shared-expert", forward_gemm(outp));
@@ -211,7 +211,7 @@ void PassBuilder::shared_experts_backward(Segments& out, OpCost& c, BackwardPart
   const GemmShape in = shared_in();
   const GemmShape outp = shared_out();
   sequence_all_gather(out, c, dgrad_gemm(outp), gathered_gradient_dtype());
-  c += gemm_backward(outp, part);
+  c += gemm_backward(outp, part, fp8_gradient_gathered());
   c += mem(activation_passes(d.ffn, PassKind::backward) * d.T * d.fs / d.t);
   c += gemm_backward(in, part);
   // The MoE block's input also feeds the router and the routed experts.

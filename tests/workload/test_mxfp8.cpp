@@ -52,10 +52,11 @@ TEST_CASE("MXFP8 casts each operand once both ways and swizzles every GEMM's sca
   // inputs T x h, T x h, T x h, T x f; weights h x 3h, h x h, h x f, f x h.
   const double inputs = tokens * (3 * h + f);
   const double weights = h * 3 * h + h * h + h * f + f * h;
-  // Delayed scaling's cast writes the FP8 copy and its transpose (2 + 1 + 1 B per element); the
-  // MXFP8 cast writes both copies with a scale byte per 32 elements each: 1/16 B more. Each GEMM
-  // swizzles its two operands' scales (read and write 1/32 B per element), two kernels.
-  CHECK(mxfp8.bytes - delayed.bytes == Approx(inputs / 16 + (inputs + weights) / 16));
+  // On Blackwell delayed scaling's cast writes the row-wise FP8 copy only (2 + 1 B per element:
+  // the GEMMs take any layout); the MXFP8 cast writes both copies with a scale byte per 32
+  // elements each: 1 + 1/16 B more. Each GEMM swizzles its two operands' scales (read and write
+  // 1/32 B per element), two kernels.
+  CHECK(mxfp8.bytes - delayed.bytes == Approx(inputs * (1 + 1.0 / 16) + (inputs + weights) / 16));
   CHECK(mxfp8.kernels - delayed.kernels == Approx(4 * 2));
   // The backward's eight GEMMs (input and weight gradients of the four) swizzle two operands each.
   CHECK(pass_kernels(mx, false).kernels - pass_kernels(b200_fp8("delayed"), false).kernels ==
@@ -65,7 +66,7 @@ TEST_CASE("MXFP8 casts each operand once both ways and swizzles every GEMM's sca
   // gone, and with it the scale kernels of every cast.
   const models::OpCost current = pass_kernels(b200_fp8("current"), true);
   CHECK(current.bytes - mxfp8.bytes ==
-        Approx(2 * tokens * (h + f) - inputs / 16 - (inputs + weights) / 16));
+        Approx(2 * tokens * (h + f) - inputs * (1 + 1.0 / 16) - (inputs + weights) / 16));
 }
 
 TEST_CASE("MXFP8 GEMMs take the block-scaled kernels' measured time over per-tensor FP8's") {
