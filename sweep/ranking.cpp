@@ -119,7 +119,7 @@ std::vector<Delta> component_deltas(const SweepRecord& runner_up, const SweepRec
 std::string parameter_behind(const std::string& component_name, const SweepRecord& runner_up,
                              const SweepRecord& winner) {
   static const std::map<std::string, std::vector<const char*>> causes = {
-      {"compute_s", {"recompute", "micro_batch", "tp", "gpu", "moe_expert_gemm"}},
+      {"compute_s", {"recompute", "micro_batch", "tp", "gpu", "moe_expert_gemm", "fp8_recipe"}},
       {"dp_s",
        {"zero_stage", "grad_dtype", "fp8_param_gather", "compression", "dp", "nic_Gbps",
         "nics_per_node", "oversubscription"}},

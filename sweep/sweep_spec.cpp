@@ -30,13 +30,20 @@ const std::vector<std::string> kAxisNames = {
     "gpus", "layouts", "micro_batch", "global_batch", "zero_stage", "recompute",
     "sequence_parallel", "grad_dtype", "compression", "nics_per_node", "oversubscription",
     "cluster", "model", "gpu", "nvlink_GBps", "nic_Gbps", "ep", "moe_dispatcher",
-    "moe_expert_gemm", "moe_comm_overlap", "fp8_param_gather"};
+    "moe_expert_gemm", "moe_comm_overlap", "fp8_param_gather", "fp8_recipe"};
 // clang-format on
 
 // Parameters of a point that a results row has only when their axis is in the sweep file.
-const std::vector<std::string> kOptionalParameters = {
-    "nic_Gbps",         "nvlink_GBps",      "gpu",    "ep", "moe_dispatcher", "moe_expert_gemm",
-    "moe_comm_overlap", "fp8_param_gather", "what_if"};
+const std::vector<std::string> kOptionalParameters = {"nic_Gbps",
+                                                      "nvlink_GBps",
+                                                      "gpu",
+                                                      "ep",
+                                                      "moe_dispatcher",
+                                                      "moe_expert_gemm",
+                                                      "moe_comm_overlap",
+                                                      "fp8_param_gather",
+                                                      "fp8_recipe",
+                                                      "what_if"};
 
 // Axes that change the cluster's cited hardware: with any of them, a row says whether the
 // point is a what-if (hardware_axes.hpp).
@@ -134,6 +141,9 @@ void validate_hardware_and_moe_axes(const JsonNode& axes) {
   }
   if (const auto n = axes.find("moe_expert_gemm")) {
     for (const auto& v : axis_values(*n)) v.as_enum(kMoeExpertGemmNames.names());
+  }
+  if (const auto n = axes.find("fp8_recipe")) {
+    for (const auto& v : axis_values(*n)) v.as_enum(kFp8RecipeNames.names());
   }
   for (const char* k : {"moe_comm_overlap", "fp8_param_gather"}) {
     if (const auto n = axes.find(k)) {
@@ -320,6 +330,7 @@ std::string fragment(const std::string& key, const json& v) {
   if (key == "moe_expert_gemm") return "experts:" + text(v);
   if (key == "moe_comm_overlap") return v == true ? "EP-overlap" : "no-EP-overlap";
   if (key == "fp8_param_gather") return v == true ? "FP8-params" : "16-bit-params";
+  if (key == "fp8_recipe") return "FP8-" + text(v);
   return text(v);  // cluster, model, gpu
 }
 
@@ -361,6 +372,7 @@ void assign_labels(std::vector<SweepPoint>& points) {
                                           "sequence_parallel",
                                           "grad_dtype",
                                           "fp8_param_gather",
+                                          "fp8_recipe",
                                           "compression",
                                           "moe_dispatcher",
                                           "moe_expert_gemm",
@@ -585,6 +597,9 @@ void add_hardware_and_moe_axes(const SweepSpec& spec, std::vector<Expand>& dims)
   if (axes.contains("fp8_param_gather")) {
     dims.push_back(set_each("/training/fp8_param_gather", axes.at("fp8_param_gather")));
   }
+  if (axes.contains("fp8_recipe")) {
+    dims.push_back(set_each("/training/fp8_recipe", axes.at("fp8_recipe")));
+  }
 }
 
 // One expansion per axis present, in the enumeration order of sweep_spec.hpp.
@@ -678,7 +693,8 @@ json sweep_parameters(const SweepSpec& spec, const json& s,
       {"moe_dispatcher", value_or("/training/moe_dispatcher", "alltoall")},
       {"moe_expert_gemm", value_or("/training/moe_expert_gemm", "per_expert")},
       {"moe_comm_overlap", value_or("/training/moe_comm_overlap", false)},
-      {"fp8_param_gather", value_or("/training/fp8_param_gather", false)}};
+      {"fp8_param_gather", value_or("/training/fp8_param_gather", false)},
+      {"fp8_recipe", value_or("/training/fp8_recipe", "delayed")}};
   for (const auto& [name, value] : optional.items()) {
     if (spec.axes.contains(name)) p[name] = value;
   }

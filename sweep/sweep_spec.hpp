@@ -20,7 +20,8 @@
 //      "ep": [8, 16, 64],                      expert-parallel size (MoE models)
 //      "moe_dispatcher": ["alltoall", "deepep"], "moe_expert_gemm": ["per_expert", "grouped"],
 //      "moe_comm_overlap": [false, true],
-//      "fp8_param_gather": [false, true]},      FP8 parameters (precision fp8, zero_stage >= 1)
+//      "fp8_param_gather": [false, true],      FP8 parameters (precision fp8, zero_stage >= 1)
+//      "fp8_recipe": ["current", "mxfp8"]},    FP8 scaling (precision fp8; mxfp8 on Blackwell)
 //    "ranking": {"usd_per_gpu_hour": 2.0, "top": 10, "source": "where the price comes from"}}
 // Without "usd_per_gpu_hour", the base scenario's cost.usd_per_gpu_hour is used if it has one;
 // without either, cost is ranked in GPU-hours.
@@ -49,8 +50,8 @@
 // Points are enumerated in a fixed order (cluster, model, gpus, layouts by tp, pp, vpp, dp,
 // then micro_batch, global_batch, zero_stage, recompute, sequence_parallel, grad_dtype,
 // compression, nics_per_node, oversubscription, gpu, nvlink_GBps, nic_Gbps, ep,
-// moe_dispatcher, moe_expert_gemm, moe_comm_overlap, fp8_param_gather; values in the order the
-// file gives them).
+// moe_dispatcher, moe_expert_gemm, moe_comm_overlap, fp8_param_gather, fp8_recipe; values in
+// the order the file gives them).
 // Labels name the varying values, e.g. "512 GPUs DP64 TP8 PP1 EP8 NIC 200Gb/s". Each point is the
 // fully resolved scenario JSON: presets are inlined, so that its key (a hash of that canonical
 // JSON) changes whenever anything that shapes the result changes.
@@ -127,8 +128,8 @@ std::string point_key(const nlohmann::json& scenario, const std::string& evaluat
 nlohmann::json point_parameters(const nlohmann::json& scenario);
 
 // A point's parameters as its results row has them: point_parameters() and, for each of
-// nic_Gbps, nvlink_GBps, gpu, ep, moe_dispatcher, moe_expert_gemm, moe_comm_overlap and
-// fp8_param_gather that the sweep file has
+// nic_Gbps, nvlink_GBps, gpu, ep, moe_dispatcher, moe_expert_gemm, moe_comm_overlap,
+// fp8_param_gather and fp8_recipe that the sweep file has
 // as an axis, its value in force (nvlink_GBps: the cluster's, else its GPU's); with a hardware
 // axis (nics_per_node, oversubscription, gpu, nvlink_GBps, nic_Gbps), "what_if": the
 // `what_if` notes joined by "; " ("" when the point keeps the cited hardware).

@@ -1,6 +1,6 @@
 // The hardware axes (nic_Gbps, nvlink_GBps, gpu), the MoE axes (ep, moe_dispatcher,
-// moe_expert_gemm, moe_comm_overlap) and fp8_param_gather of sweep files: enumeration, where each
-// value lands, what-if marking, error rows, result columns, bad values.
+// moe_expert_gemm, moe_comm_overlap), fp8_param_gather and fp8_recipe of sweep files: enumeration,
+// where each value lands, what-if marking, error rows, result columns, bad values.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
@@ -298,6 +298,7 @@ TEST_CASE("bad values of the new axes are errors at the sweep file's JSON path")
       {R"({"ep": [0]})", "/axes/ep/0"},
       {R"({"moe_dispatcher": ["deep"]})", "/axes/moe_dispatcher/0"},
       {R"({"moe_comm_overlap": ["yes"]})", "/axes/moe_comm_overlap/0"},
+      {R"({"fp8_recipe": ["blockwise"]})", "/axes/fp8_recipe/0"},
       {R"({"fp8_param_gather": [1]})", "/axes/fp8_param_gather/0"}};
   for (const auto& [axes, pointer] : cases) {
     INFO(axes);
@@ -377,4 +378,28 @@ TEST_CASE("one sweep file answers 512 -> 2048 GPUs x InfiniBand 400 or 200 Gb/s"
   // The ranking names the axis behind the runner-up's longer DP communication.
   CHECK_THAT(run.out, Catch::Contains("(nic_Gbps 200 vs 400)"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("fp8_recipe lands in the scenario, and MXFP8 off Blackwell is an error row") {
+  // DeepSeek-V3 trains in FP8; on its H800s MXFP8 is refused, on B200s it is not.
+  const SweepSpec spec = spec_from(R"({"base": "scenarios/deepseek-v3-2048-h800.json",
+      "axes": {"gpu": ["h800-sxm", "b200"], "fp8_recipe": ["current", "mxfp8"]}})");
+  const auto points = enumerate_points(spec);
+  REQUIRE(points.size() == 2 * 2);
+  for (const auto& p : points) {
+    const std::string recipe = p.parameters["fp8_recipe"].get<std::string>();
+    CHECK(p.scenario["training"]["fp8_recipe"] == recipe);
+    CHECK_THAT(p.label, Catch::Contains("FP8-" + recipe));
+    std::optional<Scenario> s;
+    const auto r = screen_point(spec, p, "k", {}, s);
+    if (recipe == "mxfp8" && p.parameters["gpu"] == "h800-sxm") {
+      REQUIRE(r.has_value());
+      CHECK(r->status == kStatusInvalid);
+      CHECK_THAT(r->reason, Catch::Contains("/training/fp8_recipe"));
+    } else {
+      INFO(p.label << ": " << (r ? r->reason : std::string()));
+      REQUIRE_FALSE(r.has_value());
+      CHECK(kFp8RecipeNames.name(s->training.fp8_recipe) == recipe);
+    }
+  }
 }
