@@ -28,8 +28,8 @@ bool PassBuilder::fp8_gradient_gathered() const {
 // Per-tensor recipes: the cast (with its transpose where the GEMMs need one), or for an operand
 // sequence parallelism gathers, the row-wise cast of this rank's shard and the transpose of the
 // gathered operand (kernel_traffic.hpp kFp8TransposeBytes). Current scaling adds the amax pass
-// over what is cast. MXFP8 quantizes the whole operand as before (how Transformer Engine gathers
-// MXFP8 shards with both usages is not followed).
+// over what is cast. MXFP8 quantizes the whole operand as before (Transformer Engine quantizes an
+// MXFP8 shard in its norm and gathers one usage at a time, which is not followed).
 OpCost PassBuilder::fp8_cast(double elements, bool after_norm, bool gathered) const {
   if (d_.precision != Dtype::fp8) return {};
   if (mxfp8()) return c_.memory_op(kMxfp8QuantizeBytes * elements);
