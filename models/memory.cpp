@@ -270,17 +270,16 @@ MemorySizes memory_sizes(const Scenario& s) {
   // Context parallelism splits each sequence over cp ranks: activations per GPU shrink by cp
   // (the loader requires FlashAttention with cp > 1, so no score tensor depends on s).
   z.seq_per_gpu = std::max(1, tr.seq_len / par.cp);
-  const bool fp8_linears = tr.precision == Dtype::fp8;
   if (uses_activation_terms(s)) {
     z.act = activations_by_terms(s, z, false, tr.recompute);
     z.kept = activations_by_terms(s, z, false, Recompute::none);
   } else {
-    z.act = layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp,
-                                   par.sequence_parallel, tr.recompute, tr.attention, tr.dropout,
-                                   fp8_linears);
+    z.act =
+        layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp,
+                               par.sequence_parallel, tr.recompute, tr.attention, tr.dropout, fp8);
     z.kept = layer_activation_bytes(s.model, z.seq_per_gpu, tr.micro_batch, par.tp,
                                     par.sequence_parallel, Recompute::none, tr.attention,
-                                    tr.dropout, fp8_linears);
+                                    tr.dropout, fp8);
   }
   add_moe_sizes(s, z);
   return z;

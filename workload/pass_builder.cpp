@@ -208,7 +208,7 @@ void PassBuilder::mlp_block_forward(Segments& out, OpCost& c) {
   const Dims& d = d_;
   c += norm(PassKind::forward, d.Ts * d.h);
   sequence_all_gather(out, c, forward_gemm(ffn_in()), gathered_input_dtype());
-  c += linear_forward(ffn_in(), true, d.sp);
+  c += linear_forward(ffn_in(), true, true);
   c += ffn_activation(PassKind::forward);
   c += linear_forward(ffn_out());
   const OpCost fc2_margin = sm_margin(ffn_out(), s_.training.tp_overlap_fc2_fprop_sms);
@@ -687,7 +687,7 @@ GemmShape PassBuilder::attention_in_first_gemm() const {
 // TP; RMSNorm on each latent; the up projections are column-parallel over the heads.
 OpCost PassBuilder::attention_in_forward() const {
   const Dims& d = d_;
-  if (!d.mla) return linear_forward(qkv(), true, d.sp);
+  if (!d.mla) return linear_forward(qkv(), true, true);
   OpCost c;
   const double dqk = d.d_nope + d.d_rope;
   if (d.q_lora > 0) {

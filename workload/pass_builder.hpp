@@ -226,13 +226,14 @@ class PassBuilder {
   Dtype head_dtype() const;
   // The FP8 quantization of `elements` 16-bit values before a GEMM; `after_norm`: the output
   // of a Transformer Engine norm (LayerNormLinear), which computes its amax itself.
-  // `gathered`: the operand is all-gathered by sequence parallelism in FP8 (elements counted
-  // gathered); it is then quantized on this rank's shard and, on Hopper, transposed after.
+  // `gathered`: the operand is one sequence parallelism all-gathers in FP8 (elements counted
+  // gathered); with sequence parallelism on (tp > 1) it is quantized on this rank's shard and, on
+  // Hopper, transposed after.
   models::OpCost fp8_cast(double elements, bool after_norm = false, bool gathered = false) const;
   // The FP8 GEMMs run in every layout, so no quantizer writes a transpose (Blackwell).
   bool fp8_any_layout() const;
-  // A row-parallel linear's output gradient is all-gathered in FP8 (sequence parallelism with
-  // training.fp8_gradient_gather), so it is quantized on the shard.
+  // A row-parallel linear's output gradient is all-gathered in FP8 under sequence parallelism
+  // (training.fp8_gradient_gather): fp8_cast's `gathered` for it.
   bool fp8_gradient_gathered() const;
   // FP8 training with the MXFP8 recipe (Fp8Recipe::mxfp8).
   bool mxfp8() const;

@@ -22,7 +22,7 @@ bool PassBuilder::fp8_any_layout() const {
 }
 
 bool PassBuilder::fp8_gradient_gathered() const {
-  return d_.sp && d_.t > 1 && gathered_gradient_dtype() == Dtype::fp8;
+  return gathered_gradient_dtype() == Dtype::fp8;
 }
 
 // Per-tensor recipes: the cast (with its transpose where the GEMMs need one), or for an operand

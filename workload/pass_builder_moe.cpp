@@ -199,7 +199,7 @@ void PassBuilder::shared_experts_forward(Segments& out, OpCost& c) {
   const GemmShape in = shared_in();
   const GemmShape outp = shared_out();
   sequence_all_gather(out, c, forward_gemm(in), gathered_input_dtype());
-  c += linear_forward(in, false, d.sp);
+  c += linear_forward(in, false, true);
   c += mem(activation_passes(d.ffn, PassKind::forward) * d.T * d.fs / d.t);
   c += linear_forward(outp);
   tp_reduce(out, c, "shared-expert", forward_gemm(outp));

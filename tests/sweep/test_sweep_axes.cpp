@@ -35,6 +35,16 @@ Scenario loaded(const SweepSpec& spec, const SweepPoint& point) {
   return *scenario;
 }
 
+// The reason of the point's "invalid" row; fails the test when the point loads.
+std::string invalid_reason(const SweepSpec& spec, const SweepPoint& point) {
+  std::optional<Scenario> scenario;
+  const auto record = screen_point(spec, point, "k", {}, scenario);
+  INFO(point.label);
+  REQUIRE(record.has_value());
+  CHECK(record->status == kStatusInvalid);
+  return record->reason;
+}
+
 // The header line of a CSV text.
 std::string header_of(const std::string& csv) {
   return csv.substr(0, csv.find('\n'));
@@ -192,27 +202,22 @@ TEST_CASE(
     const int ep = p.parameters["ep"];
     CHECK(p.scenario["parallelism"]["ep"] == ep);
     CHECK_THAT(p.label, Catch::Contains("EP" + std::to_string(ep)));
-    std::optional<Scenario> s;
-    const auto r = screen_point(spec, p, "k", {}, s);
     if (ep == 48) {
       // 256 / 48 is not whole.
-      REQUIRE(r.has_value());
-      CHECK(r->status == kStatusInvalid);
-      CHECK_THAT(r->reason, Catch::Contains("/parallelism/ep") &&
-                                Catch::Contains("does not divide the model's 256 routed experts"));
+      CHECK_THAT(invalid_reason(spec, p),
+                 Catch::Contains("/parallelism/ep") &&
+                     Catch::Contains("does not divide the model's 256 routed experts"));
     } else if (ep == 256) {
       // 128 ranks per stage cannot hold 256 expert-parallel ranks.
-      REQUIRE(r.has_value());
-      CHECK(r->status == kStatusInvalid);
-      CHECK_THAT(r->reason, Catch::Contains("/parallelism/ep") && Catch::Contains("128"));
+      CHECK_THAT(invalid_reason(spec, p),
+                 Catch::Contains("/parallelism/ep") && Catch::Contains("128"));
     } else {
-      INFO(p.label << ": " << (r ? r->reason : std::string()));
-      REQUIRE_FALSE(r.has_value());
-      CHECK(s->parallelism.ep == ep);
-      CHECK(kMoeDispatcherNames.name(s->training.moe_dispatcher) == p.parameters["moe_dispatcher"]);
-      CHECK(s->training.moe_comm_overlap == p.parameters["moe_comm_overlap"].get<bool>());
+      const Scenario s = loaded(spec, p);
+      CHECK(s.parallelism.ep == ep);
+      CHECK(kMoeDispatcherNames.name(s.training.moe_dispatcher) == p.parameters["moe_dispatcher"]);
+      CHECK(s.training.moe_comm_overlap == p.parameters["moe_comm_overlap"].get<bool>());
       // The base's 20 communication SMs apply with the overlap only.
-      CHECK(s->training.moe_comm_sms == (s->training.moe_comm_overlap ? 20 : 0));
+      CHECK(s.training.moe_comm_sms == (s.training.moe_comm_overlap ? 20 : 0));
     }
   }
   CHECK(points[0].label == "DP128 TP1 PP16 EP8 dispatch:alltoall EP-overlap");
@@ -275,16 +280,10 @@ TEST_CASE("fp8_param_gather lands in the scenario, and without a ZeRO stage is a
     const bool fp8 = p.parameters["fp8_param_gather"].get<bool>();
     CHECK(p.scenario["training"]["fp8_param_gather"] == fp8);
     CHECK_THAT(p.label, Catch::Contains(fp8 ? "FP8-params" : "16-bit-params"));
-    std::optional<Scenario> s;
-    const auto r = screen_point(spec, p, "k", {}, s);
     if (fp8 && p.parameters["zero_stage"] == 0) {
-      REQUIRE(r.has_value());
-      CHECK(r->status == kStatusInvalid);
-      CHECK_THAT(r->reason, Catch::Contains("/training/fp8_param_gather"));
+      CHECK_THAT(invalid_reason(spec, p), Catch::Contains("/training/fp8_param_gather"));
     } else {
-      INFO(p.label << ": " << (r ? r->reason : std::string()));
-      REQUIRE_FALSE(r.has_value());
-      CHECK(s->training.fp8_param_gather == fp8);
+      CHECK(loaded(spec, p).training.fp8_param_gather == fp8);
     }
   }
 }
@@ -390,16 +389,10 @@ TEST_CASE("fp8_recipe lands in the scenario, and MXFP8 off Blackwell is an error
     const std::string recipe = p.parameters["fp8_recipe"].get<std::string>();
     CHECK(p.scenario["training"]["fp8_recipe"] == recipe);
     CHECK_THAT(p.label, Catch::Contains("FP8-" + recipe));
-    std::optional<Scenario> s;
-    const auto r = screen_point(spec, p, "k", {}, s);
     if (recipe == "mxfp8" && p.parameters["gpu"] == "h800-sxm") {
-      REQUIRE(r.has_value());
-      CHECK(r->status == kStatusInvalid);
-      CHECK_THAT(r->reason, Catch::Contains("/training/fp8_recipe"));
+      CHECK_THAT(invalid_reason(spec, p), Catch::Contains("/training/fp8_recipe"));
     } else {
-      INFO(p.label << ": " << (r ? r->reason : std::string()));
-      REQUIRE_FALSE(r.has_value());
-      CHECK(kFp8RecipeNames.name(s->training.fp8_recipe) == recipe);
+      CHECK(kFp8RecipeNames.name(loaded(spec, p).training.fp8_recipe) == recipe);
     }
   }
 }
