@@ -42,10 +42,22 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
     const double comm = coll_time_[static_cast<std::size_t>(op.index)];
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
       blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, 0, op.index, 0});
+    } else if (op.beside && op.overlap_s > 0) {
+      // A TP collective's kernel leaves the GEMM beside it the other SMs (docs/sm-contention.md);
+      // the context-parallel ring's sends and receives are not priced so (their channels are
+      // not the all-gather's the ring is costed as).
+      const auto i = static_cast<std::size_t>(op.index);
+      const bool tp_group = w_.collectives[i].group == workload::Group::tp;
+      const double taken = sm_count_ > 0 && tp_group ? std::min(coll_ctas_[i], sm_count_ - 1) /
+                                                           static_cast<double>(sm_count_)
+                                                     : 0.0;
+      const workload::BesideGemm pair = workload::beside_gemm(comm, op.overlap_s, taken);
+      if (pair.gemm_slowdown_s > 0)
+        blk.parts.push_back({false, false, false, pair.gemm_slowdown_s, 0, -1, 0, true});
+      blk.parts.push_back({true, false, false, pair.exposed_s, 0, op.index, 0});
     } else {
-      const double exposed = op.overlap_s <= 0 ? comm
-                             : op.beside       ? workload::exposed_beside_gemm_s(comm, op.overlap_s)
-                                         : workload::exposed_tp_comm_s(comm, op.overlap_s, tp_);
+      const double exposed =
+          op.overlap_s <= 0 ? comm : workload::exposed_tp_comm_s(comm, op.overlap_s, tp_);
       blk.parts.push_back({true, false, false, exposed, 0, op.index, 0});
     }
   }
@@ -141,6 +153,7 @@ void Replay::account(ClassStage& me, double start, const std::vector<double>& en
       // The kernels' time at the GPU's speed alone: the rest is the SMs NCCL held.
       if (sm_count_ > 0 && !part.optimizer)
         me.b.nccl_sm_s += to - on_gpu(from, part, slow, nullptr);
+      if (part.nccl_sms) me.b.nccl_sm_s += part.seconds;
       if (!part.optimizer) me.b.host_s += part.host_s;
     }
     if (opt_.record_trace) trace_part(me, part, from, to, inside);

@@ -32,9 +32,9 @@ Replay::Replay(const PreparedStep& prepared, const StepOptions& options, sim::Si
   build_classes();
   build_groups();
   build_streams();
+  if (!opt_.free_communication) sm_count_ = s_.cluster.gpu.sm_count;
   cost_collectives();
   for (int st = 0; st < p_; ++st) sms_.emplace_back();
-  if (!opt_.free_communication) sm_count_ = s_.cluster.gpu.sm_count;
   cs_.resize(classes_.size() * static_cast<std::size_t>(p_));
   for (std::size_t k = 0; k < classes_.size(); ++k) {
     for (int st = 0; st < p_; ++st) {
@@ -94,6 +94,7 @@ nccl::CollectiveRequest Replay::expert_request(const workload::Collective& c, in
 // TP/CP collectives: costed once each on an idle node (or zero with free communication).
 void Replay::cost_collectives() {
   coll_time_.assign(w_.collectives.size(), 0.0);
+  coll_ctas_.assign(w_.collectives.size(), 0);
   const auto& first = classes_.front();
   for (std::size_t i = 0; i < w_.collectives.size(); ++i) {
     const auto& c = w_.collectives[i];
@@ -101,6 +102,7 @@ void Replay::cost_collectives() {
     nccl::CollectiveRequest req = tp_request(c, first.replicas.front(), 0, 0);
     req.contention_free = true;
     coll_time_[i] = sim_.uncontended_time_s(req);
+    if (sm_count_ > 0 && req.gpus.size() > 1) coll_ctas_[i] = sim_.plan(req).channels;
     // NVLink bytes of TP traffic, which no flow carries when costed once: each GPU sends and
     // receives busbw-factor x size (nccl-tests PERFORMANCE.md), per execution.
     const double per_gpu =

@@ -133,9 +133,10 @@ struct Block {
     bool ep = false;
     bool optimizer = false;
     double seconds = 0;
-    double host_s = 0;    // of seconds, CPU time with the GPU idle: never stretched
-    int collective = -1;  // tp: the collective (Workload::collectives), for the trace
-    double flops = 0;     // compute: the kernels' FLOPs, for the trace
+    double host_s = 0;      // of seconds, CPU time with the GPU idle: never stretched
+    int collective = -1;    // tp: the collective (Workload::collectives), for the trace
+    double flops = 0;       // compute: the kernels' FLOPs, for the trace
+    bool nccl_sms = false;  // compute: a GEMM's time lost to the SMs of a TP call beside it
   };
   std::vector<Part> parts;
   std::string name;
@@ -292,6 +293,7 @@ class Replay {
   std::deque<SmLedger> sms_;
   int sm_count_ = 0;  // of the GPU; 0 (unknown): NCCL takes no SMs from compute
   std::vector<double> coll_time_;
+  std::vector<int> coll_ctas_;      // of each costed-once collective: its NCCL channels
   double ep_exposed_fraction_ = 1;  // of each EP all-to-all (training.moe_comm_overlap)
   double tp_nvlink_bytes_ = 0;
   std::array<double, topologies::kNumLinkClasses> unsimulated_bytes_{};

@@ -47,7 +47,7 @@ void PassBuilder::context_attention_forward(Segments& out, OpCost& c) {
     } else {
       // PyTorch issues its all-gather before the first ring step and waits for it at the second,
       // but the gather is taken as exposed: beside the attention kernel it would take SMs and
-      // HBM bandwidth the model does not price for TP/CP collectives (docs/context-parallel.md).
+      // HBM bandwidth the model does not price for CP collectives (docs/context-parallel.md).
       out.push_back(
           coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
     }

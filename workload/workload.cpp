@@ -129,8 +129,11 @@ double exposed_tp_comm_s(double comm_s, double gemm_s, int tp) {
   return comm_s / chunks + std::max(comm_s - gemm_s, 0.0) * (chunks - 1) / chunks;
 }
 
-double exposed_beside_gemm_s(double comm_s, double gemm_s) {
-  return std::max(comm_s - gemm_s, 0.0);
+BesideGemm beside_gemm(double comm_s, double gemm_s, double sm_taken) {
+  const double rate = 1 - sm_taken;
+  // Slowed for the collective's whole length, or finished inside it.
+  const double gemm = comm_s * rate < gemm_s ? gemm_s + comm_s * sm_taken : gemm_s / rate;
+  return {gemm - gemm_s, std::max(comm_s - gemm, 0.0)};
 }
 
 double onebit_payload_bytes(double elements, int n) {

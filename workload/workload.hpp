@@ -150,11 +150,17 @@ LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel&
 // takes (comm + gemm) / tp + max(comm, gemm) (tp - 1) / tp; the GEMM is counted as compute,
 // so the collective exposes comm / tp + max(comm - gemm, 0) (tp - 1) / tp.
 double exposed_tp_comm_s(double comm_s, double gemm_s, int tp);
-// Exposed time of a TP collective of `comm_s` launched asynchronously beside a GEMM of `gemm_s`
-// (tp_async_backward): the pair ends at max(comm, gemm), the GEMM is counted as compute, so the
-// collective exposes max(comm - gemm, 0). The SMs NCCL's kernel takes from the GEMM meanwhile
-// are not counted (docs/tensor-parallel-overlap.md).
-double exposed_beside_gemm_s(double comm_s, double gemm_s);
+// A TP collective of `comm_s` launched asynchronously beside a GEMM of `gemm_s`
+// (tp_async_backward) while its NCCL kernel holds `sm_taken` of the GPU's SMs (channels over SMs,
+// docs/sm-contention.md): the GEMM runs at 1 - sm_taken of its rate until the collective ends,
+// then at its own. The GEMM is counted as compute; `gemm_slowdown_s` is what it loses to NCCL's
+// SMs, `exposed_s` what the collective lasts beyond the slowed GEMM. The pair takes
+// gemm + comm x sm_taken when the GEMM outlasts the collective, comm when it does not.
+struct BesideGemm {
+  double gemm_slowdown_s = 0;
+  double exposed_s = 0;
+};
+BesideGemm beside_gemm(double comm_s, double gemm_s, double sm_taken);
 
 // What one GPU of pipeline rank `stage` hands to the MoE token exchanges in a step: the sum of
 // the nccl-tests sizes (send buffers) of its expert-group all-to-alls, and how many there are.

@@ -167,6 +167,34 @@ TEST_CASE("A scenario that raised NCCL's channels is told what their SMs cost it
   CHECK(automatic[4] == 0);
 }
 
+// One H800 node of tensor parallelism 8 with sequence parallelism, no data parallelism; with
+// tp_async_backward each column-parallel linear's backward runs its re-gather and its
+// input-gradient reduce-scatter beside a GEMM.
+namespace {
+Scenario tp_scenario(bool sm_count, bool async_backward) {
+  Scenario s = dp_scenario(sm_count, false);
+  nlohmann::json j = test::small_scenario(8, 1, 8, 1);
+  s.parallelism = test::load(j).parallelism;
+  s.gpus = 8;
+  s.training.global_batch = 8;
+  s.training.tp_async_backward = async_backward;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("A GEMM beside a tensor-parallel collective loses the SMs its kernel holds") {
+  const auto with = run_traced(tp_scenario(true, true));
+  const auto without = run_traced(tp_scenario(false, true));
+  // The GEMMs beside the backward's collectives take longer; the loss is named, and it is the
+  // whole difference in compute (nothing else overlaps an NCCL kernel without data parallelism).
+  CHECK(with[3] > 0);
+  CHECK(without[3] == 0);
+  CHECK(with[1] - without[1] == Approx(with[3]).epsilon(1e-9));
+  CHECK(with[0] > without[0]);
+  // Collectives waited for before the compute that needs them run beside no GEMM.
+  CHECK(run_traced(tp_scenario(true, false))[3] == 0);
+}
+
 TEST_CASE("Host work beside an NCCL kernel is not slowed by the SMs it holds") {
   // DeepSpeed 2021's ZeRO-3 submits one cudaMemcpyAsync per rank while its all-gather runs
   // (workload/param_gathers.cpp): CPU time with the GPU idle, which NCCL's SMs cannot slow.

@@ -121,9 +121,25 @@ TEST_CASE("Userbuffers take precedence over the async backward") {
 }
 
 TEST_CASE("A TP collective beside a whole GEMM exposes only what the GEMM cannot hide") {
-  CHECK(exposed_beside_gemm_s(3.0, 1.0) == Approx(2.0));
-  CHECK(exposed_beside_gemm_s(1.0, 3.0) == 0);
-  CHECK(exposed_beside_gemm_s(2.0, 0.0) == 2.0);
+  // No SMs taken: the pair ends at max(comm, gemm).
+  CHECK(beside_gemm(3.0, 1.0, 0).exposed_s == Approx(2.0));
+  CHECK(beside_gemm(3.0, 1.0, 0).gemm_slowdown_s == 0);
+  CHECK(beside_gemm(1.0, 3.0, 0).exposed_s == 0);
+  CHECK(beside_gemm(2.0, 0.0, 0).exposed_s == 2.0);
+}
+
+TEST_CASE("The GEMM beside a TP collective runs on the SMs its kernel leaves") {
+  // A quarter of the SMs held: the GEMM runs at 0.75 while the collective lasts.
+  // comm 1, gemm 3: 0.75 of GEMM work done in the first second, 2.25 after: 3.25 in all.
+  const BesideGemm hidden = beside_gemm(1.0, 3.0, 0.25);
+  CHECK(hidden.gemm_slowdown_s == Approx(0.25));
+  CHECK(hidden.exposed_s == 0);
+  // comm 3, gemm 2: the GEMM ends inside the collective, at 2 / 0.75 = 8/3 s; the collective
+  // lasts 1/3 s longer. The pair takes the collective's 3 s either way.
+  const BesideGemm exposed = beside_gemm(3.0, 2.0, 0.25);
+  CHECK(exposed.gemm_slowdown_s == Approx(2.0 / 3.0));
+  CHECK(exposed.exposed_s == Approx(1.0 / 3.0));
+  CHECK(2.0 + exposed.gemm_slowdown_s + exposed.exposed_s == Approx(3.0));
 }
 
 TEST_CASE("Under FP8 the sequence-parallel gathers carry FP8, the reduce-scatters BF16") {
