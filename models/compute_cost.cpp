@@ -298,7 +298,7 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
 
   const JsonNode memory = root.at("memory");
   memory.require_object();
-  memory.only_keys({"hbm_efficiency"});
+  memory.only_keys({"hbm_efficiency", "element_wise"});
   const JsonNode hbm = memory.at("hbm_efficiency");
   hbm.require_object();
   hbm.only_keys({"achieved_TBps", "peak_TBps", "source", "measured"});
@@ -310,6 +310,17 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   if (hbm.has("measured")) {
     cal.hbm_measured =
         kHbmMeasurementNames.value(hbm.enum_at("measured", kHbmMeasurementNames.names()));
+  }
+  // {"share_of_copy": 0.61, "source": "..."}: measured element-wise kernels over the copy.
+  if (const auto ew = memory.find("element_wise")) {
+    ew->require_object();
+    ew->only_keys({"share_of_copy", "source"});
+    if (cal.hbm_measured != HbmMeasurement::stream_copy)
+      ew->fail("a share of a stream copy's rate needs hbm_efficiency measured by a stream copy");
+    const double share = ew->positive_at("share_of_copy");
+    if (share > 1) ew->fail_at("share_of_copy", "must be at most 1 (a share of the copy's rate)");
+    if (ew->string_at("source").empty()) ew->fail_at("source", "a citation is required");
+    cal.element_wise_share = share;
   }
   if (const auto system = root.find("system")) {
     cal.system = load_system(*system);
@@ -366,6 +377,9 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
     if (id == SystemParameterId::elementwise_hbm_fraction &&
         calibration.hbm_measured == HbmMeasurement::element_wise_kernel)
       out += " (not applied: this GPU's HBM figure is an element-wise kernel's)";
+    if (id == SystemParameterId::elementwise_hbm_fraction && calibration.element_wise_share)
+      out += " (not applied: element-wise kernels at the measured " +
+             format_number(*calibration.element_wise_share) + " of the copy's rate)";
   }
   // What the fit leaves to measurements: the gap between queued kernels (when not fitted) and
   // the host's time per kernel (docs/system-calibration.md#host-dispatch).
@@ -373,6 +387,9 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
   if (values.find(SystemParameterId::kernel_gap_us) == values.end())
     measured += format_number(gpu.kernel_launch_s * 1e6) + " us between queued kernels, ";
   measured += format_number(host_per_kernel_s(gpu) * 1e6) + " us of host time per kernel issued";
+  if (calibration.element_wise_share)
+    measured += ", element-wise kernels at " + format_number(*calibration.element_wise_share) +
+                " of the stream copy's rate";
   if (gpu.system_override) return out + " (set for this run)" + measured;
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
   if (!sys.borrowed_from.empty())
@@ -458,8 +475,9 @@ double ComputeCostModel::hbm_Bps(KernelSource source) const {
   // The fitted element-wise fraction is a share of a stream copy's bandwidth, for framework
   // kernels; PyTorch's own run at the copy's rate. A rate measured on an element-wise kernel
   // already is what the fraction scales a copy down to, and the only rate there is for both.
-  double share =
-      source == KernelSource::pytorch ? kPyTorchElementwiseOverCopy : elementwise_fraction_;
+  double share = source == KernelSource::pytorch
+                     ? kPyTorchElementwiseOverCopy
+                     : calibration_.element_wise_share.value_or(elementwise_fraction_);
   if (calibration_.hbm_measured == HbmMeasurement::element_wise_kernel) share = 1.0;
   return gpu_.hbm_Bps * calibration_.hbm_efficiency * share;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,9 @@ struct ComputeCalibration {
   // What measured it: a stream copy, which the fitted elementwise_hbm_fraction scales down to
   // the framework's element-wise kernels, or one such kernel, which it does not.
   HbmMeasurement hbm_measured = HbmMeasurement::stream_copy;
+  // The framework's element-wise kernels' rate over that stream copy's, where it was measured
+  // (memory.element_wise); it then stands in for the fitted elementwise_hbm_fraction.
+  std::optional<double> element_wise_share;
   // Parameters fitted to end-to-end runs (`system` block; empty = nominal, no fit).
   SystemCalibration system;
 };

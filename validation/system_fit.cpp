@@ -174,11 +174,16 @@ class Fitter {
     return s.high - s.low;
   }
 
+  // Parameters the first linearisation found without effect on any run of a group (an
+  // element-wise share measured for that GPU, say): left out of its values.
+  void find_inert(const std::vector<std::vector<double>>& J);
+
   const std::vector<FitRun>& runs_;
   const FitEvaluator& evaluate_;
   const SystemFitOptions& options_;
   std::map<std::string, Group> groups_;
   Point start_;
+  std::map<std::string, std::set<SystemParameterId>> inert_;
   int simulations_ = 0;
   int linearisations_ = 0;
   bool converged_ = false;
@@ -289,6 +294,7 @@ SystemFitResult Fitter::run() {
   std::map<std::string, Point> folds;
   for (int it = 0; it < std::max(1, options_.iterations); ++it) {
     const auto J = jacobian(point, base);
+    if (it == 0) find_inert(J);
     Point next;
     for (const auto& [name, group] : groups_) next[name] = solve(name, group.runs, point, base, J);
     // Folds on the same linearisation: every group refitted without the source's runs.
@@ -347,14 +353,31 @@ SystemFitResult Fitter::run() {
   return out;
 }
 
+void Fitter::find_inert(const std::vector<std::vector<double>>& J) {
+  for (const auto& [name, group] : groups_) {
+    for (std::size_t p = 0; p < options_.parameters.size(); ++p) {
+      const bool moves = std::any_of(group.runs.begin(), group.runs.end(), [&](int i) {
+        return J[static_cast<std::size_t>(i)][p] != 0.0;
+      });
+      if (!moves) inert_[name].insert(options_.parameters[p]);
+    }
+  }
+}
+
 SystemFitResult Fitter::result(const Point& fitted, const std::map<std::string, Point>& folds) {
   SystemFitResult out;
   for (const auto& [name, group] : groups_) {
     SystemCalibration& g = out.groups[name];
     g.values = fitted.at(name);
+    const auto drop_inert = [&](SystemValues& v) {
+      if (const auto it = inert_.find(name); it != inert_.end())
+        for (SystemParameterId id : it->second) v.erase(id);
+    };
+    drop_inert(g.values);
     for (int i : group.runs) g.fitted_on.push_back(runs_[static_cast<std::size_t>(i)].id);
     for (const auto& [source, point] : folds) {
       SystemFold fold{source, {}, point.at(name)};
+      drop_inert(fold.values);
       for (int i : group.runs)
         if (runs_[static_cast<std::size_t>(i)].source == source)
           fold.held_out_cases.push_back(runs_[static_cast<std::size_t>(i)].id);

@@ -82,7 +82,9 @@ struct RunFit {  // errors only when SystemFitOptions::verify
 };
 
 struct SystemFitResult {
-  std::map<std::string, SystemCalibration> groups;  // values, fitted_on, folds and MAPEs
+  // Values, fitted_on, folds and MAPEs. A parameter no run of a group responds to (its value
+  // moves no simulated step time) is absent from that group's values and folds.
+  std::map<std::string, SystemCalibration> groups;
   std::vector<RunFit> runs;                  // same order as the input; empty when not verified
   std::optional<double> in_sample_mape_pct;  // when verified
   std::optional<double> cross_validated_mape_pct;

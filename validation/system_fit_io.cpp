@@ -96,7 +96,12 @@ std::string format_system_fit(const SystemFitResult& fit,
     out << "\n" << group << " (" << cal.fitted_on.size() << " runs)\n";
     for (SystemParameterId id : parameters) {
       const auto& spec = system_parameter(id);
-      out << "  " << spec.name << " = " << fixed(cal.values.at(id), 3) << "  (fitted; range "
+      const auto value = cal.find(id);
+      if (!value) {
+        out << "  " << spec.name << ": no effect on these runs, not fitted\n";
+        continue;
+      }
+      out << "  " << spec.name << " = " << fixed(*value, 3) << "  (fitted; range "
           << fixed(spec.low, 2) << " .. " << fixed(spec.high, 2) << ", " << spec.unit << ")\n";
     }
     for (const auto& f : cal.folds)

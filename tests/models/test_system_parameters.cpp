@@ -28,9 +28,11 @@ ComputeCostModel with(const SystemValues& values) {
 }
 
 ComputeCalibration with_system_block(const std::string& block) {
-  // The shipped file's own `system` block (if it has one) replaced by `block`.
+  // The shipped file's own `system` block (if it has one) replaced by `block`, and its measured
+  // element-wise share left out, so that the fitted element-wise fraction applies.
   nlohmann::json root = JsonDocument::load(kCalibration).root().raw();
   root["system"] = nlohmann::json::parse(block);
+  root["memory"].erase("element_wise");
   return load_compute_calibration(JsonDocument::parse(root.dump(), "fitted.json"));
 }
 
@@ -75,6 +77,46 @@ TEST_CASE(
   const ComputeCostModel b(gpu, kernel_measured);
   CHECK(b.memory_op(1e9).memory_s == Approx(1e9 / 3.04e12));
   CHECK(b.pytorch_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+}
+
+TEST_CASE("A measured element-wise share replaces the fitted fraction for framework kernels") {
+  // The Hopper file's own: F.layer_norm and F.rms_norm on an H200 at 2.419 and 2.668 TB/s against
+  // a 4.177 TB/s copy, their midpoint 0.609 of it, carried to the H100's copy rate, 3.04 TB/s.
+  const ComputeCalibration shipped = load_compute_calibration(kCalibration);
+  REQUIRE(shipped.element_wise_share);
+  CHECK(*shipped.element_wise_share == Approx((2.419 / 4.177 + 2.668 / 4.177) / 2).epsilon(1e-3));
+  GpuSpec gpu = test::h100_like();
+  gpu.system_override = {{SystemParameterId::elementwise_hbm_fraction, 0.5}};
+  const ComputeCostModel m(gpu, shipped);
+  // 1 GB of a framework kernel at 0.609 x 3.04 TB/s, whatever fraction a fit or override gives;
+  // PyTorch's own kernels at the copy's rate.
+  CHECK(m.memory_op(1e9).memory_s == Approx(1e9 / (0.609 * 3.04e12)));
+  CHECK(m.pytorch_op(1e9).memory_s == Approx(1e9 / 3.04e12));
+  // `run` and `check` say the fraction is not applied and name the measured share.
+  const std::string line = describe_system_parameters(gpu, shipped);
+  CHECK_THAT(line, Catch::Contains("elementwise_hbm_fraction 0.5 (not applied: element-wise "
+                                   "kernels at the measured 0.609 of the copy's rate)"));
+  CHECK_THAT(line, Catch::EndsWith("element-wise kernels at 0.609 of the stream copy's rate"));
+}
+
+TEST_CASE("A measured element-wise share is refused where it cannot be one") {
+  const auto load_with = [](const nlohmann::json& memory) {
+    nlohmann::json root = JsonDocument::load(kCalibration).root().raw();
+    root["memory"] = memory;
+    return load_compute_calibration(JsonDocument::parse(root.dump(), "share.json"));
+  };
+  nlohmann::json memory = JsonDocument::load(kCalibration).root().raw()["memory"];
+  memory["element_wise"]["share_of_copy"] = 1.2;
+  CHECK_THROWS_WITH(load_with(memory), Catch::Contains("/memory/element_wise/share_of_copy") &&
+                                           Catch::Contains("at most 1"));
+  // A share of a copy needs a copy: not beside an element-wise kernel's own rate.
+  memory["element_wise"]["share_of_copy"] = 0.6;
+  memory["hbm_efficiency"]["measured"] = "element_wise_kernel";
+  CHECK_THROWS_WITH(load_with(memory),
+                    Catch::Contains("/memory/element_wise") && Catch::Contains("stream copy"));
+  memory["hbm_efficiency"].erase("measured");
+  memory["element_wise"]["source"] = "";
+  CHECK_THROWS_WITH(load_with(memory), Catch::Contains("citation"));
 }
 
 TEST_CASE("The kernel gap replaces the GPU's launch overhead once per kernel") {

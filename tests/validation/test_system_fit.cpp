@@ -115,6 +115,24 @@ TEST_CASE("The fit recovers parameters that generated the runs within 2%") {
   CHECK(*fit.cross_validated_mape_pct < 0.5);  // every source tells the same story
 }
 
+TEST_CASE("A parameter no run of a group responds to is left out of that group's fit") {
+  // Group "gpu" launches kernels; group "graphed" replays them (k = 0): its step does not move
+  // with the gap, which it then does not carry, in its values or its folds.
+  const SystemValues truth = {{kTensor, 0.85}, {kGap, 9.0}};
+  std::vector<ClosedFormRun> model = kModel;
+  const std::vector<ClosedFormRun> graphed = {{10.0, 0, 1.0}, {4.0, 0, 0.5}, {8.0, 0, 2.0}};
+  model.insert(model.end(), graphed.begin(), graphed.end());
+  std::vector<std::string> sources = {"a", "a", "a", "b", "b", "b", "c", "c", "c", "a", "b", "c"};
+  auto runs = runs_from(model, sources, std::vector<SystemValues>(model.size(), truth));
+  for (std::size_t i = kModel.size(); i < model.size(); ++i) runs[i].group = "graphed";
+  const SystemFitResult fit = fit_system(runs, evaluator(model), options());
+  const SystemCalibration& g = fit.groups.at("graphed");
+  CHECK_FALSE(g.find(kGap));
+  CHECK(*g.find(kTensor) == Approx(0.85).epsilon(0.02));
+  for (const auto& fold : g.folds) CHECK(fold.values.count(kGap) == 0);
+  CHECK(fit.groups.at("gpu").find(kGap).has_value());
+}
+
 TEST_CASE("A parameter the runs want outside its range stays at the bound") {
   // Runs generated with a tensor fraction of 0.5, below the plausible 0.70.
   const SystemValues truth = {{kTensor, 0.5}, {kGap, 4.0}};
