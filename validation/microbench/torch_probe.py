@@ -15,6 +15,10 @@ those sweeps leave out; this script measures those parts directly, each as a sma
   experts     16 small expert GEMMs launched one by one, eager against CUDA-graph replay
   hbm         copy, add, LayerNorm, RMSNorm, SiLU*mul and fused AdamW on tensors well past L2,
               as bytes moved per second (bytes counted as a fused kernel would move them)
+  framework_hbm  the same rows through the frameworks' own fused kernels, which clustersim prices
+              at a share of the copy (memory.element_wise): torch.compile's RMSNorm (FP32 inside,
+              as torchtitan writes it) and SiLU*gate, and Transformer Engine's LayerNorm and
+              RMSNorm forward and backward where transformer_engine imports
 
   stream      every GEMM of a layer (and LM head) of six model shapes, BF16 and FP8, timed
               inside a back-to-back stream of all of them once clocks have settled
@@ -617,6 +621,57 @@ def hbm():
     return res
 
 
+def framework_hbm():
+    """The framework kernels that hbm's PyTorch norms stand for in clustersim's Hopper files:
+    each row's bytes per second over the same tensors, with the copy beside them for the ratio."""
+    tokens, hidden = 32768, 8192
+    el = tokens * hidden
+    x = torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(hidden, device="cuda", dtype=torch.bfloat16)
+    gate = torch.randn(tokens, 2 * hidden, device="cuda", dtype=torch.bfloat16)
+    z = torch.empty_like(x)
+    res = {}
+
+    def rate(name, fn, nbytes):
+        try:
+            ms = cuda_time_ms(fn, 10, warmup=3)
+            res[name] = {"ms": round(ms, 4), "bytes": nbytes,
+                         "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+        except Exception as e:  # one row's failure leaves the others
+            res[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+
+    def rms_norm(t):  # torchtitan's RMSNorm: FP32 inside, the input's dtype out
+        f = t.float()
+        return (f * torch.rsqrt(f.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(t) * w
+
+    def silu_gate(g):
+        return F.silu(g[:, :hidden]) * g[:, hidden:]
+
+    rate("copy", lambda: z.copy_(x), 4 * el)
+    rate("compiled_rms_norm", lambda c=torch.compile(rms_norm): c(x), 4 * el)
+    rate("compiled_silu_mul", lambda c=torch.compile(silu_gate): c(gate), 6 * el)
+    try:
+        import transformer_engine.pytorch as te
+    except Exception as e:
+        res["transformer_engine"] = {"error": f"{type(e).__name__}: {e}"[:300]}
+        return res
+    res["transformer_engine"] = {"version": getattr(te, "__version__", "unknown")}
+    xg = x.detach().clone().requires_grad_(True)
+    for name, cls in (("te_layer_norm", "LayerNorm"), ("te_rms_norm", "RMSNorm")):
+        try:
+            mod = getattr(te, cls)(hidden, params_dtype=torch.bfloat16).cuda()
+        except Exception as e:
+            res[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            continue
+        rate(name, lambda m=mod: m(x), 4 * el)
+        dy = torch.randn_like(x)
+        # Forward and backward together: the forward's 4 bytes per element, then the
+        # backward's reads of x and dy and write of dx, 6 (the weight gradient's are negligible).
+        rate(name + "_forward_backward",
+             lambda m=mod: torch.autograd.grad(m(xg), xg, dy)[0], 6 * el + 4 * el)
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-o", "--output", required=True)
@@ -636,6 +691,7 @@ def main():
         ("launch", launch),
         ("experts", experts),
         ("hbm", hbm),
+        ("framework_hbm", framework_hbm),
         ("attention", lambda: attention([int(s) for s in args.seqs.split(",")], args.seconds)),
         ("sustained", lambda: sustained(args.sustained_s, args.zeros_s)),
         ("stream", lambda: stream(args.seconds)),
