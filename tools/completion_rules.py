@@ -20,11 +20,12 @@ scenario needs; those alone do not make a case "rule".
 Used by tools/gen_validation_suite.py.
 """
 
-# Fields of a published-run record that describe the model, the layout or the batch; a rule that
-# fills one of them completes the run.
+# Fields of a published-run record that describe the model, the layout, the batch or the
+# hardware; a rule that fills one of them completes the run.
 COMPLETION_FIELDS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
                      "ffn_hidden_size", "tp", "pp", "dp", "cp", "virtual_pipeline_stages",
-                     "micro_batch_size", "global_batch_size", "seq_length", "zero_or_fsdp")
+                     "micro_batch_size", "global_batch_size", "seq_length", "zero_or_fsdp",
+                     "gpu_type")
 
 
 class Fill:
@@ -344,6 +345,16 @@ def torchtitan_split(layers, stages):
 
 
 def _torchtitan_defaults(run, f):
+    _torchtitan_fill(run, f, TORCHTITAN_COMMIT, "foreach", "not optimizer.fused (false by "
+                     "default)", [], TORCHTITAN_HARDWARE)
+
+
+def _torchtitan_fill(run, f, commit, optimizer, optimizer_why, approximations, hardware,
+                     float8_scaling=None, float8_gather=None):
+    """The defaults of torchtitan `commit` for a run of its Llama 3.1 on `hardware` (a note),
+    with AdamW's `optimizer` kernels (`optimizer_why` says why), the rule's own `approximations`
+    beside the common ones, and where a Float8 run's scaling and FSDP float8 all-gather come from
+    when not from `commit`'s own defaults and configs."""
     size = run["model"].split()[-1].lower()  # "Llama 3.1 8B" -> "8b"
     f.model = "llama31-" + size
     f.cluster = "grand-teton-h100-hbm2e"
@@ -351,7 +362,7 @@ def _torchtitan_defaults(run, f):
     if run.get("seq_length") is None:
         f.run["seq_length"] = TORCHTITAN_SEQ_LEN
         f.notes.append("sequence length not in the table: %d, the train_configs/llama3_%s.toml "
-                       "default (torchtitan %s)" % (TORCHTITAN_SEQ_LEN, size, TORCHTITAN_COMMIT))
+                       "default (torchtitan %s)" % (TORCHTITAN_SEQ_LEN, size, commit))
     local = run["global_batch_size"] // run["dp"]
     if run["pp"] > 1:
         # generate_split_points: two stages per rank for a multi-stage schedule (Interleaved1F1B),
@@ -371,12 +382,12 @@ def _torchtitan_defaults(run, f):
                            run["pp"], local // run["pp"],
                            "virtual stage" if per_rank > 1 else "stage", "/".join(map(str, split)),
                            ", two stages per rank for Interleaved1F1B, placed round-robin"
-                           if per_rank > 1 else "", TORCHTITAN_COMMIT))
+                           if per_rank > 1 else "", commit))
     f.comm["grad_dtype"] = "fp32"
     f.parallelism["zero3_implementation"] = "fsdp2"
     f.training["dropout"] = False
     f.training["repeat_kv"] = True
-    f.training["optimizer_kernels"] = "foreach"
+    f.training["optimizer_kernels"] = optimizer
     if run["cp"] > 1:
         f.parallelism["cp_implementation"] = "torch"
     if (run.get("seq_length") or 0) > LLAMA31_CONTEXT:
@@ -385,7 +396,7 @@ def _torchtitan_defaults(run, f):
                        "training sequence length (train.py), so the run is the same model on "
                        "longer sequences; each rank's attention covers %d query tokens, inside "
                        "the measured attention curves" % (
-                           run["seq_length"], LLAMA31_CONTEXT, TORCHTITAN_COMMIT,
+                           run["seq_length"], LLAMA31_CONTEXT, commit,
                            run["seq_length"] // run["cp"]))
     async_tp = "AsyncTP" in (run.get("reported_other") or {}).get("techniques", "")
     if async_tp:
@@ -405,10 +416,10 @@ def _torchtitan_defaults(run, f):
                    "then reduce-scatter them all), "
                    "gradients reduce-scattered in FP32 (mixed_precision_reduce); Llama has no "
                    "dropout; K/V repeated to the query heads before attention (repeat_kv in "
-                   "torchtitan/models/llama/model.py); AdamW with foreach = not "
-                   "optimizer.fused (false by default) and clip_grad_norm_ with foreach=True "
-                   "(build_optimizers, train.py: optimizer_kernels foreach)%s" % (
-                       TORCHTITAN_COMMIT,
+                   "torchtitan/models/llama/model.py); AdamW with %s = %s and "
+                   "clip_grad_norm_ with foreach=True "
+                   "(build_optimizers, train.py: optimizer_kernels %s)%s" % (
+                       commit, optimizer, optimizer_why, optimizer,
                        "; PyTorch's context_parallel with its default all-gather rotation "
                        "(cp_implementation torch: K/V gathered again for the backward, FP32 "
                        "merges and dK/dV ring)" if run["cp"] > 1 else ""))
@@ -430,30 +441,72 @@ def _torchtitan_defaults(run, f):
         # (an amax pass over the tensor, small scale kernels, the cast). Changed at the
         # thirty-second revision, after these runs had been simulated with the delayed recipe.
         f.training["fp8_recipe"] = "current"
-        f.notes.append("torchao Float8 with dynamic tensorwise scaling, torchtitan %s's default "
+        f.notes.append(float8_scaling or
+                       "torchao Float8 with dynamic tensorwise scaling, torchtitan %s's default "
                        "for input, weight and output gradient (--float8.scaling_type_* "
                        "\"dynamic\"): each tensor's amax taken before its cast "
                        "(hp_tensor_to_float8_dynamic), priced as current scaling (fp8_recipe "
-                       "current)" % TORCHTITAN_COMMIT)
+                       "current)" % commit)
         f.training["fp8_param_gather"] = True
-        f.notes.append("FSDP2's float8 all-gather (fp8_param_gather: enable_fsdp_float8_all_gather "
+        f.notes.append(float8_gather or
+                       "FSDP2's float8 all-gather (fp8_param_gather: enable_fsdp_float8_all_gather "
                        "and precompute_float8_dynamic_scale_for_fsdp, set in torchtitan %s's "
                        "train_configs/llama3_405b.toml and in torchtitan's docs/float8.md "
-                       "launch command)" % TORCHTITAN_COMMIT)
+                       "launch command)" % commit)
     approximations = [
         "torchao's casts under torch.compile priced as Transformer Engine's current scaling "
         "kernels (an amax pass, two small scale kernels and a cast-transpose per tensor)"
         if float8 else "",
         "the SMs async TP's transfers take (none)" if async_tp else "",
         "context parallelism's torch.cat of partly updated steps, and its exchanges' overlap "
-        "with the ring steps (taken as exposed)" if run["cp"] > 1 else ""]
+        "with the ring steps (taken as exposed)" if run["cp"] > 1 else ""] + approximations
     approximations = [a for a in approximations if a]
     if approximations:
         f.notes.append("not modelled, nearest setting used: " + "; ".join(approximations))
-    f.notes.append("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and SXM "
-                   "parts, exact value unknown to the authors; the midpoint of the two, the "
-                   "Hopper kernel efficiencies and the H100 SXM's fitted system parameters are "
-                   "used (preset h100-hbm2e-96gb-500w)")
+    f.notes.append(hardware)
+
+
+TORCHTITAN_HARDWARE = ("H100 with 96 GB HBM2e at a 500 W power limit: peak between the NVL and "
+                       "SXM parts, exact value unknown to the authors; the midpoint of the two "
+                       "and the Hopper kernel efficiencies are used, with the part's own fitted "
+                       "system parameters (preset h100-hbm2e-96gb-500w)")
+
+
+# ---- torchao's float8 training benchmarks (pytorch/ao torchao/float8/README.md) ---------------
+
+# pytorch/ao 8c81863ba (2025-03-12) added two torchtitan runs of Llama 3 8B to torchao's float8
+# README: 8 H100, batch 1, sequence 8192, torch.compile, FSDP2, per-op SAC, "torchtitan version
+# 0.0.2", launched by benchmarks/float8/training/float8_training_benchmark.sh of the same commit:
+# train_configs/llama3_8b.toml with --training.compile, and for tensorwise
+# --model.converters float8 --float8.enable_fsdp_float8_all_gather
+# --float8.precompute_float8_dynamic_scale_for_fsdp --float8.force_recompute_fp8_weight_in_bwd.
+# torchtitan 0.0.2 names no commit; the defaults are those of torchtitan's main on the day
+# (0da8901b, the last commit before 2025-03-12): seq_len 8192, selective_ac_option "op",
+# --optimizer.implementation "fused", Float8LinearConfig's dynamic tensorwise scaling. The README
+# does not say which H100s: the machines of torchtitan's own tables (Meta's Grand Teton, 96 GB
+# HBM2e at 500 W, pytorch/torchtitan docs/performance.md), run by the same team two months
+# earlier, are assumed. Written before either run was simulated.
+TORCHAO_TORCHTITAN_COMMIT = "0da8901b"
+
+
+def _torchao_float8_readme(run, f):
+    f.run["gpu_type"] = "H100 SXM (96 GB HBM2e, 2.4 TB/s, 500 W power limit), Meta Grand Teton"
+    _torchtitan_fill(
+        run, f, TORCHAO_TORCHTITAN_COMMIT, "fused",
+        "the default of --optimizer.implementation", [
+            "force_recompute_fp8_weight_in_bwd (the FP8 weights re-cast for the backward, not "
+            "saved: the float8 all-gather's weights are gathered again anyway)"
+            if "Float8" in (run.get("reported_other") or {}).get("techniques", "") else ""],
+        "H100 not named in torchao's README: the Grand Teton H100 of torchtitan's own tables "
+        "(96 GB HBM2e, 500 W power limit) is assumed, as run by the same team two months "
+        "earlier; " + TORCHTITAN_HARDWARE,
+        float8_scaling="torchao Float8 with dynamic tensorwise scaling (no --float8.recipe_name: "
+        "Float8LinearConfig's default, torchtitan %s components/float8.py): each tensor's amax "
+        "taken before its cast, priced as current scaling (fp8_recipe current)"
+        % TORCHAO_TORCHTITAN_COMMIT,
+        float8_gather="FSDP2's float8 all-gather (fp8_param_gather: "
+        "--float8.enable_fsdp_float8_all_gather and "
+        "--float8.precompute_float8_dynamic_scale_for_fsdp, set by torchao's benchmark script)")
 
 
 # ---- Megatron-Bridge 25.11, Qwen3-30B-A3B on 16 H100 ------------------------------------------
@@ -608,6 +661,10 @@ RULES = [
     Rule("TORCHTITAN_9DEC370_DEFAULTS",
          "pytorch/torchtitan %s train_configs and parallelisms defaults" % TORCHTITAN_COMMIT,
          "torchtitan_", _torchtitan_defaults),
+    Rule("TORCHAO_FLOAT8_README",
+         "pytorch/ao 8c81863ba benchmarks/float8/training/float8_training_benchmark.sh and "
+         "pytorch/torchtitan %s defaults" % TORCHAO_TORCHTITAN_COMMIT,
+         "torchao_float8_", _torchao_float8_readme),
     Rule("NEMO_2208_LAUNCHER",
          "NVIDIA/NeMo-Framework-Launcher %s conf/training/gpt3 and NeMo 1.11" % NEMO_2208_COMMIT,
          "nemo2208_", _nemo_2208_launcher),
