@@ -472,9 +472,10 @@ double ComputeCostModel::attention_backward_efficiency(Dtype dtype, double seq_l
 }
 
 double ComputeCostModel::hbm_Bps(KernelSource source) const {
-  // The fitted element-wise fraction is a share of a stream copy's bandwidth, for framework
-  // kernels; PyTorch's own run at the copy's rate. A rate measured on an element-wise kernel
-  // already is what the fraction scales a copy down to, and the only rate there is for both.
+  // Framework kernels take a share of a stream copy's bandwidth: the calibration's measured one,
+  // else the fitted element-wise fraction; PyTorch's own run at the copy's rate. A rate measured
+  // on an element-wise kernel already is what the share scales a copy down to, and the only rate
+  // there is for both.
   double share = source == KernelSource::pytorch
                      ? kPyTorchElementwiseOverCopy
                      : calibration_.element_wise_share.value_or(elementwise_fraction_);

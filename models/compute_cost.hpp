@@ -59,7 +59,8 @@ inline const NameTable<HbmMeasurement> kHbmMeasurementNames = {
 // reaches (docs/system-calibration.md#whose-kernels).
 enum class KernelSource {
   // A training framework's fused kernels (Transformer Engine, Apex, Megatron-LM's, DeepSpeed's,
-  // torch.compile's): the fitted elementwise_hbm_fraction of the stream copy's rate.
+  // torch.compile's): the calibration's measured share of the stream copy's rate
+  // (memory.element_wise), else the fitted elementwise_hbm_fraction of it.
   framework,
   // PyTorch's own eager kernels: copies, fills and TensorIterator arithmetic (add, mul, casts,
   // pow, row reductions). The stream copy's rate (kPyTorchElementwiseOverCopy).
