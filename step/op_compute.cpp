@@ -43,14 +43,8 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
       blk.parts.push_back({true, true, false, comm * ep_exposed_fraction_, 0, op.index, 0});
     } else if (op.beside && op.overlap_s > 0) {
-      // A TP collective's kernel leaves the GEMM beside it the other SMs (docs/sm-contention.md);
-      // the context-parallel ring's sends and receives are not priced so (their channels are
-      // not the all-gather's the ring is costed as).
-      const auto i = static_cast<std::size_t>(op.index);
-      const bool tp_group = w_.collectives[i].group == workload::Group::tp;
-      const double taken = sm_count_ > 0 && tp_group ? std::min(coll_ctas_[i], sm_count_ - 1) /
-                                                           static_cast<double>(sm_count_)
-                                                     : 0.0;
+      // The collective's kernel leaves the GEMM beside it the other SMs (docs/sm-contention.md).
+      const double taken = 1 - sm_share(coll_ctas_[static_cast<std::size_t>(op.index)], sm_count_);
       const workload::BesideGemm pair = workload::beside_gemm(comm, op.overlap_s, taken);
       if (pair.gemm_slowdown_s > 0)
         blk.parts.push_back({false, false, false, pair.gemm_slowdown_s, 0, -1, 0, true});

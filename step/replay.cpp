@@ -102,7 +102,11 @@ void Replay::cost_collectives() {
     nccl::CollectiveRequest req = tp_request(c, first.replicas.front(), 0, 0);
     req.contention_free = true;
     coll_time_[i] = sim_.uncontended_time_s(req);
-    if (sm_count_ > 0 && req.gpus.size() > 1) coll_ctas_[i] = sim_.plan(req).channels;
+    // The SMs a GEMM beside a TP call loses: its channels (tp_async_backward). The
+    // context-parallel ring's sends and receives take none here: the all-gather it is costed as
+    // does not have their channels.
+    if (sm_count_ > 0 && c.group == workload::Group::tp && req.gpus.size() > 1)
+      coll_ctas_[i] = sim_.plan(req).channels;
     // NVLink bytes of TP traffic, which no flow carries when costed once: each GPU sends and
     // receives busbw-factor x size (nccl-tests PERFORMANCE.md), per execution.
     const double per_gpu =

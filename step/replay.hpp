@@ -49,6 +49,10 @@ struct Slowdown {
   double from_s = 0;
 };
 
+// The fraction of a GPU's `sm_count` SMs left to compute while NCCL kernels hold `held` of them
+// (at least one SM; 1 when sm_count is 0, unknown).
+double sm_share(int held, int sm_count);
+
 // The CTAs that NCCL kernels on a stage's streams (gradient reductions, parameter gathers, the
 // embedding's all-reduce) hold on each of the stage's GPUs, over the step (sm_share.cpp).
 class SmLedger {
@@ -293,7 +297,7 @@ class Replay {
   std::deque<SmLedger> sms_;
   int sm_count_ = 0;  // of the GPU; 0 (unknown): NCCL takes no SMs from compute
   std::vector<double> coll_time_;
-  std::vector<int> coll_ctas_;      // of each costed-once collective: its NCCL channels
+  std::vector<int> coll_ctas_;      // of each costed-once TP collective: its NCCL channels
   double ep_exposed_fraction_ = 1;  // of each EP all-to-all (training.moe_comm_overlap)
   double tp_nvlink_bytes_ = 0;
   std::array<double, topologies::kNumLinkClasses> unsimulated_bytes_{};

@@ -33,12 +33,15 @@ void SmLedger::record(double now_s) {
   changed_.notify();
 }
 
-double SmLedger::share(double t, int sm_count) const {
+double sm_share(int held, int sm_count) {
   if (sm_count <= 0) return 1;
+  return static_cast<double>(std::max(1, sm_count - held)) / sm_count;
+}
+
+double SmLedger::share(double t, int sm_count) const {
   const auto after = std::upper_bound(steps_.begin(), steps_.end(), t,
                                       [](double x, const auto& s) { return x < s.first; });
-  const int held = after == steps_.begin() ? 0 : std::prev(after)->second;
-  return static_cast<double>(std::max(1, sm_count - held)) / sm_count;
+  return sm_share(after == steps_.begin() ? 0 : std::prev(after)->second, sm_count);
 }
 
 double SmLedger::next_change(double t) const {
