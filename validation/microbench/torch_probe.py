@@ -592,6 +592,13 @@ def cp_steps(seconds):
     return res
 
 
+def bandwidth(fn, nbytes, warmup):
+    """Bytes per second of fn, which moves `nbytes` per call: 10 calls timed after warm-up."""
+    ms = cuda_time_ms(fn, 10, warmup=warmup)
+    return {"ms": round(ms, 4), "bytes": nbytes,
+            "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+
+
 def hbm():
     tokens, hidden = 32768, 8192
     el = tokens * hidden
@@ -603,9 +610,7 @@ def hbm():
     res = {}
 
     def rate(name, fn, nbytes):
-        ms = cuda_time_ms(fn, 10, warmup=2)
-        res[name] = {"ms": round(ms, 4), "bytes": nbytes,
-                     "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+        res[name] = bandwidth(fn, nbytes, warmup=2)
     rate("copy", lambda: z.copy_(x), 4 * el)
     rate("add", lambda: torch.add(x, y, out=z), 6 * el)
     rate("layer_norm", lambda: F.layer_norm(x, (hidden,), w, w), 4 * el)
@@ -634,9 +639,7 @@ def framework_hbm():
 
     def rate(name, fn, nbytes):
         try:
-            ms = cuda_time_ms(fn, 10, warmup=3)
-            res[name] = {"ms": round(ms, 4), "bytes": nbytes,
-                         "tb_per_s": round(nbytes / (ms * 1e-3) / 1e12, 3)}
+            res[name] = bandwidth(fn, nbytes, warmup=3)
         except Exception as e:  # one row's failure leaves the others
             res[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
 
