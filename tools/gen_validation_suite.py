@@ -192,22 +192,57 @@ BRIDGE_2511_CONFIGS = {
                                            "Llama3ModelProvider"),
     "megatron_bridge_2511_qwen3_30b_a3b_16gpu": ("qwen3_30b_a3b H100 FP8-CS", False, None,
                                             "Qwen3MoEModelProvider"),
+    # scripts/performance/configs/qwen/qwen3_llm_pretrain.py qwen3_30b_a3b_pretrain_config_b200
+    # and _gb200 with QWEN3_30B_A3B_PRETRAIN_CONFIG_{B200_FP8_CS,GB200_FP8_MX}_BASE_CONFIG (the
+    # B200's FP8_MX_BASE_CONFIG is its FP8_CS one; the GB200's differs from its FP8_CS one only
+    # in leaving "attn" out of the CUDA graph scope)
+    "megatron_bridge_2511_qwen3_30b_a3b_b200_": ("qwen3_30b_a3b B200 FP8-CS", False, None,
+                                                 "Qwen3MoEModelProvider"),
+    "megatron_bridge_2511_qwen3_30b_a3b_gb200_": ("qwen3_30b_a3b GB200 FP8-MX", False, None,
+                                                  "Qwen3MoEModelProvider"),
 }
 
 # Megatron-Bridge 25.11 MoE performance runs: how the recipe of the commit that published the
 # table moves tokens (scripts/performance/configs/qwen/qwen3_llm_pretrain.py and
 # qwen3_workload_base_configs.py, 00b7660b):
-#   moe_token_dispatcher_type "alltoall"        -> moe_dispatcher alltoall
-#   overlap_moe_expert_parallel_comm True,      -> moe_comm_overlap (the exchanges of one
-#   delay_wgrad_compute True                       micro-batch hidden behind another's compute)
+#   moe_token_dispatcher_type "alltoall"        -> moe_dispatcher alltoall (the model provider's,
+#                                                  unless apply_flex_dispatcher_backend switches
+#                                                  to "flex": DeepEP on Ampere, Hopper, B200 and
+#                                                  B300, HybridEP on GB200 and GB300 only)
+#   moe_a2a_overlap True (H100 only; the        -> moe_comm_overlap (the exchanges of one
+#   WorkloadBaseConfig default is False):          micro-batch hidden behind another's compute)
+#   overlap_moe_expert_parallel_comm with
+#   delay_wgrad_compute
 #   moe_router_force_load_balancing True        -> routing_imbalance 1 (the model default)
 #   moe_grouped_gemm True                       -> Transformer Engine's GroupedLinear
-#                                                  (TEGroupedMLP): one GEMM per local expert on
-#                                                  Hopper, moe_expert_gemm's default per_expert
-# The recipe sets no SM count for the overlapped all-to-all; NCCL's channels for it are not
-# modelled (moe_comm_sms 0), which the case says.
+#                                                  (TEGroupedMLP): one GEMM per local expert,
+#                                                  moe_expert_gemm's default per_expert (TE 2.9
+#                                                  uses its CUTLASS grouped GEMM on Hopper only,
+#                                                  and only when asked: cublaslt_gemm.cu)
+# The recipes set no SM count for the overlapped all-to-all; NCCL's channels for it are not
+# modelled (moe_comm_sms 0), which the case says. Each value: the scenario's MoE settings, how
+# the recipe dispatches, and whether it captures the router's and the dispatch preprocessing's
+# kernels in CUDA graphs (cuda_graph_impl "transformer_engine", scope moe_router and
+# moe_preprocess), which the simulator does not model (only whole-step graphs): those kernels are
+# priced as launched one by one.
 BRIDGE_2511_MOE = {
-    "qwen3_30b_a3b H100 FP8-CS": {"moe_dispatcher": "alltoall", "moe_comm_overlap": True},
+    "qwen3_30b_a3b H100 FP8-CS": (
+        {"moe_dispatcher": "alltoall", "moe_comm_overlap": True},
+        "the all-to-all dispatcher, the expert-parallel exchanges overlapped with another "
+        "micro-batch's compute (overlap_moe_expert_parallel_comm with delay_wgrad_compute)",
+        False),
+    "qwen3_30b_a3b B200 FP8-CS": (
+        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+        "the all-to-all dispatcher (the base config names no flex backend), the exchanges not "
+        "overlapped (moe_a2a_overlap left at WorkloadBaseConfig's False)", True),
+    "qwen3_30b_a3b GB200 FP8-MX": (
+        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+        "HybridEP, the flex dispatcher the base config selects on a GB200 "
+        "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
+        "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
+        "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False; "
+        "scripts/performance/utils/overrides.py gives HybridEP 32 SMs with a note to adjust "
+        "them once it overlaps computation)", True),
 }
 # Recipes that replay the whole step from a CUDA graph (set_workload_base_configs ->
 # _set_cuda_graph_overrides: model.cuda_graph_impl "local", cuda_graph_scope "full_iteration").
@@ -696,9 +731,13 @@ def scenario_for(run, presets, fills):
                            "buffer and quantized after (fp8_param_gather: bf16_with_mxfp8_mixed "
                            "sets fp8_param_gather and reuse_grad_buf_for_mxfp8_param_ag, "
                            "src/megatron/bridge/training/mixed_precision.py, Megatron-Bridge %s); "
-                           "the run's base config is the %s recipe's (its FP8_MX_BASE_CONFIG is "
-                           "the FP8_CS_BASE_CONFIG in scripts/performance/configs/llama)" % (
-                               BRIDGE_COMMIT, bridge[0]))
+                           "the run's base config is the %s recipe's (%s)" % (
+                               BRIDGE_COMMIT, bridge[0],
+                               "its own FP8_MX_BASE_CONFIG, scripts/performance/configs/qwen"
+                               if bridge[0].endswith("FP8-MX") else
+                               "its FP8_MX_BASE_CONFIG is the FP8_CS_BASE_CONFIG in "
+                               "scripts/performance/configs/" + bridge[0].split("_")[0].rstrip(
+                                   "0123456789")))
         if bridge[0] in BRIDGE_2511_MX_SERIAL_PARAM_GATHER:
             scenario["training"]["overlap_param_gather"] = False
             assumptions.append("parameter all-gather after the optimizer, not overlapped "
@@ -714,15 +753,17 @@ def scenario_for(run, presets, fills):
                                bridge[0], BRIDGE_COMMIT))
     moe = BRIDGE_2511_MOE.get(bridge[0]) if bridge else None
     if moe:
-        scenario["training"].update(moe)
-        assumptions.append("MoE as the %s recipe sets it (Megatron-Bridge %s): the all-to-all "
-                           "dispatcher, the expert-parallel exchanges overlapped with another "
-                           "micro-batch's compute (overlap_moe_expert_parallel_comm with "
-                           "delay_wgrad_compute), tokens force-balanced over the experts "
-                           "(moe_router_force_load_balancing: routing imbalance 1), grouped "
-                           "GEMMs as Transformer Engine runs them on Hopper, one per local "
-                           "expert (moe_expert_gemm per_expert); not modelled: the SMs the "
-                           "overlapped all-to-all holds (none taken)" % (bridge[0], BRIDGE_COMMIT))
+        settings, dispatch, router_graphs = moe
+        scenario["training"].update(settings)
+        assumptions.append("MoE as the %s recipe sets it (Megatron-Bridge %s): %s, tokens "
+                           "force-balanced over the experts (moe_router_force_load_balancing: "
+                           "routing imbalance 1), grouped GEMMs as Transformer Engine 2.9 runs "
+                           "them, one per local expert (moe_expert_gemm per_expert); not "
+                           "modelled: the SMs the exchanges hold (none taken)%s" % (
+                               bridge[0], BRIDGE_COMMIT, dispatch,
+                               ", and the CUDA graphs of the router and the dispatch "
+                               "preprocessing (cuda_graph_scope moe_router, moe_preprocess: their "
+                               "kernels priced as launched one by one)" if router_graphs else ""))
     if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
         scenario["training"]["optimizer_state_dtype"] = NEMO_2407_OPTIM_DTYPE[nemo[0]]
         assumptions.append("Adam state in %s (optim.dtype in the NeMo launcher config %s: Apex "
