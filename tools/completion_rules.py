@@ -557,6 +557,34 @@ def _bridge_llama3_8b_recipe(run, f):
                    "also gave the Qwen3-30B-A3B row its layout" % BRIDGE_COMMIT)
 
 
+# ---- Megatron-Bridge 25.11 on GB300: the recipes' micro-batch ---------------------------------
+
+# The 25.11 table prints micro-batch 2 for Llama 3 8B and 4 for Qwen3-30B-A3B on 8 GB300, the
+# GB200 rows' sizes. Every version of the GB300 performance configs, from the commit that added
+# them (bf75c658c, 2025-11-06: LLAMA3_8B_GB300_8GPUS_FP8_CS_PARALLEL_CONFIG and
+# QWEN3_30B_A3B_GB300_8GPUS_FP8_CS_PARALLEL_CONFIG) to the one that published the table
+# (00b7660b: LLAMA3_8B_ and QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_CS_BASE_CONFIG, whose FP8_MX
+# configs are the same objects), sets 4 and 8; the 25.09 table has no GB300 rows. As for the
+# H100 rules above, the recipe is what ran: no version of it has the printed size.
+BRIDGE_GB300_RECIPE_MBS = {
+    # run id prefix: (base config, configs directory, recipe's micro-batch, table's)
+    "megatron_bridge_2511_llama3_8b_gb300_": (
+        "LLAMA3_8B_PRETRAIN_CONFIG_GB300_FP8_CS_BASE_CONFIG", "llama", 4, 2),
+    "megatron_bridge_2511_qwen3_30b_a3b_gb300_": (
+        "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_CS_BASE_CONFIG", "qwen", 8, 4),
+}
+
+
+def _bridge_gb300_recipe_mbs(run, f):
+    cfg, where, mbs, printed = next(v for p, v in BRIDGE_GB300_RECIPE_MBS.items()
+                                    if run["id"].startswith(p))
+    f.run["micro_batch_size"] = mbs
+    f.notes.append("micro-batch %d from %s (Megatron-Bridge %s scripts/performance/configs/%s), "
+                   "not the table's %d: every version of the GB300 configs, from the commit that "
+                   "added them (bf75c658c), sets %d" % (mbs, cfg, BRIDGE_COMMIT, where, printed,
+                                                        mbs))
+
+
 # ---- NeMo Megatron 22.08 on DGX A100: the launcher config of the table's commit --------------
 
 # NVIDIA/NeMo-Framework-Launcher 3579cdb3 (2022-09-07), README section 7.1.2, gives nodes and
@@ -671,6 +699,9 @@ RULES = [
     Rule("BRIDGE_2511_QWEN3_RECIPE",
          "NVIDIA-NeMo/Megatron-Bridge %s scripts/performance/configs/qwen" % BRIDGE_COMMIT,
          "megatron_bridge_2511_qwen3_30b_a3b_16gpu", _bridge_qwen3_recipe),
+    Rule("BRIDGE_2511_GB300_RECIPE_MBS",
+         "NVIDIA-NeMo/Megatron-Bridge %s and bf75c658c GB300 performance configs" % BRIDGE_COMMIT,
+         tuple(BRIDGE_GB300_RECIPE_MBS), _bridge_gb300_recipe_mbs),
     Rule("BRIDGE_2511_LLAMA3_8B_RECIPE",
          "NVIDIA-NeMo/Megatron-Bridge %s scripts/performance/configs/llama" % BRIDGE_COMMIT,
          "megatron_bridge_2511_llama3_8b_8gpu", _bridge_llama3_8b_recipe),
@@ -714,6 +745,13 @@ LEFT_OUT.update({
         "40 (GB200) or 20 (GB300) layers offloaded to the Grace CPU (cpu_offloading_num_layers); "
         "the simulator models neither Megatron-FSDP's double-buffered gathers nor activation "
         "offloading" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_llama31_405b_gb300_": (
+        "the table's layout (256 GPUs, TP 2, PP 8, CP 2, global batch 1536) is not that of the "
+        "GB300 FP8-CS recipe of the commit that published it (LLAMA31_405B_PRETRAIN_CONFIG_GB300_"
+        "FP8_CS_BASE_CONFIG, Megatron-Bridge %s: 128 GPUs, Megatron-FSDP at TP 2 with 10 layers' "
+        "activations offloaded to the CPU, global batch 64), so what else the run set is not "
+        "known; the simulator models neither Megatron-FSDP's double-buffered gathers nor "
+        "activation offloading" % BRIDGE_COMMIT),
     "megatron_bridge_2511_llama31_405b_gb200_": (
         "the table's layout (256 GPUs, TP 4, PP 16, VP 4, global batch 1536) is not that of the "
         "GB200 FP8-CS recipe of the commit that published it (LLAMA31_405B_PRETRAIN_CONFIG_GB200_"

@@ -31,6 +31,9 @@ CLUSTERS = [
     # DGX GB200: NVL72 racks, 72 GB200 in one NVLink domain, one 400 Gb/s rail per GPU
     # (docs/hardware.md#gb200-and-the-nvl72-rack); Blackwell's kernel efficiencies
     (re.compile(r"^GB200$"), "gb200-nvl72-128x72-rail"),
+    # GB300 NVL72: the GB200 rack with Blackwell Ultra GPUs (the GB200's BF16 and FP8 peaks) and
+    # one 800 Gb/s rail per GPU (docs/hardware.md#gb300-and-the-nvl72-rack)
+    (re.compile(r"^GB300$"), "gb300-nvl72-128x72-rail"),
 ]
 
 # How each source counts FLOPs (see validation/flop_conventions.hpp for the formulas).
@@ -184,6 +187,11 @@ BRIDGE_2511_CONFIGS = {
                                              "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_8b_gb200_": ("llama3_8b GB200 FP8-CS", False, None,
                                               "Llama3ModelProvider"),
+    # llama3_8b_pretrain_config_gb300: LLAMA3_8B_PRETRAIN_CONFIG_GB300_FP8_CS_BASE_CONFIG (its
+    # FP8_MX one is the same object; cuda_graph_scope "full_iteration"; micro-batch 4, where the
+    # table prints 2: rule BRIDGE_2511_GB300_RECIPE_MBS)
+    "megatron_bridge_2511_llama3_8b_gb300_": ("llama3_8b GB300 FP8-CS", False, None,
+                                              "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_8b_": ("llama3_8b H100 FP8-CS", False, 5,
                                         "Llama3ModelProvider"),
     "megatron_bridge_2511_llama3_70b_": ("llama3_70b H100 FP8-CS", True, None,
@@ -199,6 +207,11 @@ BRIDGE_2511_CONFIGS = {
     "megatron_bridge_2511_qwen3_30b_a3b_b200_": ("qwen3_30b_a3b B200 FP8-CS", False, None,
                                                  "Qwen3MoEModelProvider"),
     "megatron_bridge_2511_qwen3_30b_a3b_gb200_": ("qwen3_30b_a3b GB200 FP8-MX", False, None,
+                                                  "Qwen3MoEModelProvider"),
+    # qwen3_30b_a3b_pretrain_config_gb300 with QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_CS_BASE_CONFIG
+    # (its FP8_MX one is the same object; micro-batch 8, where the table prints 4: rule
+    # BRIDGE_2511_GB300_RECIPE_MBS)
+    "megatron_bridge_2511_qwen3_30b_a3b_gb300_": ("qwen3_30b_a3b GB300 FP8-CS", False, None,
                                                   "Qwen3MoEModelProvider"),
 }
 
@@ -243,10 +256,17 @@ BRIDGE_2511_MOE = {
         "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False; "
         "scripts/performance/utils/overrides.py gives HybridEP 32 SMs with a note to adjust "
         "them once it overlaps computation)", True),
+    "qwen3_30b_a3b GB300 FP8-CS": (
+        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+        "HybridEP, the flex dispatcher the base config selects on a GB300 "
+        "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
+        "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
+        "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False)", True),
 }
 # Recipes that replay the whole step from a CUDA graph (set_workload_base_configs ->
 # _set_cuda_graph_overrides: model.cuda_graph_impl "local", cuda_graph_scope "full_iteration").
-BRIDGE_2511_CUDA_GRAPHS = {"llama3_8b B200 FP8-CS", "llama3_8b GB200 FP8-CS"}
+BRIDGE_2511_CUDA_GRAPHS = {"llama3_8b B200 FP8-CS", "llama3_8b GB200 FP8-CS",
+                           "llama3_8b GB300 FP8-CS"}
 # Recipes that count the input embedding and the loss as pipeline layers
 # (src/megatron/bridge/recipes/llama/llama3.py llama31_405b_pretrain_config:
 # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split True).
