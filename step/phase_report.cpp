@@ -192,10 +192,25 @@ void nccl_sm_note(StepReport& r, const Scenario& s) {
                     "% of the step) to them; run without it to compare (docs/sm-contention.md)");
 }
 
+// Megatron-Core MoE runs whose local experts' GEMMs are launched one by one, eagerly, went
+// slower than simulated in every published case, by a cost per MoE layer and micro-batch the
+// simulator does not have (docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases).
+void moe_note(StepReport& r, const Scenario& s) {
+  if (!s.model.moe || s.training.moe_expert_gemm != MoeExpertGemm::per_expert ||
+      s.training.cuda_graphs != CudaGraphs::none)
+    return;
+  r.notes.push_back(
+      "mixture-of-experts layers with each local expert's GEMMs launched on their own: the "
+      "published Megatron-Core runs of this kind went slower than simulated, the more so the "
+      "smaller their micro-batch (docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases); "
+      "read this throughput as an upper bound");
+}
+
 // What the shortcuts and options did, for the reader of the report.
 void notes(StepReport& r, const PreparedStep& p, const StepOptions& opt, const Replay& run) {
   const Scenario& s = *p.scenario;
   nccl_sm_note(r, s);
+  moe_note(r, s);
   if (!opt.exact) {
     r.notes.push_back(
         "tensor/context-parallel collectives costed once on an idle node and reused "
