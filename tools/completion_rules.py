@@ -752,6 +752,18 @@ LEFT_OUT.update({
         "activations offloaded to the CPU, global batch 64), so what else the run set is not "
         "known; the simulator models neither Megatron-FSDP's double-buffered gathers nor "
         "activation offloading" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_qwen3_235b_a22b_b200_": (
+        "the table's layout (64 GPUs, PP 8, VP 2, EP 8) is the B200 FP8-CS recipe's before "
+        "cb62f8620 (2025-11-21), which changed it to VP 4 with the expert-parallel exchanges "
+        "overlapped (moe_a2a_overlap) in one edit, the recipe of the commit that published the "
+        "table (QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_CS_BASE_CONFIG, Megatron-Bridge %s); "
+        "which of the two the row ran is not known" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_qwen3_235b_a22b_gb": (
+        "the table's layout (256 GPUs: GB200 PP 8, VP 3, EP 32; GB300 PP 4, VP 12, EP 16, "
+        "micro-batch 2; global batch 8192) is not that of the recipe of the commit that published "
+        "it (QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200/GB300_BF16_BASE_CONFIG, Megatron-Bridge %s: 64 "
+        "GPUs, global batch 1024; GB200 PP 8, EP 8; GB300 TP 2, EP 64, micro-batch 4), so what "
+        "else the run set is not known" % BRIDGE_COMMIT),
     "megatron_bridge_2511_llama31_405b_gb200_": (
         "the table's layout (256 GPUs, TP 4, PP 16, VP 4, global batch 1536) is not that of the "
         "GB200 FP8-CS recipe of the commit that published it (LLAMA31_405B_PRETRAIN_CONFIG_GB200_"

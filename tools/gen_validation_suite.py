@@ -503,13 +503,13 @@ def why_not(run, presets, fills):
     """The reason a run cannot be expressed as a scenario, or None."""
     if not run.get("usable_for_validation"):
         return "marked not usable for validation in validation/data/published_runs.json: " + (run.get("notes") or "")
+    reason = completion_rules.left_out(run)
+    if reason:
+        return reason
     if run.get("model_type") != "dense":
         reason = moe_why_not(run, presets)
         if reason:
             return reason
-    reason = completion_rules.left_out(run)
-    if reason:
-        return reason
     if not (preset_of(fills, "cluster") or cluster_for(run)):
         return "no cluster preset for GPU type '%s'" % run.get("gpu_type")
     for k in ("tp", "pp", "dp"):

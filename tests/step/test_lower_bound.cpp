@@ -139,12 +139,7 @@ TEST_CASE("The bound is at most the simulated step, with or without communicatio
   j["training"]["global_batch"] = layout.dp * 8;
   if (layout.moe) {
     j["parallelism"]["ep"] = 8;
-    j["model"]["moe"] = {
-        {"num_experts", 16},
-        {"experts_per_token", 2},
-        {"expert_ffn_hidden_size", 1024},
-        {"sources",
-         {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
+    j["model"]["moe"] = test::small_moe();
   }
   const Scenario s = test::load(j);
   const step::StepBound bound = step::step_time_lower_bound(s, cli::load_step_calibrations(s));

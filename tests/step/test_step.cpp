@@ -336,12 +336,7 @@ TEST_CASE("MoE exchanges costed once agree with every EP group simulated as flow
   nlohmann::json j = small_scenario(32, 32, 1, 1);
   j["training"]["global_batch"] = 64;
   j["parallelism"]["ep"] = 8;
-  j["model"]["moe"] = {
-      {"num_experts", 16},
-      {"experts_per_token", 2},
-      {"expert_ffn_hidden_size", 1024},
-      {"sources",
-       {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
+  j["model"]["moe"] = test::small_moe();
   const auto [fast, exact] = fast_and_exact(load(j));
   CHECK(fast.breakdown.ep_s > 0);
   CHECK(fast.breakdown.ep_s == Approx(exact.breakdown.ep_s).epsilon(0.1));
@@ -364,12 +359,7 @@ TEST_CASE(
   j["training"]["global_batch"] = 16;
   CHECK(noted(j) == 0);
   j["parallelism"]["ep"] = 8;
-  j["model"]["moe"] = {
-      {"num_experts", 16},
-      {"experts_per_token", 2},
-      {"expert_ffn_hidden_size", 1024},
-      {"sources",
-       {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
+  j["model"]["moe"] = test::small_moe();
   CHECK(noted(j) == 1);
   j["training"]["moe_expert_gemm"] = "grouped";
   CHECK(noted(j) == 0);

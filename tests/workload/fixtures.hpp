@@ -42,6 +42,16 @@ inline nlohmann::json small_scenario(int gpus, int dp, int tp, int pp) {
   return j;
 }
 
+// An MoE FFN for the small model: 16 experts of FFN 1024, top-2, sources as placeholders. With
+// ep 8 (set by the caller) each GPU holds two experts.
+inline nlohmann::json small_moe() {
+  return {{"num_experts", 16},
+          {"experts_per_token", 2},
+          {"expert_ffn_hidden_size", 1024},
+          {"sources",
+           {{"num_experts", "t"}, {"experts_per_token", "t"}, {"expert_ffn_hidden_size", "t"}}}};
+}
+
 // small_scenario(8, 8, 1, 1) (8 GPUs of data parallelism) with ZeRO-3 as `implementation`.
 inline nlohmann::json zero3_scenario(const std::string& implementation) {
   nlohmann::json j = small_scenario(8, 8, 1, 1);
