@@ -238,6 +238,17 @@ BRIDGE_2511_CONFIGS = {
 # kernels in CUDA graphs (cuda_graph_impl "transformer_engine", scope moe_router and
 # moe_preprocess), which the simulator does not model (only whole-step graphs): those kernels are
 # priced as launched one by one.
+def _bridge_hybridep(gpu):
+    """A GB200 or GB300 recipe's MoE settings: HybridEP, priced as the all-to-all."""
+    return ({"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+            "HybridEP, the flex dispatcher the base config selects on a %s "
+            "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
+            "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
+            "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False; "
+            "scripts/performance/utils/overrides.py gives HybridEP 32 SMs with a note to adjust "
+            "them once it overlaps computation)" % gpu, True)
+
+
 BRIDGE_2511_MOE = {
     "qwen3_30b_a3b H100 FP8-CS": (
         {"moe_dispatcher": "alltoall", "moe_comm_overlap": True},
@@ -248,20 +259,8 @@ BRIDGE_2511_MOE = {
         {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
         "the all-to-all dispatcher (the base config names no flex backend), the exchanges not "
         "overlapped (moe_a2a_overlap left at WorkloadBaseConfig's False)", True),
-    "qwen3_30b_a3b GB200 FP8-MX": (
-        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
-        "HybridEP, the flex dispatcher the base config selects on a GB200 "
-        "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
-        "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
-        "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False; "
-        "scripts/performance/utils/overrides.py gives HybridEP 32 SMs with a note to adjust "
-        "them once it overlaps computation)", True),
-    "qwen3_30b_a3b GB300 FP8-CS": (
-        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
-        "HybridEP, the flex dispatcher the base config selects on a GB300 "
-        "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
-        "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
-        "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False)", True),
+    "qwen3_30b_a3b GB200 FP8-MX": _bridge_hybridep("GB200"),
+    "qwen3_30b_a3b GB300 FP8-CS": _bridge_hybridep("GB300"),
 }
 # Recipes that replay the whole step from a CUDA graph (set_workload_base_configs ->
 # _set_cuda_graph_overrides: model.cuda_graph_impl "local", cuda_graph_scope "full_iteration").
