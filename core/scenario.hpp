@@ -282,11 +282,15 @@ struct GpuSpec {
   std::string name;
   GpuArch architecture = GpuArch::hopper;  // "architecture"; Hopper when a GPU file omits it
   std::map<Dtype, double> peak_flops;      // dense peak per dtype, FLOP/s
-  double hbm_bytes = 0;                    // capacity
-  double hbm_Bps = 0;                      // HBM bandwidth
-  double nvlink_Bps = 0;                   // NVLink per GPU, one direction
-  double pcie_Bps = 0;                     // PCIe per GPU, one direction
-  double kernel_launch_s = 0;              // launch overhead per kernel
+  double hbm_bytes = 0;                    // capacity as the datasheet gives it ("hbm_GB")
+  // Device memory as CUDA reports it ("hbm_reported_GiB", cudaDeviceProp::totalGlobalMem); 0 =
+  // not given. Datasheets round a power-of-two HBM configuration to "GB" (an H100's 80 GB is
+  // 79.11 GiB to CUDA, not 74.5), so the memory verdicts use this figure where a GPU has one.
+  double reported_memory_bytes = 0;
+  double hbm_Bps = 0;          // HBM bandwidth
+  double nvlink_Bps = 0;       // NVLink per GPU, one direction
+  double pcie_Bps = 0;         // PCIe per GPU, one direction
+  double kernel_launch_s = 0;  // launch overhead per kernel
   // Host time to issue one kernel ("host_us_per_kernel"); negative = the measured default,
   // models/compute_cost.hpp kHostPerKernelS.
   double host_per_kernel_s = -1;
@@ -298,6 +302,11 @@ struct GpuSpec {
   // system_calibration.hpp). Not read from JSON: `clustersim calibrate --runs` and `validate`
   // set it to evaluate a fit or one of its cross-validation folds.
   std::optional<SystemValues> system_override;
+
+  // The memory a training job's process can address: CUDA's figure, else the datasheet's.
+  double memory_capacity_bytes() const {
+    return reported_memory_bytes > 0 ? reported_memory_bytes : hbm_bytes;
+  }
   double peak(Dtype d) const;  // throws std::out_of_range with the dtype name if absent
 };
 

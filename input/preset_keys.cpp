@@ -100,6 +100,10 @@ ObjectSpec make_gpu() {
           {required(text("name", "the GPU's name")), text("description", "free text"),
            required(object("peak_tflops", {"peak_tflops"}, "dense peak TFLOP/s by dtype")),
            required(figure("hbm_GB", kGB, kMinMemoryBytes, kMaxMemoryBytes, "HBM capacity, GB")),
+           figure("hbm_reported_GiB", kGiB, kMinMemoryBytes, kMaxMemoryBytes,
+                  "device memory as CUDA reports it (cudaDeviceProp::totalGlobalMem, "
+                  "torch.cuda.get_device_properties().total_memory), GiB; the memory verdicts "
+                  "use it in place of hbm_GB (docs/hardware.md#memory-capacity)"),
            required(figure("hbm_TBps", kTB, kMinBandwidth_Bps, kMaxBandwidth_Bps, "HBM bandwidth")),
            required(figure("nvlink_GBps", kGB, kMinBandwidth_Bps, kMaxBandwidth_Bps,
                            "NVLink bandwidth per GPU, one direction")),

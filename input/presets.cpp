@@ -156,6 +156,8 @@ GpuSpec gpu_from_object(const JsonNode& n, const Citations& citations) {
   }
   if (!peaks.has("bf16")) peaks.fail_at("bf16", "a bf16 peak is required");
   g.hbm_bytes = number_at(n, keys, "hbm_GB") * kGB;
+  if (n.has("hbm_reported_GiB"))
+    g.reported_memory_bytes = number_at(n, keys, "hbm_reported_GiB") * kGiB;
   g.hbm_Bps = number_at(n, keys, "hbm_TBps") * kTB;
   g.nvlink_Bps = number_at(n, keys, "nvlink_GBps") * kGB;
   g.pcie_Bps = number_at(n, keys, "pcie_GBps") * kGB;

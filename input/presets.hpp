@@ -11,6 +11,7 @@
 //    "moe": {...}, "mla": {...}, "mtp_layers" (optional blocks: input/model_blocks.hpp)}
 // GPU preset:
 //   {"name", "peak_tflops": {"fp32","tf32","bf16","fp16","fp8"} (dense), "hbm_GB",
+//    "hbm_reported_GiB" (optional: the memory CUDA reports, which the memory verdicts prefer),
 //    "hbm_TBps", "nvlink_GBps" (per GPU, one direction), "pcie_GBps" (one direction),
 //    "kernel_launch_us" (the gap between queued kernels), "host_us_per_kernel" (optional; default
 //    models/compute_cost.hpp kHostPerKernelS), "sm_count" (optional), "compute_calibration"

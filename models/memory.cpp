@@ -533,7 +533,12 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
   const Training& tr = s.training;
   const HbmReserve& reserve = est.reserve;
   std::vector<std::string> out;
-  out.push_back("usable HBM = " + fmt(gib(est.hbm_bytes), 1) + " GiB - CUDA context " +
+  const GpuSpec& gpu = s.cluster.gpu;
+  const std::string capacity =
+      gpu.reported_memory_bytes > 0
+          ? " GiB (as CUDA reports it)"
+          : " GiB (the datasheet's " + fmt(gpu.hbm_bytes / 1e9, 0) + " GB; no figure CUDA reports)";
+  out.push_back("usable HBM = " + fmt(gib(est.hbm_bytes), 1) + capacity + " - CUDA context " +
                 fmt(gib(reserve.cuda_context_bytes), 2) + " GiB - " +
                 fmt(100 * reserve.allocator_fragmentation_fraction, 0) +
                 "% allocator fragmentation reserve (UNVERIFIED) = " +
@@ -584,7 +589,7 @@ MemoryEstimate estimate_memory(const Scenario& s, const HbmReserve& reserve) {
 
   MemoryEstimate est;
   est.reserve = reserve;
-  est.hbm_bytes = s.cluster.gpu.hbm_bytes;
+  est.hbm_bytes = s.cluster.gpu.memory_capacity_bytes();
   est.reserved_bytes =
       reserve.cuda_context_bytes + reserve.allocator_fragmentation_fraction * est.hbm_bytes;
   for (int stage = 0; stage < s.parallelism.pp; ++stage) {

@@ -119,8 +119,10 @@ std::string describe_gpu(const GpuSpec& g) {
     os << (first ? "" : ", ") << to_string(d) << " " << fixed(it->second / 1e12, 1) << " TFLOP/s";
     first = false;
   }
-  os << " dense, " << fixed(g.hbm_bytes / 1e9, 0) << " GB HBM at " << fixed(g.hbm_Bps / 1e12, 2)
-     << " TB/s";
+  os << " dense, " << fixed(g.hbm_bytes / 1e9, 0) << " GB HBM";
+  if (g.reported_memory_bytes > 0)
+    os << " (" << fixed(g.reported_memory_bytes / kGiB, 2) << " GiB to CUDA)";
+  os << " at " << fixed(g.hbm_Bps / 1e12, 2) << " TB/s";
   return os.str();
 }
 

@@ -26,7 +26,9 @@ TEST_CASE("the HGX H200 cluster preset has the H200's published figures", "[inpu
   // FP8 3,958 with sparsity -> 1978.9 dense.
   CHECK(c.gpu.peak(Dtype::bf16) == near(989.4 * kTflops));
   CHECK(c.gpu.peak(Dtype::fp8) == near(1978.9 * kTflops));
-  CHECK(c.gpu.hbm_bytes == near(141 * kGB));   // 141 GB HBM3e
+  CHECK(c.gpu.hbm_bytes == near(141 * kGB));  // 141 GB HBM3e
+  // CUDA's total, measured on an H200 (torch-probe-1.json memory_gib): the memory verdicts' figure.
+  CHECK(c.gpu.memory_capacity_bytes() == near(139.8 * kGiB));
   CHECK(c.gpu.hbm_Bps == near(4.8 * kTB));     // 4.8 TB/s
   CHECK(c.gpu.nvlink_Bps == near(450 * kGB));  // NVLink 900 GB/s bidirectional
   CHECK(c.nvlink_Bps == near(450 * kGB));      // the cluster keeps the GPU's NVLink
@@ -50,9 +52,10 @@ TEST_CASE("the HGX B200 cluster preset has the B200's published figures", "[inpu
   CHECK(c.gpu.peak(Dtype::fp8) == near(4500 * kTflops));
   CHECK(c.gpu.peak(Dtype::tf32) == near(1100 * kTflops));
   CHECK(c.gpu.peak(Dtype::fp32) == near(75 * kTflops));
-  CHECK(c.gpu.hbm_bytes == near(180 * kGB));   // 180 GB HBM3e (1,440 GB / 8 in a DGX B200)
-  CHECK(c.gpu.hbm_Bps == near(7.7 * kTB));     // 7.7 TB/s
-  CHECK(c.gpu.nvlink_Bps == near(900 * kGB));  // NVLink 5: 1.8 TB/s bidirectional
+  CHECK(c.gpu.hbm_bytes == near(180 * kGB));  // 180 GB HBM3e (1,440 GB / 8 in a DGX B200)
+  CHECK(c.gpu.memory_capacity_bytes() == near(178.35 * kGiB));  // totalGlobalMem of a B200
+  CHECK(c.gpu.hbm_Bps == near(7.7 * kTB));                      // 7.7 TB/s
+  CHECK(c.gpu.nvlink_Bps == near(900 * kGB));                   // NVLink 5: 1.8 TB/s bidirectional
   CHECK(c.nvlink_Bps == near(900 * kGB));
   CHECK(c.gpu.pcie_Bps == near(64 * kGB));  // PCIe Gen5 128 GB/s bidirectional
   CHECK(c.gpu.sm_count == 148);             // a B200 device query (NVIDIA gives none)
@@ -79,6 +82,8 @@ TEST_CASE("the GB200 NVL72 cluster preset has the rack's published figures", "[i
   CHECK(c.gpu.peak(Dtype::fp32) == near(80 * kTflops));
   // 13.4 TB and 576 TB/s over 72 GPUs: 186.1 GB (186 in the preset) and 8 TB/s.
   CHECK(c.gpu.hbm_bytes == near(186 * kGB));
+  // No published CUDA total for a GB200: the memory verdicts take the datasheet's decimal GB.
+  CHECK(c.gpu.memory_capacity_bytes() == near(186 * kGB));
   CHECK(c.gpu.hbm_Bps == near(8 * kTB));
   CHECK(c.nvlink_Bps == near(900 * kGB));  // 18 NVLink 5 links, 1.8 TB/s bidirectional
   // One NVLink domain of 72 GPUs per node (the rack), one 400 Gb/s NIC per GPU, 128 racks.

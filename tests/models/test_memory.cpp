@@ -297,10 +297,21 @@ TEST_CASE("1-bit Adam adds FP32 worker and server errors and packed sign buffers
 }
 
 TEST_CASE("the usable HBM is capacity minus CUDA context and allocator reserve") {
-  const MemoryEstimate e = estimate_memory(load_scenario(scenario_path("seed-optimized-1024")));
-  CHECK(e.hbm_bytes == 80e9);
-  CHECK(e.usable_bytes() == Approx(80e9 * 0.95 - 0.75 * kGiB));
-  CHECK(e.headroom_bytes() == Approx(e.usable_bytes() - e.peak_bytes()));
+  Scenario s = load_scenario(scenario_path("seed-optimized-1024"));
+  SECTION("the capacity is what CUDA reports where the GPU file gives it") {
+    // h800-sxm: "hbm_reported_GiB": 79.11 beside the datasheet's 80 GB (74.5 GiB).
+    const MemoryEstimate e = estimate_memory(s);
+    CHECK(e.hbm_bytes == Approx(79.11 * kGiB));
+    CHECK(e.usable_bytes() == Approx(79.11 * kGiB * 0.95 - 0.75 * kGiB));
+    CHECK(e.physical_bytes() == Approx((79.11 - 0.75) * kGiB));
+    CHECK(e.headroom_bytes() == Approx(e.usable_bytes() - e.peak_bytes()));
+  }
+  SECTION("else the datasheet's decimal GB") {
+    s.cluster.gpu.reported_memory_bytes = 0;
+    const MemoryEstimate e = estimate_memory(s);
+    CHECK(e.hbm_bytes == 80e9);
+    CHECK(e.usable_bytes() == Approx(80e9 * 0.95 - 0.75 * kGiB));
+  }
 }
 
 TEST_CASE("a 70B model fits pure data parallelism only with ZeRO-3") {
