@@ -770,6 +770,22 @@ LEFT_OUT.update({
         "FP8_CS_BASE_CONFIG, Megatron-Bridge %s: 128 GPUs, Megatron-FSDP at TP 2 with 92 layers' "
         "activations offloaded to the CPU, global batch 64), so what else the run set is not "
         "known" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_deepseekv3_gb300_": (
+        "the table's layout (256 GPUs, PP 2, VP 4, EP 32, global batch 4096) is not that of the "
+        "GB300 recipe of the commit that published it (DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_BASE_"
+        "CONFIG, Megatron-Bridge %s: PP 4, VP 4, EP 64, global batch 2048), so what else the run "
+        "set is not known" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_deepseekv3_gb200_fp8mx_": (
+        "the table's layout (256 GPUs, PP 8, VP 4, EP 32, global batch 4096) is not that of the "
+        "GB200 recipe of the commit that published it (DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BASE_"
+        "CONFIG, Megatron-Bridge %s: PP 4, VP 4, EP 64, global batch 2048), so what else the run "
+        "set is not known" % BRIDGE_COMMIT),
+    "megatron_bridge_2511_deepseekv3_gb200_bf16_": (
+        "the table's global batch (4096, 64 micro-batches per replica) is not the GB200 recipe's "
+        "(2048 in DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_BASE_CONFIG, Megatron-Bridge %s), so the row "
+        "was launched with at least that changed and what else is not known; and its expert-"
+        "parallel group of 64 GPUs with HybridEP inside a 72-GPU NVLink rack would need the "
+        "placement of 256 GPUs over four racks, which is not published" % BRIDGE_COMMIT),
 })
 
 def left_out(run):

@@ -213,6 +213,11 @@ BRIDGE_2511_CONFIGS = {
     # BRIDGE_2511_GB300_RECIPE_MBS)
     "megatron_bridge_2511_qwen3_30b_a3b_gb300_": ("qwen3_30b_a3b GB300 FP8-CS", False, None,
                                                   "Qwen3MoEModelProvider"),
+    # scripts/performance/configs/deepseek/deepseek_llm_pretrain.py
+    # deepseek_v3_pretrain_config_b200 with DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_CS_BASE_CONFIG
+    # (its FP8_MX one is the same object: PP 16, EP 8, global batch 2048, the table's layout)
+    "megatron_bridge_2511_deepseekv3_b200_": ("deepseek_v3 B200 FP8-CS", False, None,
+                                              "DeepSeekV3ModelProvider"),
 }
 
 # Megatron-Bridge 25.11 MoE performance runs: how the recipe of the commit that published the
@@ -261,6 +266,32 @@ BRIDGE_2511_MOE = {
         "overlapped (moe_a2a_overlap left at WorkloadBaseConfig's False)", True),
     "qwen3_30b_a3b GB200 FP8-MX": _bridge_hybridep("GB200"),
     "qwen3_30b_a3b GB300 FP8-CS": _bridge_hybridep("GB300"),
+    # deepseek_v3_pretrain_config_b200: no flex backend (moe_flex_dispatcher_backend None), so
+    # DeepSeekV3ModelProvider's moe_token_dispatcher_type "alltoall"; no CUDA graph settings
+    "deepseek_v3 B200 FP8-CS": (
+        {"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+        "the all-to-all dispatcher (DeepSeekV3ModelProvider's; the base config names no flex "
+        "backend), the exchanges not overlapped (moe_a2a_overlap False), the shared expert not "
+        "overlapped with them either (the provider's moe_shared_expert_overlap True is not "
+        "modelled: the shared expert's GEMMs run in turn with the exchanges)", False),
+}
+# What else a recipe sets that the table does not print (src/megatron/bridge/recipes/deepseek/
+# deepseek_v3.py _deepseek_v3_common and scripts/performance/configs/deepseek, 00b7660b): the
+# scenario's parallelism and training settings, and the assumption that says where they come
+# from. These replace the generic "no activation recomputation" reading of the recipe.
+BRIDGE_2511_RECIPE_EXTRA = {
+    "deepseek_v3 B200 FP8-CS": (
+        {"layers_per_stage": [4] + [4] * 14 + [1]},
+        {"recompute": "none", "recompute_modules": ["mla_up_proj"],
+         "optimizer_moments_dtype": "bf16"},
+        "the recipe's pipeline layout for PP 16 (deepseek_v3.py layout_map[(16, 1)]: the "
+        "embedding and 4 layers on the first stage, 4 on each of the next 14, 1 with the MTP "
+        "module and the loss on the last); its one MTP module (mtp_num_layers 1, the table's "
+        "'w/ MTP'); selective recomputation of the MLA up-projections only (recompute_"
+        "granularity selective, recompute_modules ['mla_up_proj'] in DEEPSEEK_V3_PRETRAIN_CONFIG_"
+        "B200_BASE_CONFIG: recompute none with recompute_modules mla_up_proj); Adam's moments "
+        "in BF16 beside FP32 master weights (use_precision_aware_optimizer, exp_avg_dtype and "
+        "exp_avg_sq_dtype bfloat16: optimizer_moments_dtype bf16)"),
 }
 # Recipes that replay the whole step from a CUDA graph (set_workload_base_configs ->
 # _set_cuda_graph_overrides: model.cuda_graph_impl "local", cuda_graph_scope "full_iteration").
@@ -523,7 +554,9 @@ def why_not(run, presets, fills):
     in_split += sum(1 for f in fills for k in ("account_for_embedding_in_pipeline_split",
                                                 "account_for_loss_in_pipeline_split")
                     if f.parallelism.get(k))
-    uneven = any("layers_per_stage" in f.parallelism for f in fills)
+    uneven = any("layers_per_stage" in f.parallelism for f in fills) or (
+        bridge is not None and "layers_per_stage" in
+        BRIDGE_2511_RECIPE_EXTRA.get(bridge[0], ({},))[0])
     if run.get("num_layers") and not uneven and (run["num_layers"] + in_split) % chunks:
         return ("%d layers do not split evenly into pp x virtual stages = %d chunks, and the "
                 "source does not say how they were split" % (run["num_layers"], chunks))
@@ -603,6 +636,9 @@ def scenario_for(run, presets, fills):
         else:
             note = ("no activation recomputation (none set in the %s recipe, Megatron-Bridge %s)"
                     % (bridge[0], BRIDGE_COMMIT))
+    extra = BRIDGE_2511_RECIPE_EXTRA.get(bridge[0]) if bridge else None
+    if extra:
+        note = None
     if note and nemo and run.get("activation_recomputation") is None:
         granularity = NEMO_2407_RECOMPUTE.get(nemo[0])
         if granularity:
@@ -783,6 +819,11 @@ def scenario_for(run, presets, fills):
                                ", and the CUDA graphs of the router and the dispatch "
                                "preprocessing (cuda_graph_scope moe_router, moe_preprocess: their "
                                "kernels priced as launched one by one)" if router_graphs else ""))
+    if extra:
+        scenario["parallelism"].update(extra[0])
+        scenario["training"].update(extra[1])
+        assumptions.append("as the %s recipe sets it (Megatron-Bridge %s): %s" % (
+            bridge[0], BRIDGE_COMMIT, extra[2]))
     if nemo and nemo[0] in NEMO_2407_OPTIM_DTYPE:
         scenario["training"]["optimizer_state_dtype"] = NEMO_2407_OPTIM_DTYPE[nemo[0]]
         assumptions.append("Adam state in %s (optim.dtype in the NeMo launcher config %s: Apex "
