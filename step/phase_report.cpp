@@ -201,8 +201,10 @@ void moe_note(StepReport& r, const Scenario& s) {
     return;
   r.notes.push_back(
       "mixture-of-experts layers with each local expert's GEMMs launched on their own: the "
-      "published Megatron-Core runs of this kind went slower than simulated, the more so the "
-      "smaller their micro-batch (docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases); "
+      "published Megatron-Core runs of this kind (Qwen3-30B-A3B and DeepSeek-V3, Megatron-Bridge "
+      "25.11) went 19-58 % slower than simulated "
+      "(docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases, "
+      "docs/moe.md#deepseek-v3-on-256-b200-a-validation-case); "
       "read this throughput as an upper bound");
 }
 

@@ -346,8 +346,8 @@ TEST_CASE("MoE exchanges costed once agree with every EP group simulated as flow
 TEST_CASE(
     "An MoE step with its experts launched one by one says its throughput is an upper "
     "bound") {
-  // The published Megatron-Core runs of this kind went slower than simulated
-  // (docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases): the report says so for eager
+  // The published Megatron-Core runs of this kind went slower than simulated (docs/moe.md,
+  // the Qwen3-30B-A3B and DeepSeek-V3 validation cases): the report says so for eager
   // per-expert GEMMs, not for grouped ones, a whole-step CUDA graph, or a dense model.
   const auto noted = [](const nlohmann::json& j) {
     int n = 0;
