@@ -125,12 +125,16 @@ TEST_CASE("a vanishing hardware figure exits 2 at its JSON path, in check and in
       // Too large is refused too: 1e308 GB/s overflows to an infinite bandwidth in bytes/s.
       {json::json_pointer("/cluster/nic_Gbps"), 1e308},
       {json::json_pointer("/cluster/gpu/hbm_GB"), 1e308},
+      {json::json_pointer("/cluster/gpu/hbm_reported_GiB"), 1e308},
+      {json::json_pointer("/cluster/gpu/hbm_reported_GiB"), 1e-308},
   };
   for (const Case& c : cases) {
     json s = small_inline();
     s[c.key] = c.value;
     // Every number of a preset is cited; the cluster's own NVLink figure is optional.
     if (c.key.to_string() == "/cluster/nvlink_GBps") s["cluster"]["sources"]["nvlink_GBps"] = "t";
+    if (c.key.to_string() == "/cluster/gpu/hbm_reported_GiB")
+      s["cluster"]["gpu"]["sources"]["hbm_reported_GiB"] = "t";
     for (const char* command : {"check", "run"}) {
       INFO(c.key.to_string() << " = " << c.value << ", " << command);
       const CliRun r = run_on(command, "vanishing.json", s.dump());
