@@ -325,6 +325,11 @@ def bridge_2511_config(run):
     return None
 
 
+def bridge_2511_extra(bridge):
+    """The recipe's extra (parallelism, training, assumption) for a Bridge config, or None."""
+    return BRIDGE_2511_RECIPE_EXTRA.get(bridge[0]) if bridge else None
+
+
 # The dtype of the data-parallel gradient reduction where a run's framework did not do what the
 # simulator's default does (Megatron-LM's: FP32 for BF16 and FP8 training, FP16 for FP16):
 #   Megatron-Bridge 00b7660b scripts/performance/configs/llama/llama3_llm_pretrain.py and
@@ -554,9 +559,9 @@ def why_not(run, presets, fills):
     in_split += sum(1 for f in fills for k in ("account_for_embedding_in_pipeline_split",
                                                 "account_for_loss_in_pipeline_split")
                     if f.parallelism.get(k))
-    uneven = any("layers_per_stage" in f.parallelism for f in fills) or (
-        bridge is not None and "layers_per_stage" in
-        BRIDGE_2511_RECIPE_EXTRA.get(bridge[0], ({},))[0])
+    extra = bridge_2511_extra(bridge)
+    uneven = (any("layers_per_stage" in f.parallelism for f in fills) or
+              bool(extra and "layers_per_stage" in extra[0]))
     if run.get("num_layers") and not uneven and (run["num_layers"] + in_split) % chunks:
         return ("%d layers do not split evenly into pp x virtual stages = %d chunks, and the "
                 "source does not say how they were split" % (run["num_layers"], chunks))
@@ -636,7 +641,7 @@ def scenario_for(run, presets, fills):
         else:
             note = ("no activation recomputation (none set in the %s recipe, Megatron-Bridge %s)"
                     % (bridge[0], BRIDGE_COMMIT))
-    extra = BRIDGE_2511_RECIPE_EXTRA.get(bridge[0]) if bridge else None
+    extra = bridge_2511_extra(bridge)
     if extra:
         note = None
     if note and nemo and run.get("activation_recomputation") is None:
