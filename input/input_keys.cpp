@@ -62,8 +62,10 @@ ObjectSpec make_parallelism() {
               "re-gathered for the backward, FP32 dK/dV ring)"),
        choice("schedule", kScheduleNames.names(),
               "pipeline schedule; default 1f1b, interleaved when vpp > 1"),
-       array("layers_per_stage", integer("", 1, 1 << 20, "Transformer layers"),
-             "layers of each pipeline stage (with vpp > 1, of each virtual stage)"),
+       array("layers_per_stage", integer("", 0, 1 << 20, "Transformer layers"),
+             "layers of each pipeline stage (with vpp > 1, of each virtual stage); 0 for a "
+             "stage that holds only the embedding or the loss (Megatron-Core's "
+             "pipeline_model_parallel_layout \"E|...|L\")"),
        flag("account_for_embedding_in_pipeline_split",
             "count the input embedding as one layer when splitting; default false"),
        flag("account_for_loss_in_pipeline_split",

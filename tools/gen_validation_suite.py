@@ -16,6 +16,7 @@ import re
 import sys
 
 import completion_rules
+import megatron_core_guide
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -941,11 +942,15 @@ def main():
         if memory:
             case["reported_memory_GiB"] = memory
         cases.append(case)
+    guide_cases, guide_left_out = megatron_core_guide.cases(ROOT, args.out)
+    cases += guide_cases
+    skipped += guide_left_out
     suite = {
         "name": "published-runs",
         "description": "Published training runs (Megatron-LM SC'21, Korthikanti et al., NeMo 24.07 "
-                       "and Megatron-Bridge 25.11 performance tables, and the rest of "
-                       "validation/data/published_runs.json) as scenarios; `clustersim validate` compares the "
+                       "and Megatron-Bridge 25.11 performance tables, the rest of "
+                       "validation/data/published_runs.json, and Megatron-Core's DeepSeek-V3 "
+                       "GB200 guide) as scenarios; `clustersim validate` compares the "
                        "simulated figure with the reported one in the source's FLOP convention.",
         "generated_by": "tools/gen_validation_suite.py",
         "reference": "validation/data/published_runs.json (%d runs; docs/published-runs.md)" % len(runs),

@@ -28,6 +28,7 @@ constexpr ConventionName kConventions[] = {
     {FlopConvention::korthikanti_model, "korthikanti_model"},
     {FlopConvention::korthikanti_hw_selective, "korthikanti_hw_selective"},
     {FlopConvention::megatron_core, "megatron_core"},
+    {FlopConvention::megatron_core_v014, "megatron_core_v014"},
 };
 
 struct MetricName {
@@ -147,6 +148,47 @@ const char* to_string(Metric m) {
   return "?";
 }
 
+namespace {
+
+// FLOPs per token of Megatron-LM core_v0.14's num_floating_point_operations
+// (megatron/training/training.py transformer_flops): every GEMM three times (forward, two
+// backward) at two FLOPs per multiply-add. The multi-token prediction modules count as layers
+// of the last layer's kind, with their 2h -> h projection and norms; the logits once per
+// prediction head.
+double megatron_core_v014_per_token(const ModelSpec& m, double s) {
+  const double h = m.hidden, a = m.num_heads, mtp = m.mtp_layers;
+  const double layers = m.num_layers + mtp;
+  const bool last_is_moe = m.is_moe_layer(m.num_layers - 1);
+  const double moe_layers = m.moe_layer_count() + (last_is_moe ? mtp : 0.0);
+  const double dense_layers = layers - moe_layers;
+  const double gated = m.ffn == FfnKind::swiglu ? 1.5 : 1.0;
+  double routed = 0, shared = 0;
+  if (m.moe) {
+    routed = static_cast<double>(m.moe->expert_ffn_hidden) * m.moe->experts_per_token;
+    shared = static_cast<double>(m.moe->shared_expert_ffn_hidden) * m.moe->shared_experts;
+  }
+  const double mlp =
+      12.0 * h * gated * (m.ffn_hidden * dense_layers + (routed + shared) * moe_layers);
+  double attention = 0;
+  if (m.mla) {
+    const MlaSpec& x = *m.mla;
+    const double qk = x.qk_nope_head_dim, rope = x.qk_rope_head_dim, v = x.v_head_dim;
+    const double q_term =
+        x.q_lora_rank > 0 ? x.q_lora_rank * (h + a * (qk + rope) + 1) : h * a * (qk + rope);
+    attention = 6.0 * layers *
+                (q_term + x.kv_lora_rank * (h + a * (qk + v) + 1) + h * rope + a * v * h +
+                 s * a * (qk + rope) / 2 + s * a * v / 2);
+  } else {
+    const double query_ratio = a * m.head_dim() / h;
+    attention = 12.0 * layers * h * h * (1 + m.num_kv_heads / a + s / h / 2) * query_ratio;
+  }
+  const double mtp_extra = 6.0 * mtp * (3 * h + 2 * h * h);
+  const double logits = 6.0 * h * m.vocab * (mtp + 1);
+  return mlp + attention + mtp_extra + logits;
+}
+
+}  // namespace
+
 double flops_per_step(FlopConvention convention, const ModelSpec& m, double global_batch,
                       double seq_len) {
   const double b = global_batch, s = seq_len, l = m.num_layers, h = m.hidden, v = m.vocab;
@@ -164,6 +206,7 @@ double flops_per_step(FlopConvention convention, const ModelSpec& m, double glob
       return 12.0 * b * s * l * h * h *
              ((1 + kv_ratio + s / h) * query_ratio + (m.ffn_hidden / h) * gated + v / (2 * l * h));
     }
+    case FlopConvention::megatron_core_v014: return b * s * megatron_core_v014_per_token(m, s);
   }
   return 0;
 }

@@ -15,6 +15,11 @@
 //                      else 1: Megatron-LM megatron/training/training.py
 //                      num_floating_point_operations (core r0.8); the GPT special case
 //                      (g = a, f = 4h, m = 1) equals korthikanti_model.
+//   megatron_core_v014 Megatron-LM core_v0.14 num_floating_point_operations, which counts MoE
+//                      (top-k routed experts, shared experts, dense first layers), multi-head
+//                      latent attention, multi-token prediction modules and only half of the
+//                      causal score matrix (s/(2h) where megatron_core has s/h); see
+//                      flops_per_step.
 // A reported figure is compared in its own convention: the simulated step time is turned into
 // the source's metric with the source's formula, never the reverse.
 #pragma once
@@ -33,7 +38,8 @@ enum class FlopConvention {
   megatron_eq3,
   korthikanti_model,
   korthikanti_hw_selective,
-  megatron_core
+  megatron_core,
+  megatron_core_v014
 };
 const char* to_string(FlopConvention c);
 std::vector<std::string> flop_convention_names();
