@@ -13,6 +13,11 @@ const std::vector<SystemParameterSpec>& system_parameter_specs() {
   //    Not fitted by default: the GPU presets carry the measured gap between queued kernels
   //    (kernel_launch_us, 1.26 us on an H200), which a calibration without it uses.
   //  - elementwise_hbm_fraction: 0.5 to 1.0 of the stream-copy bandwidth.
+  //  - host_us_per_kernel: 6.8 us, what eager PyTorch spends on the host per op that does
+  //    almost nothing (H200, torch-probe-1.json launch.eager_tiny_op_us), to 68.4 us, three
+  //    times the 22.8 us per kernel of the measured eager Transformer block (a judgement: two
+  //    host-only calls, an allocation or a Python branch, for every kernel issued). Nominal:
+  //    the measured 22.8 us (models/compute_cost.hpp kHostPerKernelS).
   static const std::vector<SystemParameterSpec> specs = {
       {SystemParameterId::tensor_sustained_fraction, "tensor_sustained_fraction",
        "fraction of the microbenchmark rate", 1.0, 0.70, 1.0,
@@ -22,6 +27,8 @@ const std::vector<SystemParameterSpec>& system_parameter_specs() {
       {SystemParameterId::elementwise_hbm_fraction, "elementwise_hbm_fraction",
        "fraction of the stream-copy bandwidth", 1.0, 0.5, 1.0,
        "bandwidth element-wise kernels reach over the stream-copy benchmark's"},
+      {SystemParameterId::host_us_per_kernel, "host_us_per_kernel", "us per kernel", 22.8, 6.8,
+       68.4, "host time to issue one kernel from the framework's Python loop"},
   };
   return specs;
 }

@@ -31,6 +31,13 @@ enum class SystemParameterId {
   // Bandwidth the framework's element-wise kernels (norms, activations, casts, residuals,
   // optimizer) reach, over the stream-copy benchmark of the calibration's `memory` entry.
   elementwise_hbm_fraction,
+  // Host time to issue one kernel from the training framework's Python loop, in place of the
+  // eager PyTorch block the presets measured (models/compute_cost.hpp kHostPerKernelS):
+  // Megatron-Core and Transformer Engine add Python logic, allocations and quantization
+  // bookkeeping per kernel. It only moves passes whose kernels the GPU runs faster than the
+  // host issues them (docs/system-calibration.md#host-dispatch). Replaces the GPU preset's
+  // host_us_per_kernel when given.
+  host_us_per_kernel,
 };
 
 struct SystemParameterSpec {
@@ -47,11 +54,12 @@ struct SystemParameterSpec {
 const std::vector<SystemParameterSpec>& system_parameter_specs();
 const SystemParameterSpec& system_parameter(SystemParameterId id);
 std::optional<SystemParameterId> parse_system_parameter(std::string_view name);
-// "tensor_sustained_fraction, kernel_gap_us, elementwise_hbm_fraction" (for error messages).
+// "tensor_sustained_fraction, kernel_gap_us, ..." (for error messages).
 std::string system_parameter_names();
 
 // Values by parameter; a parameter absent from the map takes its nominal value (kernel_gap_us:
-// the GPU preset's kernel_launch_us).
+// the GPU preset's kernel_launch_us; host_us_per_kernel: its host_us_per_kernel or the measured
+// default).
 using SystemValues = std::map<SystemParameterId, double>;
 
 // The parameters fitted with one source's cases left out.

@@ -383,13 +383,18 @@ std::string describe_system_parameters(const GpuSpec& gpu, const ComputeCalibrat
   }
   // What the fit leaves to measurements: the gap between queued kernels (when not fitted) and
   // the host's time per kernel (docs/system-calibration.md#host-dispatch).
-  std::string measured = "; measured: ";
+  std::vector<std::string> items;
   if (values.find(SystemParameterId::kernel_gap_us) == values.end())
-    measured += format_number(gpu.kernel_launch_s * 1e6) + " us between queued kernels, ";
-  measured += format_number(host_per_kernel_s(gpu) * 1e6) + " us of host time per kernel issued";
+    items.push_back(format_number(gpu.kernel_launch_s * 1e6) + " us between queued kernels");
+  if (values.find(SystemParameterId::host_us_per_kernel) == values.end())
+    items.push_back(format_number(host_per_kernel_s(gpu) * 1e6) +
+                    " us of host time per kernel issued");
   if (calibration.element_wise_share)
-    measured += ", element-wise kernels at " + format_number(*calibration.element_wise_share) +
-                " of the stream copy's rate";
+    items.push_back("element-wise kernels at " + format_number(*calibration.element_wise_share) +
+                    " of the stream copy's rate");
+  std::string measured;
+  for (const std::string& item : items)
+    measured += (measured.empty() ? "; measured: " : ", ") + item;
   if (gpu.system_override) return out + " (set for this run)" + measured;
   const std::string runs = std::to_string(sys.fitted_on.size()) + " published runs";
   if (!sys.borrowed_from.empty())
@@ -426,8 +431,10 @@ ComputeCostModel::ComputeCostModel(GpuSpec gpu, ComputeCalibration calibration)
   tensor_fraction_ = value_or(SystemParameterId::tensor_sustained_fraction, 1.0);
   elementwise_fraction_ = value_or(SystemParameterId::elementwise_hbm_fraction, 1.0);
   kernel_gap_s_ = value_or(SystemParameterId::kernel_gap_us, gpu_.kernel_launch_s * 1e6) * 1e-6;
-  host_per_kernel_s_ = models::host_per_kernel_s(gpu_);
-  if (!(tensor_fraction_ > 0) || !(elementwise_fraction_ > 0) || !(kernel_gap_s_ >= 0)) {
+  host_per_kernel_s_ =
+      value_or(SystemParameterId::host_us_per_kernel, models::host_per_kernel_s(gpu_) * 1e6) * 1e-6;
+  if (!(tensor_fraction_ > 0) || !(elementwise_fraction_ > 0) || !(kernel_gap_s_ >= 0) ||
+      !(host_per_kernel_s_ >= 0)) {
     throw std::invalid_argument("ComputeCostModel: system parameters out of range");
   }
 }

@@ -193,17 +193,19 @@ void nccl_sm_note(StepReport& r, const Scenario& s) {
 }
 
 // Megatron-Core MoE runs whose local experts' GEMMs are launched one by one, eagerly, went
-// slower than simulated in every published case, by a cost per MoE layer and micro-batch the
-// simulator does not have (docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases).
+// slower than simulated in every published case, before the host time per kernel was fitted by
+// 19-58 %, after it (in-sample) by 0-30 % (docs/system-calibration.md, "The host time per
+// kernel, fitted").
 void moe_note(StepReport& r, const Scenario& s) {
   if (!s.model.moe || s.training.moe_expert_gemm != MoeExpertGemm::per_expert ||
       s.training.cuda_graphs != CudaGraphs::none)
     return;
   r.notes.push_back(
       "mixture-of-experts layers with each local expert's GEMMs launched on their own: the "
-      "published Megatron-Core runs of this kind (Qwen3-30B-A3B and DeepSeek-V3, Megatron-Bridge "
-      "25.11) went 19-58 % slower than simulated "
-      "(docs/moe.md#qwen3-30b-a3b-on-blackwell-validation-cases, "
+      "published Megatron-Core runs of this kind (Qwen3-30B-A3B and DeepSeek-V3: Megatron-Bridge "
+      "25.11, Megatron-Core's GB200 guide) went up to 30 % slower than simulated with the "
+      "fitted host time per kernel "
+      "(docs/system-calibration.md#the-host-time-per-kernel-fitted, "
       "docs/moe.md#deepseek-v3-on-256-b200-a-validation-case); "
       "read this throughput as an upper bound");
 }

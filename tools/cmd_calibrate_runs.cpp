@@ -8,7 +8,6 @@
 #include "core/json_reader.hpp"
 #include "core/progress.hpp"
 #include "input/scenario_loader.hpp"
-#include "models/compute_cost.hpp"
 #include "sim/isolated.hpp"
 #include "step/simulate_step.hpp"
 #include "tools/cli.hpp"
@@ -28,7 +27,8 @@ const std::vector<OptionSpec>& runs_options() {
        "\"published-runs\" for the shipped suite"},
       {"fit", "", true, false,
        "parameters to fit, comma-separated (default: "
-       "tensor_sustained_fraction,elementwise_hbm_fraction; kernel_gap_us may be added)"},
+       "tensor_sustained_fraction,elementwise_hbm_fraction,host_us_per_kernel; kernel_gap_us "
+       "may be added)"},
       {"case", "", true, true, "fit only these cases (ids as in suite.json)"},
       {"iterations", "", true, false,
        "most Gauss-Newton linearisations; the fit stops sooner once a step moves no value by "
@@ -51,7 +51,8 @@ const std::vector<OptionSpec>& runs_options() {
 }
 
 // The parameters fitted unless --fit names others (docs/system-calibration.md).
-constexpr const char* kDefaultFit = "tensor_sustained_fraction,elementwise_hbm_fraction";
+constexpr const char* kDefaultFit =
+    "tensor_sustained_fraction,elementwise_hbm_fraction,host_us_per_kernel";
 
 std::vector<SystemParameterId> parse_fit_list(const std::string& text) {
   std::vector<SystemParameterId> out;
@@ -141,17 +142,6 @@ int calibrate_runs(const std::vector<std::string>& argv) {
   };
   const validation::SystemFitResult fit = validation::fit_system(runs, evaluate, options);
   std::cout << validation::format_system_fit(fit, options.parameters);
-  // The fit each group's file borrows (system_from), when it has none of its own to keep.
-  std::map<std::string, std::string> borrows;
-  for (const auto& [file, system] : fit.groups)
-    borrows[file] = models::load_compute_calibration(file).system.borrowed_from;
-  for (const auto& [file, system] : fit.groups) {
-    const std::string& borrowed = borrows.at(file);
-    if (system.folds.size() < 2 && !borrowed.empty()) {
-      std::cout << "note: " << file << " has one source family; its runs are predicted with the "
-                << "fit of " << borrowed << " (system_from), not with the values above\n";
-    }
-  }
   if (args.flag("update")) {
     const std::string note = "clustersim calibrate --runs " + args.value_or("runs", "") +
                              " --loss " + loss + " --update, " +
@@ -159,16 +149,13 @@ int calibrate_runs(const std::vector<std::string>& argv) {
     for (const auto& [file, system] : fit.groups) {
       // Leave-one-source-out needs a second source: a group measured by one family only is
       // fitted in-sample, which the fidelity rules do not accept, so its file keeps what it
-      // had: nominal values, or the fit its system_from borrows.
+      // had. (A file that borrows its block, system_from, is no group of its own: its runs are
+      // fitted in the group of the file it borrows from, validation/system_fit_io.cpp.)
       if (system.folds.size() < 2) {
-        const std::string& borrowed = borrows.at(file);
         std::cout << "not written: " << file << " (its runs come from one source family, "
                   << (system.folds.empty() ? std::string("none")
                                            : system.folds.front().held_out_source)
-                  << ", so its fit cannot be cross-validated; "
-                  << (borrowed.empty() ? "it stays nominal"
-                                       : "it keeps the fit of " + borrowed + " (system_from)")
-                  << ")\n";
+                  << ", so its fit cannot be cross-validated; it keeps what it had)\n";
         continue;
       }
       validation::write_system_block(file, system, note);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,19 @@
 
 namespace clustersim::validation {
 
+namespace {
+
+// The file whose `system` block a run is predicted with: its GPU's calibration, or the file that
+// calibration borrows its block from (system_from). A run is fitted where it is predicted, so
+// the runs of a borrowing GPU join the lender's group and its folds.
+std::string system_block_path(const std::string& calibration) {
+  const std::filesystem::path own = std::filesystem::path(calibration).lexically_normal();
+  const std::string& lender = models::load_compute_calibration(calibration).system.borrowed_from;
+  return lender.empty() ? own.string() : (own.parent_path() / lender).string();
+}
+
+}  // namespace
+
 std::vector<FitRun> fit_runs_from_suite(const PublishedSuite& suite,
                                         std::vector<Scenario>& scenarios) {
   std::vector<FitRun> runs;
@@ -23,7 +37,7 @@ std::vector<FitRun> fit_runs_from_suite(const PublishedSuite& suite,
     FitRun r;
     r.id = c.id;
     r.source = c.family;
-    r.group = models::compute_calibration_path(sc.cluster.gpu);
+    r.group = system_block_path(models::compute_calibration_path(sc.cluster.gpu));
     r.implied_step_s = implied_step_time_s(c, sc);
     r.rate_metric = c.metric != Metric::step_time_s;
     runs.push_back(r);

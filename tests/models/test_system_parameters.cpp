@@ -131,6 +131,28 @@ TEST_CASE("The kernel gap replaces the GPU's launch overhead once per kernel") {
   CHECK(gapped.launches(1536).time_s == Approx(1536 * 10e-6));
 }
 
+TEST_CASE("The host time per kernel replaces the measured default, and graphs still drop it") {
+  const ComputeCostModel nominal = with({});
+  CHECK(nominal.host_per_kernel_s() == Approx(kHostPerKernelS));
+  const ComputeCostModel slow_host = with({{SystemParameterId::host_us_per_kernel, 40.0}});
+  CHECK(slow_host.host_per_kernel_s() == Approx(40e-6));
+  // Nothing else moves: a GEMM's time and the gap between queued kernels stay as they were.
+  const GemmShape g{4096, 4096, 4096};
+  CHECK(slow_host.gemm(g, Dtype::bf16).time_s == Approx(nominal.gemm(g, Dtype::bf16).time_s));
+  CHECK(slow_host.kernel_gap_s() == Approx(nominal.kernel_gap_s()));
+  // A step replayed from a CUDA graph has no host dispatch, fitted or not.
+  CHECK(slow_host.replayed_from_cuda_graph().host_per_kernel_s() == 0);
+  const std::string line = describe_system_parameters(
+      [] {
+        GpuSpec gpu = test::h100_like();
+        gpu.system_override = SystemValues{{SystemParameterId::host_us_per_kernel, 40.0}};
+        return gpu;
+      }(),
+      test::nominal_calibration());
+  CHECK_THAT(line, Catch::Contains("host_us_per_kernel 40"));
+  CHECK_THAT(line, !Catch::Contains("us of host time per kernel issued"));
+}
+
 TEST_CASE("A calibration file's fitted system block is read and a GPU override replaces it") {
   const ComputeCalibration cal = with_system_block(
       R"({"parameters": {"tensor_sustained_fraction": 0.9, "kernel_gap_us": 7},

@@ -404,7 +404,7 @@ TEST_CASE("A slowed GPU slows the step and is named") {
   Scenario s = without_nccl_sms(load(j));
   // The host's dispatch is CPU time a slowed GPU does not stretch; without it every compute op
   // is kernel time.
-  s.cluster.gpu.host_per_kernel_s = 0;
+  s.cluster.gpu.system_override = SystemValues{{SystemParameterId::host_us_per_kernel, 0.0}};
   const auto healthy = run(s);
   step::StepOptions o;
   // Rank 5 = tp 5 of replica 0, stage 0, at half speed for the whole step.

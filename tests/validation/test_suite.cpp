@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "input/presets.hpp"
 #include "input/scenario_loader.hpp"
 #include "validation/family_errors.hpp"
 #include "validation/suite.hpp"
+#include "validation/system_fit_io.hpp"
 
 using namespace clustersim;
 using namespace clustersim::validation;
@@ -27,6 +29,13 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab) {
   m.ffn_hidden = 4 * hidden;
   m.vocab = vocab;
   m.ffn = FfnKind::gelu;
+  return m;
+}
+ModelSpec llama3_70b() {
+  ModelSpec m = gpt(80, 8192, 64, 128256);
+  m.num_kv_heads = 8;
+  m.ffn_hidden = 28672;
+  m.ffn = FfnKind::swiglu;
   return m;
 }
 std::string suite_path() {
@@ -69,13 +78,41 @@ TEST_CASE("Megatron-Core's formula matches NeMo's implied FLOPs per token for Ll
   // NeMo 24.07 reports 734 TFLOP/s/GPU and 1524 tokens/s/GPU: 481.6 GFLOP per token
   // (validation/data/published_runs.json derived flops_per_token_implied). By hand, per token:
   // 12·80·8192²·((1 + 8/64 + 8192/8192) + 3.5·1.5 + 128256/(2·80·8192)) = 481.44 GFLOP.
-  ModelSpec m = gpt(80, 8192, 64, 128256);
-  m.num_kv_heads = 8;
-  m.ffn_hidden = 28672;
-  m.ffn = FfnKind::swiglu;
+  const ModelSpec m = llama3_70b();
   const double per_token = flops_per_step(FlopConvention::megatron_core, m, 1, 8192) / 8192;
   CHECK(per_token == Approx(481.44e9).epsilon(1e-3));
   CHECK(per_token == Approx(734e12 / 1524).epsilon(0.005));
+}
+
+TEST_CASE("Megatron-Core 0.14's count gives Megatron-Bridge's DeepSeek-V3 FLOPs per token") {
+  // Megatron-Bridge 25.11 reports 557 TFLOP/s and 2,139 tokens/s per GPU for DeepSeek-V3 with
+  // one MTP module: 260.40 GFLOP per token. By hand, per token (h 7168, 128 heads, q latent
+  // 1536, kv latent 512, head dims 128 + 64 rope, 128 value; s 4096; 3 dense layers of FFN
+  // 18432 and 58 MoE layers of 8 routed + 1 shared experts of 2048, SwiGLU; vocab 129280):
+  //   attention 6·62·(1536·(7168 + 128·192 + 1) + 512·(7168 + 128·256 + 1) + 7168·64
+  //              + 128·128·7168 + 4096·128·192/2 + 4096·128·128/2)        = 100.810 GFLOP
+  //   FFN       12·7168·1.5·(18432·3 + 9·2048·59)                          = 147.447 GFLOP
+  //   MTP       6·(3·7168 + 2·7168²)                                        =   0.617 GFLOP
+  //   logits    6·7168·129280·2                                             =  11.120 GFLOP
+  // with the MTP module counted as a 62nd (MoE) layer: 259.99 GFLOP per token (the same terms
+  // without it: 249.81).
+  ModelSpec m = load_model_preset("deepseek-v3");
+  REQUIRE(m.mtp_layers == 1);
+  const double with_mtp = flops_per_step(FlopConvention::megatron_core_v014, m, 1, 4096) / 4096;
+  CHECK(with_mtp == Approx(259.993e9).epsilon(1e-4));
+  CHECK(with_mtp == Approx(557e12 / 2139).epsilon(0.005));
+  m.mtp_layers = 0;
+  const double without = flops_per_step(FlopConvention::megatron_core_v014, m, 1, 4096) / 4096;
+  CHECK(without == Approx(249.812e9).epsilon(1e-4));
+}
+
+TEST_CASE("Megatron-Core 0.14's count halves the causal score matrix that r0.8's counts whole") {
+  // For a dense model the two differ only in the score terms: 12·l·h²·(s/h)·(1 - 1/2) per
+  // token, 12·80·8192·8192/2 = 3.221 GFLOP for Llama 3 70B at 8192 tokens.
+  const ModelSpec m = llama3_70b();
+  const double r08 = flops_per_step(FlopConvention::megatron_core, m, 1, 8192) / 8192;
+  const double v014 = flops_per_step(FlopConvention::megatron_core_v014, m, 1, 8192) / 8192;
+  CHECK(r08 - v014 == Approx(12.0 * 80 * 8192 * 8192 / 2).epsilon(1e-9));
 }
 
 TEST_CASE("a simulated step time becomes each source's metric in its own convention") {
@@ -125,11 +162,20 @@ TEST_CASE("the suite lists every published run, either as a case or with a reaso
   // Every run of validation/data/published_runs.json, once; none may be dropped silently.
   std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/validation/data/published_runs.json");
   const auto runs = nlohmann::json::parse(in);
+  // And the thirteen rows of Megatron-Core's DeepSeek-V3 GB200 guide
+  // (tools/megatron_core_guide.py).
+  std::ifstream guide_in(std::string(CLUSTERSIM_SOURCE_DIR) +
+                         "/validation/data/megatron_core_deepseek_v3_gb200.json");
+  const auto guide = nlohmann::json::parse(guide_in);
+  REQUIRE(guide["rows"].size() == 13);
   std::multiset<std::string> listed;
   for (const auto& c : suite.cases) listed.insert(c.id);
   for (const auto& n : suite.not_expressible) listed.insert(n.id);
-  CHECK(listed.size() == runs.size());
+  CHECK(listed.size() == runs.size() + guide["rows"].size());
   for (const auto& r : runs) CHECK(listed.count(r["id"].get<std::string>()) == 1);
+  int guide_listed = 0;
+  for (const auto& id : listed) guide_listed += id.rfind("megatron_core_guide_", 0) == 0;
+  CHECK(guide_listed == 13);
   // 72 runs of the first transcription, torchtitan's 18 rows, the NeMo launcher README's 11,
   // the other 25 rows of Megatron-Bridge's 25.11 table (GB300, GB200, B200, H100; FP8-MX figures
   // in parentheses as rows of their own) and torchao's float8 README's two expressible rows
@@ -290,4 +336,22 @@ TEST_CASE("The family table's signed error has one sign for every metric: + is p
   REQUIRE(families.size() == 1);
   CHECK(families[0].mape_pct == Approx((25.0 + 10.0) / 2));
   CHECK(families[0].signed_pct == Approx((-20.0 + 10.0) / 2));
+}
+
+TEST_CASE("A run whose GPU borrows its system block is fitted in the lender's group") {
+  // Blackwell's calibration takes the H100's fitted block (system_from), so its runs are
+  // predicted with that block's values and folds, and are fitted with the H100's runs: the
+  // Megatron-Core guide's GB200 run and Megatron-Bridge's H100 runs share one group.
+  auto suite = load_published_suite(suite_path());
+  std::vector<Scenario> scenarios;
+  const std::vector<FitRun> runs = fit_runs_from_suite(suite, scenarios);
+  std::string guide, bridge_h100;
+  for (const auto& r : runs) {
+    CHECK(r.group.find("compute_efficiency-blackwell.json") == std::string::npos);
+    if (r.id == "megatron_core_guide_deepseekv3_gb200_mxfp8_256gpu") guide = r.group;
+    if (r.id == "megatron_bridge_2511_qwen3_30b_a3b_16gpu") bridge_h100 = r.group;
+  }
+  REQUIRE_FALSE(guide.empty());
+  CHECK(guide == bridge_h100);
+  CHECK(std::filesystem::path(guide).filename() == "compute_efficiency.json");
 }

@@ -69,12 +69,20 @@ TEST_CASE("a host synchronization inside a pass ends the host's lead there") {
   CHECK(p.moe_layer_forward[2].host_sync);
 }
 
-TEST_CASE("the host's time per kernel is the measured one, none from a CUDA graph") {
+TEST_CASE(
+    "the host's time per kernel is the fitted one, else the measured one, and none from a graph") {
   const Scenario s = test::load(test::small_scenario(8, 8, 1, 1));
   const models::ComputeCostModel c = test::compute_model(s);
-  CHECK(c.host_per_kernel_s() == Approx(22.8e-6));
+  // The H100/H800 calibration holds a fitted host time per kernel (host_us_per_kernel).
+  const auto fitted = c.calibration().system.find(SystemParameterId::host_us_per_kernel);
+  REQUIRE(fitted);
+  CHECK(c.host_per_kernel_s() == Approx(*fitted * 1e-6));
   CHECK(c.replayed_from_cuda_graph().host_per_kernel_s() == 0);
+  // Without a fit: the measured 22.8 us, or the preset's own host_us_per_kernel.
+  models::ComputeCalibration unfitted = c.calibration();
+  unfitted.system.values.erase(SystemParameterId::host_us_per_kernel);
   GpuSpec gpu = s.cluster.gpu;
-  gpu.host_per_kernel_s = 5e-6;  // a preset's host_us_per_kernel
-  CHECK(models::ComputeCostModel(gpu, c.calibration()).host_per_kernel_s() == Approx(5e-6));
+  CHECK(models::ComputeCostModel(gpu, unfitted).host_per_kernel_s() == Approx(22.8e-6));
+  gpu.host_per_kernel_s = 5e-6;
+  CHECK(models::ComputeCostModel(gpu, unfitted).host_per_kernel_s() == Approx(5e-6));
 }
