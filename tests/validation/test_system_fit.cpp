@@ -2,6 +2,7 @@
 // least absolute deviations it rests on, recovery of known parameters from runs generated with
 // them, and cross-validation that really leaves each source out. Simulators here are closed forms,
 // so every expected value is known by construction.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -282,4 +283,53 @@ TEST_CASE("A step that makes the loss worse is halved, and the fit still converg
   const SystemFitResult fit = fit_system(runs, evaluate, o);
   CHECK(fit.converged);
   CHECK(fit.groups.at("gpu").values.at(kTensor) == Approx(0.9).margin(1e-3));
+}
+
+namespace {
+
+constexpr auto kHost = SystemParameterId::host_us_per_kernel;
+
+// p passes of g seconds of GPU work issued as n kernels, and c seconds besides.
+struct HostBoundRun {
+  double g, n, p, c;
+  double step(const SystemValues& v) const {
+    return p * std::max(g / v.at(kTensor), n * v.at(kHost) * 1e-6) + c;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("The host time per kernel is recovered from the runs that wait for the host only") {
+  // A pass of g seconds of GPU work issued as n kernels by a host spending h per kernel takes
+  // max(g, n h) (workload/host_dispatch.cpp); a step is p such passes plus c seconds. Dense runs
+  // (long kernels) never wait and pin the tensor fraction; MoE-like runs from two sources wait
+  // and pin h. Each source's fold is fitted on the other's waiting runs and still finds h.
+  const std::vector<HostBoundRun> model = {
+      {5e-3, 20, 400, 1.0},    {8e-3, 30, 300, 0.5},   {2e-3, 10, 900, 0.2},    // dense, source a
+      {6e-3, 25, 500, 0.8},    {3e-3, 12, 700, 0.3},                            // dense, source b
+      {1e-3, 100, 600, 0.4},   {2e-3, 150, 400, 0.6},  {0.5e-3, 60, 800, 0.1},  // MoE, source b
+      {1.5e-3, 120, 500, 0.5}, {0.8e-3, 90, 700, 0.2},                          // MoE, source c
+  };
+  const std::vector<std::string> sources = {"a", "a", "a", "b", "b", "b", "b", "b", "c", "c"};
+  const SystemValues truth = {{kTensor, 0.9}, {kHost, 40.0}};
+  std::vector<FitRun> runs;
+  for (std::size_t i = 0; i < model.size(); ++i)
+    runs.push_back({"run" + std::to_string(i), sources[i], "gpu", model[i].step(truth), true});
+  const FitEvaluator evaluate = [&model](const std::vector<FitQuery>& queries) {
+    std::vector<double> t;
+    for (const auto& q : queries)
+      t.push_back(model[static_cast<std::size_t>(q.run)].step(q.values));
+    return t;
+  };
+  SystemFitOptions o;
+  o.parameters = {kTensor, kHost};
+  const SystemFitResult fit = fit_system(runs, evaluate, o);
+  const SystemCalibration& g = fit.groups.at("gpu");
+  CHECK(*g.find(kTensor) == Approx(0.9).epsilon(0.02));
+  CHECK(*g.find(kHost) == Approx(40.0).epsilon(0.02));
+  for (const auto& fold : g.folds) {
+    INFO("without " << fold.held_out_source);
+    CHECK(fold.values.at(kHost) == Approx(40.0).epsilon(0.02));
+  }
+  CHECK(*fit.cross_validated_mape_pct < 0.5);
 }
