@@ -8,7 +8,6 @@ kernels are not published (the baseline's permute kernel, by the authors' accoun
 times longer than the fused one the simulator prices), so they are listed as not expressible.
 """
 
-import copy
 import json
 import os
 
@@ -75,7 +74,6 @@ def _load(root, rel):
 
 def _model(root):
     model = _load(root, os.path.join("models", "presets", "deepseek-v3.json"))
-    model = copy.deepcopy(model)
     model["name"] = "deepseek-v3-no-mtp"
     model["mtp_layers"] = 0
     model["source"] += ("; without its multi-token prediction module, as Megatron-Core's "
@@ -85,7 +83,6 @@ def _model(root):
 
 def _cluster(root):
     cluster = _load(root, os.path.join("topologies", "clusters", "gb200-nvl72-128x72-rail.json"))
-    cluster = copy.deepcopy(cluster)
     cluster["name"] = "gb200-nvl72-segments-of-32"
     cluster["nodes"] = 8
     cluster["gpus_per_node"] = DOMAIN_GPUS
@@ -114,7 +111,8 @@ def _scenario(root, data):
         "cluster": _cluster(root),
         "gpus": lay["gpus"],
         "parallelism": {
-            "dp": dp, "tp": lay["tp"], "pp": lay["pp"], "cp": lay["cp"], "vpp": 4,
+            "dp": dp, "tp": lay["tp"], "pp": lay["pp"], "cp": lay["cp"],
+            "vpp": len(LAYOUT) // lay["pp"],
             "sequence_parallel": False, "zero_stage": 1, "schedule": "interleaved",
             "ep": lay["ep"], "etp": lay["etp"], "layers_per_stage": LAYOUT,
         },
@@ -132,7 +130,8 @@ def _scenario(root, data):
 def cases(root, out_dir):
     """Writes the final row's scenario into out_dir; returns (cases, not expressible)."""
     data = _load(root, DATA)
-    assert len(LAYOUT) == data["layout"]["pp"] * 4 and sum(LAYOUT) == 61
+    # The guide: "a total of 32 stages" over PP 8, and DeepSeek-V3's 61 layers.
+    assert len(LAYOUT) == 32 and len(LAYOUT) % data["layout"]["pp"] == 0 and sum(LAYOUT) == 61
     done, left_out = [], []
     for index, row in enumerate(data["rows"]):
         if not row.get("launch_script"):

@@ -22,7 +22,7 @@ namespace {
 // the runs of a borrowing GPU join the lender's group and its folds.
 std::string system_block_path(const std::string& calibration) {
   const std::filesystem::path own = std::filesystem::path(calibration).lexically_normal();
-  const std::string& lender = models::load_compute_calibration(calibration).system.borrowed_from;
+  const std::string lender = models::load_compute_calibration(calibration).system.borrowed_from;
   return lender.empty() ? own.string() : (own.parent_path() / lender).string();
 }
 
@@ -31,13 +31,17 @@ std::string system_block_path(const std::string& calibration) {
 std::vector<FitRun> fit_runs_from_suite(const PublishedSuite& suite,
                                         std::vector<Scenario>& scenarios) {
   std::vector<FitRun> runs;
+  std::map<std::string, std::string> groups;  // calibration file -> its group, each read once
   scenarios.clear();
   for (const auto& c : suite.cases) {
     Scenario sc = load_scenario(c.scenario_path);
     FitRun r;
     r.id = c.id;
     r.source = c.family;
-    r.group = system_block_path(models::compute_calibration_path(sc.cluster.gpu));
+    const std::string calibration = models::compute_calibration_path(sc.cluster.gpu);
+    auto [group, added] = groups.try_emplace(calibration);
+    if (added) group->second = system_block_path(calibration);
+    r.group = group->second;
     r.implied_step_s = implied_step_time_s(c, sc);
     r.rate_metric = c.metric != Metric::step_time_s;
     runs.push_back(r);
