@@ -76,6 +76,7 @@ void parse_recompute_modules(const JsonNode& n, Training& t) {
       case RecomputeModule::layernorm: t.recompute_norms = true; break;
       case RecomputeModule::mla_up_proj: t.recompute_mla_up_proj = true; break;
       case RecomputeModule::moe_act: t.recompute_moe_act = true; break;
+      case RecomputeModule::mlp: t.recompute_mlp = true; break;
     }
   }
 }

@@ -84,6 +84,12 @@ void check_recompute_modules(const Rules& r) {
   if (t.recompute_moe_act && !m.moe) {
     r.fail("/training/recompute_modules", "moe_act needs a mixture-of-experts model");
   }
+  if (t.recompute_mlp && m.moe_layer_count() == m.num_layers) {
+    r.warn(
+        "recompute_modules \"mlp\" recomputes the MLP of dense layers only (Megatron-Core "
+        "leaves an MoE layer's alone) and every layer of this model is an MoE layer: it "
+        "changes nothing; \"moe_act\" recomputes the routed experts' activation");
+  }
 }
 
 // Op-level selective checkpointing (recompute "selective_op") as torchtitan applies it: to a
@@ -104,7 +110,7 @@ void check_op_checkpoint(const Rules& r) {
                "keeps the output of a fused attention kernel (scaled_dot_product_attention); "
                "use \"flash\", \"flash2\" or \"flash3\"");
   }
-  if (t.recompute_norms || t.recompute_mla_up_proj || t.recompute_moe_act) {
+  if (t.recompute_norms || t.recompute_mla_up_proj || t.recompute_moe_act || t.recompute_mlp) {
     r.fail("/training/recompute_modules", why + "recomputes every norm and activation already");
   }
   if (r.s.parallelism.tp > 1) {

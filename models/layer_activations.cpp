@@ -121,12 +121,18 @@ double activation_inputs(FfnKind ffn) {
 }
 
 // A dense FFN: the norm's input, the first linear's input (the norm's output), the
-// activation's inputs, its output (the second linear's input) and the dropout mask.
+// activation's inputs, its output (the second linear's input) and the dropout mask. With the
+// "mlp" module recomputed, only the checkpoint's input, the norm's input, and the mask after
+// it are kept.
 ActivationTerms dense_ffn_terms(const ModelSpec& m, const ActivationOptions& o) {
   const double h = m.hidden;
   const double f = m.ffn_hidden;
   const double lin = linear_input_bytes(o);
   ActivationTerms t;
+  if (o.recompute_mlp) {
+    t.replicated = kActivationBytes * h + (o.dropout ? kMaskBytes * h : 0.0);
+    return t;
+  }
   t.replicated = kActivationBytes * h + (o.recompute_norms ? 0.0 : lin * h) +
                  (o.dropout ? kMaskBytes * h : 0.0);
   t.sharded = kActivationBytes * activation_inputs(m.ffn) * f + lin * f;
@@ -192,6 +198,7 @@ ActivationOptions activation_options(const Training& tr) {
   o.recompute_norms = tr.recompute_norms;
   o.recompute_mla_up_proj = tr.recompute_mla_up_proj;
   o.recompute_moe_act = tr.recompute_moe_act;
+  o.recompute_mlp = tr.recompute_mlp;
   return o;
 }
 
@@ -214,6 +221,7 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
                                    const ActivationOptions& options) {
   ActivationOptions kept = options;  // the same tensors with no module recomputed
   kept.recompute_norms = kept.recompute_mla_up_proj = kept.recompute_moe_act = false;
+  kept.recompute_mlp = false;
   const ActivationTerms terms = layer_activation_terms(m, seq_len, moe, options);
   const double stored = bytes_on_gpu(terms, tokens, layout);
   const double modules =
@@ -246,7 +254,7 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
 bool uses_activation_terms(const Scenario& s) {
   const Training& tr = s.training;
   return s.model.mla || s.model.moe || tr.recompute_norms || tr.recompute_mla_up_proj ||
-         tr.recompute_moe_act || tr.fp8_activation_cache;
+         tr.recompute_moe_act || tr.recompute_mlp || tr.fp8_activation_cache;
 }
 
 double module_recompute_flops_per_token(const ModelSpec& m, const ActivationOptions& o) {

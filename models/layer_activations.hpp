@@ -24,7 +24,10 @@ struct ActivationOptions {
   bool recompute_norms = false;
   bool recompute_mla_up_proj = false;
   bool recompute_moe_act = false;
-  bool any_module() const { return recompute_norms || recompute_mla_up_proj || recompute_moe_act; }
+  bool recompute_mlp = false;
+  bool any_module() const {
+    return recompute_norms || recompute_mla_up_proj || recompute_moe_act || recompute_mlp;
+  }
 };
 ActivationOptions activation_options(const clustersim::Training& training);
 

@@ -571,9 +571,8 @@ std::vector<std::string> memory_assumptions(const Scenario& s, const MemoryEstim
     out.push_back(
         "MLA / MoE layer activations term by term (models/layer_activations.hpp): latents, "
         "per-head Q K V, router scores, each routed copy x top-k x routing imbalance" +
-        std::string(tr.recompute_norms || tr.recompute_mla_up_proj || tr.recompute_moe_act
-                        ? "; recompute modules' outputs not stored"
-                        : "") +
+        std::string(activation_options(tr).any_module() ? "; recompute modules' outputs not stored"
+                                                        : "") +
         (tr.fp8_activation_cache ? "; FP8 activation cache (DeepSeek-V3 §3.3.3)" : ""));
   }
   out.push_back(nccl.summary());

@@ -347,6 +347,14 @@ StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
   out.per_token.recompute +=
       module_recompute_flops_per_token(s.model, activation_options(s.training)) *
       (s.model.num_layers + s.model.mtp_layers);
+  // The "mlp" module: each dense layer's MLP GEMMs run again (an MTP module's layer is dense
+  // when the model's last layer is).
+  if (s.training.recompute_mlp && s.training.recompute != Recompute::full) {
+    const ModelSpec& m = s.model;
+    const bool mtp_dense = !m.is_moe_layer(m.num_layers - 1);
+    const double dense = (m.num_layers - m.moe_layer_count()) + (mtp_dense ? m.mtp_layers : 0);
+    out.per_token.recompute += forward_flops_per_token(m, s.training.seq_len).mlp_per_layer * dense;
+  }
   out.tokens = s.tokens_per_step();
   return out;
 }

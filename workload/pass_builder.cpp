@@ -222,6 +222,9 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   c += residual();
   c += module_recompute(moe);
   c += op_checkpoint_recompute();
+  // recompute_modules "mlp": a dense layer's MLP forward again, its collectives included
+  // (Megatron-Core checkpoints the whole self.mlp).
+  if (!moe && s_.training.recompute_mlp) mlp_block_forward(out, c);
   if (moe) {
     moe_block_backward(out, c, part);
   } else {

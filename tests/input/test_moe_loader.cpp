@@ -314,4 +314,17 @@ TEST_CASE("Recompute modules and the FP8 activation cache load and fail at their
   // The pre-norms exist in every model.
   dense["training"]["recompute_modules"] = {"layernorm"};
   CHECK(load(dense).training.recompute_norms);
+  // "mlp" recomputes dense layers' MLPs: loaded for a dense model without a warning; for a model
+  // whose every layer is an MoE layer it changes nothing, which the loader says.
+  dense["training"]["recompute_modules"] = {"mlp"};
+  const Scenario mlp = load(dense);
+  CHECK(mlp.training.recompute_mlp);
+  CHECK(mlp.warnings.empty());
+  json all_moe = moe_scenario();
+  all_moe["model"]["moe"]["first_dense_layers"] = 0;
+  all_moe["training"]["recompute_modules"] = {"mlp"};
+  const Scenario none_dense = load(all_moe);
+  REQUIRE(none_dense.model.moe_layer_count() == none_dense.model.num_layers);
+  REQUIRE(none_dense.warnings.size() == 1);
+  CHECK_THAT(none_dense.warnings[0], Catch::Contains("every layer of this model is an MoE layer"));
 }

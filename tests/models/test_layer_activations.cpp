@@ -176,6 +176,44 @@ TEST_CASE("A dense GQA layer counts the same term by term as Korthikanti et al.'
   CHECK(layer_activation_terms(m, 8192, false, norms).replicated == Approx(32768 - 16384));
 }
 
+TEST_CASE("Recomputing the dense MLP keeps only its input and re-runs its GEMMs") {
+  // Llama 3 8B, BF16, no dropout: without the module the MLP stores its norm's input 2 x 4096,
+  // the first linear's input 2 x 4096 (replicated) and the SwiGLU's gate, up and product
+  // 3 x 2 x 14336 (sharded); with "mlp" only the checkpoint's input, 2 x 4096, is kept.
+  const ModelSpec m = load_model_preset("llama3-8b");
+  ActivationOptions o = no_dropout(false);
+  const ActivationTerms plain = ffn_activation_terms(m, false, o);
+  CHECK(plain.replicated == Approx(16384));
+  CHECK(plain.sharded == Approx(86016));
+  o.recompute_mlp = true;
+  const ActivationTerms kept = ffn_activation_terms(m, false, o);
+  CHECK(kept.replicated == Approx(8192));
+  CHECK(kept.sharded == 0);
+  // An MoE FFN is not the dense MLP: DeepSeek-V3's is unchanged.
+  const ModelSpec ds = load_model_preset("deepseek-v3");
+  CHECK(ffn_activation_terms(ds, true, o).sharded ==
+        Approx(ffn_activation_terms(ds, true, no_dropout(false)).sharded));
+
+  // The recomputed GEMMs: 3 x 2 x 4096 x 14336 FLOPs per token in each of Llama's 32 layers;
+  // in DeepSeek-V3 only its 3 dense layers' 3 x 2 x 7168 x 18432 (its MTP module's layer is an
+  // MoE layer, as its last layer is).
+  Scenario s = load_scenario(scenario_path("deepseek-v3-2048-h800"));
+  const double before = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
+  s.training.recompute_mlp = true;
+  const double after = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
+  CHECK(after - before == Approx(3.0 * 6 * 7168 * 18432));
+  s.model = m;
+  s.model.mtp_layers = 0;
+  s.training.recompute_mla_up_proj = false;
+  const double dense_before = [&] {
+    Scenario t = s;
+    t.training.recompute_mlp = false;
+    return flops_per_step(t, FlopConvention::megatron).per_token.recompute;
+  }();
+  CHECK(flops_per_step(s, FlopConvention::megatron).per_token.recompute - dense_before ==
+        Approx(32.0 * 6 * 4096 * 14336));
+}
+
 TEST_CASE("Recomputing DeepSeek-V3's MLA up-projections adds their GEMMs to the backward") {
   // 2 x (1536 x 128 x 192 + 512 x 128 x (128 + 128)) = 2 x 54525952 FLOPs per token and layer,
   // in all 61 layers and the MTP module's.

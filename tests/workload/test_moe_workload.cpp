@@ -235,6 +235,43 @@ TEST_CASE("Recompute modules add the MLA up-projection GEMMs to the backward and
   CHECK(bk.module_recompute(false).time_s < bk.module_recompute(true).time_s);
 }
 
+TEST_CASE("The mlp module re-runs a dense layer's MLP forward and leaves an MoE layer's alone",
+          "[workload][moe]") {
+  // Megatron-Core's recompute_modules "mlp" checkpoints a dense layer's whole MLP (its norm, both
+  // linears and their collectives) and not an MoE layer's. The small model's GeLU MLP: two GEMMs
+  // of 2 T h f FLOPs each.
+  Scenario s = moe_scenario(8);
+  const auto compute = clustersim::test::compute_model(s);
+  const Scenario base = s;
+  PassBuilder b(base, compute);
+  Scenario mlp = s;
+  mlp.training.recompute_mlp = true;
+  PassBuilder bm(mlp, compute);
+  const double gemms = 2 * (2 * T * h * f);
+  CHECK(total(bm.layer_backward()).flops - total(b.layer_backward()).flops ==
+        Approx(gemms).epsilon(1e-9));
+  CHECK(total(bm.moe_layer_backward()).flops ==
+        Approx(total(b.moe_layer_backward()).flops).epsilon(1e-12));
+
+  // With tensor parallelism (tp 2, sequence parallelism) the recomputed MLP gathers its input
+  // and reduce-scatters its output again: two more TP collectives in a dense layer's backward.
+  const Scenario tp = load(small_scenario(16, 8, 2, 1));
+  Scenario tp_mlp = tp;
+  tp_mlp.training.recompute_mlp = true;
+  const auto tp_compute = clustersim::test::compute_model(tp);
+  PassBuilder bt(tp, tp_compute);
+  PassBuilder btm(tp_mlp, tp_compute);
+  const auto tp_collectives = [](const PassBuilder& builder, const Segments& segs) {
+    int n = 0;
+    for (const auto& seg : segs)
+      n += seg.is_collective && builder.collectives()[seg.collective].group == Group::tp;
+    return n;
+  };
+  const Segments plain_backward = bt.layer_backward();
+  const Segments mlp_backward = btm.layer_backward();
+  CHECK(tp_collectives(btm, mlp_backward) == tp_collectives(bt, plain_backward) + 2);
+}
+
 TEST_CASE("Under PyTorch's async TP an MoE layer's input-gradient reduce-scatters run alone",
           "[workload][moe]") {
   // The MoE block's input feeds the router, the routed experts and the shared expert, and the
