@@ -86,9 +86,10 @@ inline const NameTable<Recompute> kRecomputeNames = {{Recompute::none, "none"},
 // experts' activation function, "mlp" the whole MLP of each dense (not MoE) layer, its norm
 // included, from the layer's hidden states (Megatron-Core's TransformerLayer checkpoints
 // self.mlp and leaves an MoE layer's alone; megatron/core/transformer/transformer_layer.py,
-// core_v0.14). DeepSeek-V3 §3.2.3 recomputes all RMSNorms and the MLA up-projections, §3.3.3
-// the SwiGLU outputs of the MoE.
-// How the element-wise work of a step (norms, RoPE, the MLP activation, the loss) runs:
+// core_v0.14), "shared_experts" an MoE layer's shared experts from their input (MoELayer's
+// shared_experts_recompute, moe/moe_layer.py, core_v0.14). DeepSeek-V3 §3.2.3 recomputes all
+// RMSNorms and the MLA up-projections, §3.3.3 the SwiGLU outputs of the MoE. How the element-wise
+// work of a step (norms, RoPE, the MLP activation, the loss) runs:
 //   fused           - one kernel per norm, activation and RoPE, each reading its inputs and
 //                     writing its outputs once (Transformer Engine, Megatron-Core's fused
 //                     kernels) and Megatron-LM's fused vocab-parallel cross entropy;
@@ -159,12 +160,13 @@ inline const NameTable<KernelFusion> kKernelFusionNames = {
     {KernelFusion::fused, "fused"},
     {KernelFusion::compiled_blocks, "compiled_blocks"},
     {KernelFusion::eager, "eager"}};
-enum class RecomputeModule { layernorm, mla_up_proj, moe_act, mlp };
+enum class RecomputeModule { layernorm, mla_up_proj, moe_act, mlp, shared_experts };
 inline const NameTable<RecomputeModule> kRecomputeModuleNames = {
     {RecomputeModule::layernorm, "layernorm"},
     {RecomputeModule::mla_up_proj, "mla_up_proj"},
     {RecomputeModule::moe_act, "moe_act"},
-    {RecomputeModule::mlp, "mlp"}};
+    {RecomputeModule::mlp, "mlp"},
+    {RecomputeModule::shared_experts, "shared_experts"}};
 inline const NameTable<PipelineSchedule> kScheduleNames = {
     {PipelineSchedule::one_f_one_b, "1f1b"},
     {PipelineSchedule::interleaved, "interleaved"},
@@ -470,7 +472,8 @@ struct Training {
   bool recompute_norms = false;
   bool recompute_mla_up_proj = false;
   bool recompute_moe_act = false;
-  bool recompute_mlp = false;  // the dense layers' MLP ("mlp")
+  bool recompute_mlp = false;             // the dense layers' MLP ("mlp")
+  bool recompute_shared_experts = false;  // the MoE layers' shared experts
   // DeepSeek-V3's low-precision activation cache (§3.3.3), with precision fp8: the attention
   // output (the output projection's input, which the attention backward reads too) kept once
   // in a 12-bit E5M6 format instead of 16-bit plus an FP8 copy, and the routed experts' SwiGLU

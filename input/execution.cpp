@@ -77,6 +77,7 @@ void parse_recompute_modules(const JsonNode& n, Training& t) {
       case RecomputeModule::mla_up_proj: t.recompute_mla_up_proj = true; break;
       case RecomputeModule::moe_act: t.recompute_moe_act = true; break;
       case RecomputeModule::mlp: t.recompute_mlp = true; break;
+      case RecomputeModule::shared_experts: t.recompute_shared_experts = true; break;
     }
   }
 }

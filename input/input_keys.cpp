@@ -77,7 +77,7 @@ KeySpec recompute_modules() {
       array("recompute_modules",
             choice("", kRecomputeModuleNames.names(), "a module recomputed in the backward"),
             "modules recomputed from their inputs (Megatron-Core's names), with recompute "
-            "none or selective: layernorm, mla_up_proj, moe_act, mlp");
+            "none or selective: layernorm, mla_up_proj, moe_act, mlp, shared_experts");
   k.unique_items = true;
   return k;
 }

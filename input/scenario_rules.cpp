@@ -84,6 +84,10 @@ void check_recompute_modules(const Rules& r) {
   if (t.recompute_moe_act && !m.moe) {
     r.fail("/training/recompute_modules", "moe_act needs a mixture-of-experts model");
   }
+  if (t.recompute_shared_experts && !(m.moe && m.moe->shared_experts > 0)) {
+    r.fail("/training/recompute_modules",
+           "shared_experts needs a mixture-of-experts model with shared experts");
+  }
   if (t.recompute_mlp && m.moe_layer_count() == m.num_layers) {
     r.warn(
         "recompute_modules \"mlp\" recomputes the MLP of dense layers only (Megatron-Core "

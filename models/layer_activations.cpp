@@ -156,7 +156,11 @@ ActivationTerms moe_ffn_terms(const ModelSpec& m, const ActivationOptions& o) {
   ActivationTerms t;
   t.replicated = kActivationBytes * h + (o.recompute_norms ? 0.0 : norm_output) +
                  kRouterScoreBytes * e.num_experts + (o.dropout ? kMaskBytes * h : 0.0);
-  t.sharded = fs > 0 ? kActivationBytes * activation_inputs(m.ffn) * fs + lin * fs : 0.0;
+  // The shared experts' internals; none kept when they are recomputed from their input (the
+  // norm output above).
+  t.sharded = fs > 0 && !o.recompute_shared_experts
+                  ? kActivationBytes * activation_inputs(m.ffn) * fs + lin * fs
+                  : 0.0;
   t.routed_copy = lin * h + kRoutingProbBytes + kRowIndexBytes;
   const double act_input_bytes = o.fp8_cache ? kFp8ActivationBytes : kActivationBytes;
   t.routed_copy_ffn = act_input_bytes * activation_inputs(m.ffn) * e.expert_ffn_hidden +
@@ -199,6 +203,7 @@ ActivationOptions activation_options(const Training& tr) {
   o.recompute_mla_up_proj = tr.recompute_mla_up_proj;
   o.recompute_moe_act = tr.recompute_moe_act;
   o.recompute_mlp = tr.recompute_mlp;
+  o.recompute_shared_experts = tr.recompute_shared_experts;
   return o;
 }
 
@@ -221,7 +226,7 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
                                    const ActivationOptions& options) {
   ActivationOptions kept = options;  // the same tensors with no module recomputed
   kept.recompute_norms = kept.recompute_mla_up_proj = kept.recompute_moe_act = false;
-  kept.recompute_mlp = false;
+  kept.recompute_mlp = kept.recompute_shared_experts = false;
   const ActivationTerms terms = layer_activation_terms(m, seq_len, moe, options);
   const double stored = bytes_on_gpu(terms, tokens, layout);
   const double modules =
@@ -254,7 +259,8 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
 bool uses_activation_terms(const Scenario& s) {
   const Training& tr = s.training;
   return s.model.mla || s.model.moe || tr.recompute_norms || tr.recompute_mla_up_proj ||
-         tr.recompute_moe_act || tr.recompute_mlp || tr.fp8_activation_cache;
+         tr.recompute_moe_act || tr.recompute_mlp || tr.recompute_shared_experts ||
+         tr.fp8_activation_cache;
 }
 
 double module_recompute_flops_per_token(const ModelSpec& m, const ActivationOptions& o) {

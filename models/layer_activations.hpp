@@ -25,8 +25,10 @@ struct ActivationOptions {
   bool recompute_mla_up_proj = false;
   bool recompute_moe_act = false;
   bool recompute_mlp = false;
+  bool recompute_shared_experts = false;
   bool any_module() const {
-    return recompute_norms || recompute_mla_up_proj || recompute_moe_act || recompute_mlp;
+    return recompute_norms || recompute_mla_up_proj || recompute_moe_act || recompute_mlp ||
+           recompute_shared_experts;
   }
 };
 ActivationOptions activation_options(const clustersim::Training& training);

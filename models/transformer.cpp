@@ -355,6 +355,17 @@ StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
     const double dense = (m.num_layers - m.moe_layer_count()) + (mtp_dense ? m.mtp_layers : 0);
     out.per_token.recompute += forward_flops_per_token(m, s.training.seq_len).mlp_per_layer * dense;
   }
+  // The "shared_experts" module: each MoE layer's shared-expert GEMMs run again (an MTP module's
+  // layer's too when it is an MoE layer).
+  if (s.training.recompute_shared_experts && s.training.recompute != Recompute::full &&
+      s.model.moe) {
+    const ModelSpec& m = s.model;
+    const double width =
+        static_cast<double>(m.moe->shared_experts) * m.moe->shared_expert_ffn_hidden;
+    const bool mtp_moe = m.is_moe_layer(m.num_layers - 1);
+    const double layers = m.moe_layer_count() + (mtp_moe ? m.mtp_layers : 0);
+    out.per_token.recompute += ffn_matrices(m) * kFlopsPerMac * m.hidden * width * layers;
+  }
   out.tokens = s.tokens_per_step();
   return out;
 }

@@ -262,6 +262,7 @@ std::string training_text(const Scenario& s) {
   if (tr.recompute_mla_up_proj) modules.push_back("MLA's latent norms and up-projections");
   if (tr.recompute_moe_act) modules.push_back("the routed experts' activation");
   if (tr.recompute_mlp) modules.push_back("the dense layers' MLP");
+  if (tr.recompute_shared_experts) modules.push_back("the MoE layers' shared experts");
   for (std::size_t i = 0; i < modules.size(); ++i) {
     t << (i == 0 ? ", recomputed in the backward: " : ", ") << modules[i];
   }

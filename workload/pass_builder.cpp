@@ -225,6 +225,8 @@ Segments PassBuilder::layer_backward(bool moe, BackwardPart part) {
   // recompute_modules "mlp": a dense layer's MLP forward again, its collectives included
   // (Megatron-Core checkpoints the whole self.mlp).
   if (!moe && s_.training.recompute_mlp) mlp_block_forward(out, c);
+  // "shared_experts": an MoE layer's shared experts forward again, with their collectives.
+  if (moe && s_.training.recompute_shared_experts) shared_experts_forward(out, c);
   if (moe) {
     moe_block_backward(out, c, part);
   } else {

@@ -316,6 +316,12 @@ TEST_CASE("Recompute modules and the FP8 activation cache load and fail at their
   CHECK(load(dense).training.recompute_norms);
   // "mlp" recomputes dense layers' MLPs: loaded for a dense model without a warning; for a model
   // whose every layer is an MoE layer it changes nothing, which the loader says.
+  json no_shared = dense;
+  no_shared["training"]["recompute_modules"] = {"shared_experts"};
+  expect_error(no_shared, "/training/recompute_modules", "shared experts");
+  json shared = moe_scenario();
+  shared["training"]["recompute_modules"] = {"shared_experts"};
+  CHECK(load(shared).training.recompute_shared_experts);
   dense["training"]["recompute_modules"] = {"mlp"};
   const Scenario mlp = load(dense);
   CHECK(mlp.training.recompute_mlp);

@@ -214,6 +214,28 @@ TEST_CASE("Recomputing the dense MLP keeps only its input and re-runs its GEMMs"
         Approx(32.0 * 6 * 4096 * 14336));
 }
 
+TEST_CASE("Recomputing the shared experts drops their internals and re-runs their GEMMs") {
+  // DeepSeek-V3, BF16: the shared expert (SwiGLU of 2048) stores gate, up and product,
+  // 3 x 2 x 2048 = 12288 bytes per token (sharded); recomputed from the norm output it stores
+  // none, and nothing else changes.
+  const ModelSpec m = load_model_preset("deepseek-v3");
+  ActivationOptions o = no_dropout(false);
+  const ActivationTerms plain = ffn_activation_terms(m, true, o);
+  o.recompute_shared_experts = true;
+  const ActivationTerms kept = ffn_activation_terms(m, true, o);
+  CHECK(plain.sharded == Approx(12288));
+  CHECK(kept.sharded == 0);
+  CHECK(kept.replicated == Approx(plain.replicated));
+  CHECK(kept.routed_copy_ffn == Approx(plain.routed_copy_ffn));
+  // Its three GEMMs, 3 x 2 x 7168 x 2048 FLOPs per token, again in each of the 58 MoE layers
+  // and the MTP module's layer (an MoE layer, as the model's last is).
+  Scenario s = load_scenario(scenario_path("deepseek-v3-2048-h800"));
+  const double before = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
+  s.training.recompute_shared_experts = true;
+  const double after = flops_per_step(s, FlopConvention::megatron).per_token.recompute;
+  CHECK(after - before == Approx(59.0 * 6 * 7168 * 2048));
+}
+
 TEST_CASE("Recomputing DeepSeek-V3's MLA up-projections adds their GEMMs to the backward") {
   // 2 x (1536 x 128 x 192 + 512 x 128 x (128 + 128)) = 2 x 54525952 FLOPs per token and layer,
   // in all 61 layers and the MTP module's.

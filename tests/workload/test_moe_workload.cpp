@@ -235,7 +235,7 @@ TEST_CASE("Recompute modules add the MLA up-projection GEMMs to the backward and
   CHECK(bk.module_recompute(false).time_s < bk.module_recompute(true).time_s);
 }
 
-TEST_CASE("The mlp module re-runs a dense layer's MLP forward and leaves an MoE layer's alone",
+TEST_CASE("The mlp and shared_experts modules re-run their forward where their layer has them",
           "[workload][moe]") {
   // Megatron-Core's recompute_modules "mlp" checkpoints a dense layer's whole MLP (its norm, both
   // linears and their collectives) and not an MoE layer's. The small model's GeLU MLP: two GEMMs
@@ -267,6 +267,15 @@ TEST_CASE("The mlp module re-runs a dense layer's MLP forward and leaves an MoE 
       n += seg.is_collective && builder.collectives()[seg.collective].group == Group::tp;
     return n;
   };
+  // "shared_experts" re-runs the shared expert of an MoE layer (GeLU, width fs: 2 GEMMs of
+  // 2 T h fs FLOPs) and leaves a dense layer alone.
+  Scenario shared = s;
+  shared.training.recompute_shared_experts = true;
+  PassBuilder bs(shared, compute);
+  CHECK(total(bs.moe_layer_backward()).flops - total(b.moe_layer_backward()).flops ==
+        Approx(2 * (2 * T * h * fs)).epsilon(1e-9));
+  CHECK(total(bs.layer_backward()).flops == Approx(total(b.layer_backward()).flops).epsilon(1e-12));
+
   const Segments plain_backward = bt.layer_backward();
   const Segments mlp_backward = btm.layer_backward();
   CHECK(tp_collectives(btm, mlp_backward) == tp_collectives(bt, plain_backward) + 2);
