@@ -204,6 +204,10 @@ struct MoeSpec {
   int expert_ffn_hidden = 0;         // FFN width of one routed expert
   int shared_experts = 0;            // experts every token goes through
   int shared_expert_ffn_hidden = 0;  // FFN width of one shared expert (0 without them)
+  // The shared experts' summed FFN width, the one FFN every token passes through.
+  double shared_ffn_width() const {
+    return static_cast<double>(shared_experts) * shared_expert_ffn_hidden;
+  }
   // The first layers keep the dense FFN (DeepSeek's first_k_dense_replace); of the others,
   // layer i (0-based) is an MoE layer when i % moe_layer_freq == 0 (DeepSeek's and Megatron-
   // Core's moe_layer_freq; 1 = all of them).

@@ -149,7 +149,7 @@ ActivationTerms dense_ffn_terms(const ModelSpec& m, const ActivationOptions& o) 
 ActivationTerms moe_ffn_terms(const ModelSpec& m, const ActivationOptions& o) {
   const MoeSpec& e = *m.moe;
   const double h = m.hidden;
-  const double fs = static_cast<double>(e.shared_experts) * e.shared_expert_ffn_hidden;
+  const double fs = e.shared_ffn_width();
   const double lin = linear_input_bytes(o);
   const double norm_output =
       kActivationBytes * h + (fs > 0 && o.fp8_linears ? kFp8ActivationBytes * h : 0.0);
@@ -258,8 +258,7 @@ LayerActivations layer_activations(const ModelSpec& m, int seq_len, double token
 
 bool uses_activation_terms(const Scenario& s) {
   const Training& tr = s.training;
-  return s.model.mla || s.model.moe || tr.recompute_norms || tr.recompute_mla_up_proj ||
-         tr.recompute_moe_act || tr.recompute_mlp || tr.recompute_shared_experts ||
+  return s.model.mla || s.model.moe || activation_options(tr).any_module() ||
          tr.fp8_activation_cache;
 }
 

@@ -185,7 +185,7 @@ double mla_layer_per_tp_rank(const ModelSpec& m, int tp, double ffn_width) {
 LayerParameters moe_layer_parameters_on_gpu(const ModelSpec& m, const Parallelism& par) {
   const MoeSpec& e = *m.moe;
   const int tp = par.tp;
-  const double shared_width = double(e.shared_experts) * e.shared_expert_ffn_hidden;
+  const double shared_width = e.shared_ffn_width();
   LayerParameters out;
   // The attention and norms of a dense layer, the shared experts in place of its FFN.
   ModelSpec with_shared = m;
@@ -246,8 +246,7 @@ namespace {
 double moe_mlp_flops(const ModelSpec& m) {
   const MoeSpec& e = *m.moe;
   const double h = m.hidden;
-  const double width = double(e.experts_per_token) * e.expert_ffn_hidden +
-                       double(e.shared_experts) * e.shared_expert_ffn_hidden;
+  const double width = double(e.experts_per_token) * e.expert_ffn_hidden + e.shared_ffn_width();
   return kFlopsPerMac * h * e.num_experts + ffn_matrices(m) * kFlopsPerMac * h * width;
 }
 
@@ -347,24 +346,19 @@ StepFlops flops_per_step(const Scenario& s, FlopConvention convention) {
   out.per_token.recompute +=
       module_recompute_flops_per_token(s.model, activation_options(s.training)) *
       (s.model.num_layers + s.model.mtp_layers);
-  // The "mlp" module: each dense layer's MLP GEMMs run again (an MTP module's layer is dense
-  // when the model's last layer is).
-  if (s.training.recompute_mlp && s.training.recompute != Recompute::full) {
-    const ModelSpec& m = s.model;
-    const bool mtp_dense = !m.is_moe_layer(m.num_layers - 1);
-    const double dense = (m.num_layers - m.moe_layer_count()) + (mtp_dense ? m.mtp_layers : 0);
-    out.per_token.recompute += forward_flops_per_token(m, s.training.seq_len).mlp_per_layer * dense;
-  }
-  // The "shared_experts" module: each MoE layer's shared-expert GEMMs run again (an MTP module's
-  // layer's too when it is an MoE layer).
-  if (s.training.recompute_shared_experts && s.training.recompute != Recompute::full &&
-      s.model.moe) {
-    const ModelSpec& m = s.model;
-    const double width =
-        static_cast<double>(m.moe->shared_experts) * m.moe->shared_expert_ffn_hidden;
-    const bool mtp_moe = m.is_moe_layer(m.num_layers - 1);
-    const double layers = m.moe_layer_count() + (mtp_moe ? m.mtp_layers : 0);
-    out.per_token.recompute += ffn_matrices(m) * kFlopsPerMac * m.hidden * width * layers;
+  // The "mlp" module: each dense layer's MLP GEMMs run again; "shared_experts": each MoE
+  // layer's shared-expert GEMMs. An MTP module's layer is of the kind of the model's last.
+  const ModelSpec& m = s.model;
+  const bool last_moe = m.is_moe_layer(m.num_layers - 1);
+  const double moe_layers = m.moe_layer_count() + (last_moe ? m.mtp_layers : 0);
+  const double dense_layers = m.num_layers + m.mtp_layers - moe_layers;
+  if (s.training.recompute != Recompute::full) {
+    if (s.training.recompute_mlp)
+      out.per_token.recompute +=
+          ffn_matrices(m) * kFlopsPerMac * m.hidden * m.ffn_hidden * dense_layers;
+    if (s.training.recompute_shared_experts && m.moe)
+      out.per_token.recompute +=
+          ffn_matrices(m) * kFlopsPerMac * m.hidden * m.moe->shared_ffn_width() * moe_layers;
   }
   out.tokens = s.tokens_per_step();
   return out;

@@ -57,7 +57,7 @@ Dims dims_of(const Scenario& s) {
     d.ep = s.parallelism.ep;
     d.et = s.parallelism.expert_tp();
     d.El = d.E / d.ep;
-    d.fs = static_cast<double>(e.shared_experts) * e.shared_expert_ffn_hidden;
+    d.fs = e.shared_ffn_width();
     d.rho = e.capacity_factor > 0 ? std::min(e.routing_imbalance, e.capacity_factor)
                                   : e.routing_imbalance;
     const int gpn = s.cluster.gpus_per_node;
