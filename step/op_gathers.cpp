@@ -9,7 +9,7 @@ bool Replay::on_gather_issue(ClassStage& me, const Op& op) {
       w_.stages[static_cast<std::size_t>(me.stage)].gathers[static_cast<std::size_t>(op.index)];
   Stream& stream = gather_[static_cast<std::size_t>(me.stage)];
   Instance& inst = instance(stream, op.index, op.micro_batch, static_cast<int>(op.pass), {g.call},
-                            workload::Group::dp, g.label);
+                            g.group, g.label);
   launch(stream, inst);
   return true;
 }
@@ -18,7 +18,7 @@ bool Replay::on_gather_wait(ClassStage& me, const Op& op) {
   const auto& g =
       w_.stages[static_cast<std::size_t>(me.stage)].gathers[static_cast<std::size_t>(op.index)];
   Instance& inst = instance(gather_[static_cast<std::size_t>(me.stage)], op.index, op.micro_batch,
-                            static_cast<int>(op.pass), {g.call}, workload::Group::dp, g.label);
+                            static_cast<int>(op.pass), {g.call}, g.group, g.label);
   const double t0 = sim_.now();
   inst.done.wait();
   if (aborted_) return false;

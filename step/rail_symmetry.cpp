@@ -37,7 +37,29 @@ void Replay::build_groups() {
   for (int c = 0; c < cp_; ++c) {
     for (int t = 0; t < tp_; ++t) pp_ranks_.push_back({t, c});
   }
+  build_expert_dp_groups();
   detect_rail_symmetry();
+}
+
+// The groups that reduce the routed experts' gradients (Group::expert_dp), per stage.
+void Replay::build_expert_dp_groups() {
+  expert_dp_groups_.assign(static_cast<std::size_t>(p_), {});
+  expert_dp_tp_.assign(static_cast<std::size_t>(p_), {});
+  if (!s_.model.moe) return;
+  const Parallelism& par = s_.parallelism;
+  const int per_stage = par.ep * par.expert_tp();
+  const topologies::ExpertGroups g = topologies::place_experts(pl_, par.ep, par.expert_tp());
+  for (std::size_t i = 0; i < g.edp_groups.size(); ++i) {
+    const auto st = i / static_cast<std::size_t>(per_stage);
+    std::vector<int> gpus;
+    int tp = pl_.coords(g.edp_groups[i].front()).tp;
+    for (int rank : g.edp_groups[i]) {
+      gpus.push_back(pl_.gpu_of_rank[static_cast<std::size_t>(rank)]);
+      if (pl_.coords(rank).tp != tp) tp = -1;
+    }
+    expert_dp_groups_[st].push_back(std::move(gpus));
+    expert_dp_tp_[st].push_back(tp);
+  }
 }
 
 // Shortcut 4: on a rail-optimized fabric with GPUDirect (GPU -> own NIC -> rail leaf), a
@@ -54,6 +76,10 @@ void Replay::detect_rail_symmetry() {
   if (opt_.exact || !opt_.symmetric_rails || tp_ < 2 || !opt_.faults.links.empty() ||
       !spec.rail_optimized || g.has_hosts()) {
     return;
+  }
+  // An expert-data-parallel group over several TP ranks may span rails.
+  for (const auto& tps : expert_dp_tp_) {
+    if (std::find(tps.begin(), tps.end(), -1) != tps.end()) return;
   }
   const int gpn = spec.gpus_per_node;
   std::vector<int> rails;

@@ -208,6 +208,7 @@ class Replay {
   }
   void build_classes();
   void build_groups();
+  void build_expert_dp_groups();
   void detect_rail_symmetry();
   void detect_pipeline_rail_symmetry();
   void cost_collectives();
@@ -287,6 +288,10 @@ class Replay {
   std::vector<ClassInfo> classes_;
   std::vector<std::vector<std::vector<int>>> dp_groups_;  // [stage][tp rank] -> gpus
   std::vector<std::vector<int>> embedding_groups_;
+  // MoE models: [stage] -> the expert-data-parallel groups' GPUs, and the TP rank all of a
+  // group's members hold (-1 when they hold several: etp != tp).
+  std::vector<std::vector<std::vector<int>>> expert_dp_groups_;
+  std::vector<std::vector<int>> expert_dp_tp_;
   std::vector<int> rails_;  // non-empty: shortcut 4 active (the rails the DP groups use)
   std::vector<std::vector<int>> first_rail_groups_;  // [stage] -> TP ranks on rails_[0]
   std::vector<std::pair<int, int>> pp_ranks_;        // (tp, cp) ranks whose transfers run

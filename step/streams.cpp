@@ -46,7 +46,7 @@ void Replay::build_streams() {
     red.can_merge = !opt_.exact;
     double bytes = 0;
     for (const auto& b : prog.buckets) {
-      if (b.group == Group::dp) bytes += b.bytes();
+      if (b.group == Group::dp || b.group == Group::expert_dp) bytes += b.bytes();
     }
     red.merge_cap_bytes = bytes / std::max(1, opt_.merge_parts);
     reduce_.push_back(std::move(red));
@@ -101,12 +101,23 @@ void Replay::launch(Stream& st, Instance& inst) {
 
 std::vector<std::vector<int>> Replay::groups_for(const Stream& st, Group g) const {
   if (g == Group::embedding) return embedding_groups_;
-  const auto& all = dp_groups_[static_cast<std::size_t>(st.stage)];
+  const auto stage = static_cast<std::size_t>(st.stage);
+  const std::vector<int>& first = rails_.empty() ? std::vector<int>{} : first_rail_groups_[stage];
+  const auto on_first_rail = [&](int t) {
+    return std::find(first.begin(), first.end(), t) != first.end();
+  };
+  if (g == Group::expert_dp) {
+    if (rails_.empty()) return expert_dp_groups_[stage];
+    std::vector<std::vector<int>> out;  // shortcut 4: the groups of the first rail's TP ranks
+    for (std::size_t i = 0; i < expert_dp_groups_[stage].size(); ++i) {
+      if (on_first_rail(expert_dp_tp_[stage][i])) out.push_back(expert_dp_groups_[stage][i]);
+    }
+    return out;
+  }
+  const auto& all = dp_groups_[stage];
   if (rails_.empty()) return all;
   std::vector<std::vector<int>> first_rail;  // shortcut 4
-  for (int t : first_rail_groups_[static_cast<std::size_t>(st.stage)]) {
-    first_rail.push_back(all[static_cast<std::size_t>(t)]);
-  }
+  for (int t : first) first_rail.push_back(all[static_cast<std::size_t>(t)]);
   return first_rail;
 }
 

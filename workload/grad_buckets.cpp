@@ -19,32 +19,42 @@ bool in_fp32_groups(const Scenario& s, const std::string& group) {
   return std::find(g.begin(), g.end(), group) != g.end();
 }
 
-// Fills buckets of one chunk unit by unit (see pack_buckets).
+// Fills buckets of one chunk and one group unit by unit (see pack_buckets).
 class BucketPacker {
  public:
-  BucketPacker(int chunk, const ReductionPlan& plan, const models::ComputeCostModel& compute,
-               std::vector<GradBucket>& buckets)
-      : chunk_(chunk), plan_(plan), compute_(compute), buckets_(buckets) {}
+  BucketPacker(int chunk, Group group, const ReductionPlan& plan,
+               const models::ComputeCostModel& compute, std::vector<GradBucket>& buckets)
+      : chunk_(chunk), group_(group), plan_(plan), compute_(compute), buckets_(buckets) {}
 
-  void add(std::vector<GradUnit>& units, std::size_t i);
+  // Adds `params` of unit i's gradients (all of them, or its routed experts').
+  void add(std::vector<GradUnit>& units, std::size_t i, double params);
+  // Closes the bucket left open, if any, as one the last unit that added to it completes.
+  void finish(std::vector<GradUnit>& units) {
+    if (last_ < units.size()) close(units[last_], units[last_].name);
+  }
+
+ private:
   // Closes the open bucket (if any) as one that `at` completes; `last` ends its label.
   void close(GradUnit& at, const std::string& last);
 
- private:
   int chunk_;
+  Group group_;
   const ReductionPlan& plan_;
   const models::ComputeCostModel& compute_;
   std::vector<GradBucket>& buckets_;
   double open_params_ = 0;
   Dtype open_dtype_ = Dtype::bf16;
   std::string open_first_;
+  std::size_t last_ = static_cast<std::size_t>(-1);  // the last unit that added gradients
 };
 
-void BucketPacker::add(std::vector<GradUnit>& units, std::size_t i) {
+void BucketPacker::add(std::vector<GradUnit>& units, std::size_t i, double params) {
+  if (!(params > 0)) return;
   GradUnit& unit = units[i];
   const double bytes_per = grad_bytes_per_element(unit.dtype);
-  if (open_params_ > 0 && unit.dtype != open_dtype_) close(units[i - 1], units[i - 1].name);
-  double left = unit.params;
+  if (open_params_ > 0 && unit.dtype != open_dtype_) close(units[last_], units[last_].name);
+  last_ = i;
+  double left = params;
   while (left > 0) {
     if (open_params_ == 0) {
       open_dtype_ = unit.dtype;
@@ -72,6 +82,7 @@ void BucketPacker::close(GradUnit& at, const std::string& last) {
   bkt.id = static_cast<int>(buckets_.size());
   bkt.chunk = chunk_;
   bkt.params = open_params_;
+  bkt.group = group_;
   bkt.calls = reduction_calls(plan_, open_params_, open_dtype_);
   if (plan_.deepspeed_2021) {
     bkt.stream_work_s = compute_
@@ -80,6 +91,7 @@ void BucketPacker::close(GradUnit& at, const std::string& last) {
                             .time_s;
   }
   bkt.label = open_first_ == last ? open_first_ : open_first_ + " .. " + last;
+  if (group_ == Group::expert_dp) bkt.label += " experts";
   at.buckets.push_back(bkt.id);
   buckets_.push_back(std::move(bkt));
   open_params_ = 0;
@@ -95,6 +107,7 @@ UnitSizes unit_sizes(const Scenario& s) {
   if (s.model.moe) {
     const models::LayerParameters moe = models::moe_layer_parameters_on_gpu(s.model, s.parallelism);
     u.moe_layer = moe.dense + moe.experts;
+    u.moe_experts = moe.experts;
     for (int l = 0; l < s.model.num_layers; ++l) u.moe.push_back(s.model.is_moe_layer(l));
   }
   u.embedding = (counts.embedding) / tp + counts.position_embedding;
@@ -102,8 +115,10 @@ UnitSizes unit_sizes(const Scenario& s) {
   u.head = head_params + counts.final_norm;
   // Multi-token prediction modules live with the head on the last stage: each a layer like the
   // model's last plus its projection and norms (DeepSeek-V3 §2.2; models/memory.cpp).
-  const double mtp_layer = s.model.is_moe_layer(s.model.num_layers - 1) ? u.moe_layer : u.layer;
-  u.head += s.model.mtp_layers * (mtp_layer + models::mtp_module_own_parameters(s.model, tp));
+  const int last = s.model.num_layers - 1;
+  u.head +=
+      s.model.mtp_layers * (u.of_layer(last) + models::mtp_module_own_parameters(s.model, tp));
+  u.head_experts = s.model.mtp_layers * u.experts_of_layer(last);
   u.layer_dtype = s.comm.grad_dtype;
   u.embedding_dtype = in_fp32_groups(s, "embedding") ? Dtype::fp32 : s.comm.grad_dtype;
   u.head_dtype = in_fp32_groups(s, "lm_head") ? Dtype::fp32 : s.comm.grad_dtype;
@@ -116,11 +131,20 @@ std::vector<GradUnit> grad_units(const UnitSizes& sizes, int vs, int num_vstages
   if (vs == num_vstages - 1) {
     // The final norm goes with the head; tied embeddings on a separate last stage keep a copy
     // (Megatron-LM), synchronised with the first stage (add_embedding_sync_bucket).
-    u.push_back({UnitKind::head, sizes.head, sizes.head_dtype, -1, "lm_head", {}, {}, {}});
+    u.push_back({UnitKind::head,
+                 sizes.head,
+                 sizes.head_experts,
+                 sizes.head_dtype,
+                 -1,
+                 "lm_head",
+                 {},
+                 {},
+                 {}});
   }
   for (int l = first_layer + layers - 1; l >= first_layer; --l) {
     u.push_back({UnitKind::layer,
                  sizes.of_layer(l),
+                 sizes.experts_of_layer(l),
                  sizes.layer_dtype,
                  l,
                  "layer " + std::to_string(l),
@@ -129,8 +153,15 @@ std::vector<GradUnit> grad_units(const UnitSizes& sizes, int vs, int num_vstages
                  {}});
   }
   if (vs == 0) {
-    u.push_back(
-        {UnitKind::embedding, sizes.embedding, sizes.embedding_dtype, -1, "embedding", {}, {}, {}});
+    u.push_back({UnitKind::embedding,
+                 sizes.embedding,
+                 0.0,
+                 sizes.embedding_dtype,
+                 -1,
+                 "embedding",
+                 {},
+                 {},
+                 {}});
   }
   return u;
 }
@@ -147,6 +178,7 @@ ReductionPlan reduction_plan(const Scenario& s, bool compressed_phase) {
   // off, its default).
   plan.reduce_scatter = par.zero_stage >= 1 && !plan.deepspeed_2021;
   plan.dp_ranks = par.dp * par.cp;  // gradients are reduced over dp x cp (Megatron-LM)
+  plan.expert_buckets = s.model.moe && par.zero_stage < 3 && !compressed_phase;
   return plan;
 }
 
@@ -166,9 +198,15 @@ std::vector<CommCall> reduction_calls(const ReductionPlan& plan, double params, 
 
 void pack_buckets(std::vector<GradUnit>& units, int chunk, const ReductionPlan& plan,
                   const models::ComputeCostModel& compute, std::vector<GradBucket>& buckets) {
-  BucketPacker packer(chunk, plan, compute, buckets);
-  for (std::size_t i = 0; i < units.size(); ++i) packer.add(units, i);
-  if (!units.empty()) packer.close(units.back(), units.back().name);
+  BucketPacker rest(chunk, Group::dp, plan, compute, buckets);
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    rest.add(units, i, units[i].params - (plan.expert_buckets ? units[i].experts : 0.0));
+  }
+  rest.finish(units);
+  if (!plan.expert_buckets) return;
+  BucketPacker experts(chunk, Group::expert_dp, plan, compute, buckets);
+  for (std::size_t i = 0; i < units.size(); ++i) experts.add(units, i, units[i].experts);
+  experts.finish(units);
 }
 
 int add_embedding_sync_bucket(const Scenario& s, int stage, Dtype dtype,

@@ -19,6 +19,10 @@ enum class UnitKind : unsigned char { layer, embedding, head };
 struct GradUnit {
   UnitKind kind = UnitKind::layer;
   double params = 0;
+  // Of params, the routed experts' (an MoE layer's, or the MTP modules' with the head): with
+  // ReductionPlan::expert_buckets they go to buckets of their own, reduced over the
+  // expert-data-parallel group.
+  double experts = 0;
   Dtype dtype = Dtype::bf16;  // of the gradient on the wire
   int layer = -1;             // global layer index, or -1
   std::string name;           // "layer 12", "embedding", "lm_head"
@@ -35,14 +39,16 @@ struct UnitSizes {
   // layer's, the router and the shared experts as Megatron-Core keeps them, the routed experts
   // split over EP and expert TP); moe[l] says whether global layer l is one. Empty when dense.
   double moe_layer = 0;
+  double moe_experts = 0;  // of moe_layer, the routed experts
   std::vector<bool> moe;
-  double of_layer(int l) const {
-    return l >= 0 && static_cast<std::size_t>(l) < moe.size() && moe[static_cast<std::size_t>(l)]
-               ? moe_layer
-               : layer;
+  bool is_moe(int l) const {
+    return l >= 0 && static_cast<std::size_t>(l) < moe.size() && moe[static_cast<std::size_t>(l)];
   }
-  double embedding = 0;  // token embedding shard and the learned positions
-  double head = 0;       // LM head shard (the embedding's copy when tied) and the final norm
+  double of_layer(int l) const { return is_moe(l) ? moe_layer : layer; }
+  double experts_of_layer(int l) const { return is_moe(l) ? moe_experts : 0.0; }
+  double embedding = 0;     // token embedding shard and the learned positions
+  double head = 0;          // LM head shard (the embedding's copy when tied) and the final norm
+  double head_experts = 0;  // of head, the routed experts of MoE multi-token prediction layers
   Dtype layer_dtype = Dtype::bf16;
   Dtype embedding_dtype = Dtype::bf16;
   Dtype head_dtype = Dtype::bf16;
@@ -62,6 +68,11 @@ struct ReductionPlan {
   bool reduce_scatter = false;    // ZeRO >= 1 reduce-scatters (all-reduce otherwise)
   bool deepspeed_2021 = false;    // DeepSpeed 2021 ZeRO-3: all-reduce plus stream work
   int dp_ranks = 1;
+  // The routed experts' gradients in buckets of their own, reduced over the expert-data-parallel
+  // group (Megatron-Core's DDP keeps expert parameters in separate buffers and reduces them over
+  // expert_data_parallel_group; its distributed optimizer shards them over that group). Set for
+  // an MoE model without ZeRO-3 and outside 1-bit Adam's compressed phase.
+  bool expert_buckets = false;
 };
 ReductionPlan reduction_plan(const Scenario& s, bool compressed_phase);
 
@@ -72,8 +83,10 @@ std::vector<CommCall> reduction_calls(const ReductionPlan& plan, double params, 
 
 // Packs the units of model chunk `chunk` (backward order) into buckets appended to `buckets`:
 // consecutive units of one dtype up to bucket_bytes, a unit larger than a bucket filling
-// several; everything in one bucket in the compressed phase. Records on each unit the buckets
-// its gradients complete and the buckets that hold any of its parameters.
+// several; everything in one bucket in the compressed phase. With plan.expert_buckets the
+// units' routed experts are packed the same way after the rest, into buckets of group
+// expert_dp. Records on each unit the buckets its gradients complete and the buckets that hold
+// any of its parameters.
 void pack_buckets(std::vector<GradUnit>& units, int chunk, const ReductionPlan& plan,
                   const models::ComputeCostModel& compute, std::vector<GradBucket>& buckets);
 

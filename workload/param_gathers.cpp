@@ -184,9 +184,10 @@ void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& bucket
                         std::vector<ParamGather>& gathers) {
   const Dtype dtype = gathered_param_dtype(s);
   for (const auto& bkt : buckets) {
-    if (bkt.group != Group::dp) continue;
+    if (bkt.group != Group::dp && bkt.group != Group::expert_dp) continue;
     const int id = static_cast<int>(gathers.size());
     gathers.push_back(make_gather(id, bkt.params, dtype, bkt.label + " parameters"));
+    gathers.back().group = bkt.group;
   }
 }
 

@@ -31,8 +31,9 @@ bool mxfp8_params_requantized(const Scenario& s);
 void add_zero3_gathers(const Scenario& s, std::vector<std::vector<GradUnit>>& units_per_chunk,
                        std::vector<ParamGather>& gathers);
 
-// ZeRO-1/2: one gather per data-parallel bucket, with the bucket's id (the embedding-sync
-// bucket, which comes last, has none).
+// ZeRO-1/2: one gather per data-parallel bucket (the routed experts' over the
+// expert-data-parallel group), with the bucket's id (the embedding-sync bucket, which comes
+// last, has none).
 void add_bucket_gathers(const Scenario& s, const std::vector<GradBucket>& buckets,
                         std::vector<ParamGather>& gathers);
 

@@ -249,7 +249,10 @@ void StageBuilder::add_grad_units() {
     const int layers = vstage_layers_[static_cast<std::size_t>(ms)];
     auto& u = units_[static_cast<std::size_t>(c)];
     u = grad_units(sizes, ms, chain_.model_stages(), first_layer(ms), layers);
-    for (const auto& unit : u) prog_.params += unit.params;
+    for (const auto& unit : u) {
+      prog_.params += unit.params;
+      prog_.expert_params += unit.experts;
+    }
     prog_.layers += layers;
   }
 }
@@ -613,8 +616,14 @@ void StageBuilder::tail() {
 }
 
 // Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
+// Adam over this GPU's shard: under ZeRO the routed experts' states are sharded over the
+// expert-data-parallel ranks (Megatron-Core's distributed optimizer; models/memory.cpp counts
+// them so), the rest over dp x cp.
 void StageBuilder::optimizer() {
-  const double shard = zero_ >= 1 ? prog_.params / dp_ranks_ : prog_.params;
+  const double experts = prog_.expert_params;
+  const double shard =
+      zero_ >= 1 ? (prog_.params - experts) / dp_ranks_ + experts / s_.parallelism.expert_dp()
+                 : prog_.params;
   ops_.compute(ComputeKind::optimizer,
                plan_.compute.memory_op(optimizer_bytes_per_param(tr_) * shard),
                OpSite{PassKind::backward});

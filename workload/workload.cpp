@@ -44,6 +44,15 @@ std::vector<std::string> modelling_notes(const Scenario& s, bool compressed_phas
         "ZeRO-3 with per-step gradient reduction keeps unsharded gradients across micro-batches "
         "(FSDP no_sync); the memory model decides whether that fits");
   }
+  const Parallelism& par = s.parallelism;
+  if (s.model.moe && par.zero_stage < 3 && !compressed_phase) {
+    notes.push_back(
+        "the routed experts' gradients are reduced over their expert-data-parallel "
+        "group of " +
+        std::to_string(par.expert_dp()) + " rank(s) (tp x cp x dp / (etp x ep))" +
+        (par.zero_stage >= 1 ? ", which shards their optimizer states" : "") +
+        "; the rest over dp x cp = " + std::to_string(par.dp * par.cp) + " (Megatron-Core)");
+  }
   return notes;
 }
 
@@ -67,6 +76,7 @@ const char* to_string(Group g) {
     case Group::embedding: return "embedding";
     case Group::ep: return "ep";
     case Group::ep_rail: return "ep_rail";
+    case Group::expert_dp: return "expert_dp";
   }
   return "?";
 }

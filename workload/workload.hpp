@@ -45,6 +45,10 @@ enum class Group : unsigned char {
   embedding,  // first and last pipeline stage (tied embedding gradients, Megatron-LM)
   ep,         // expert-parallel group (MoE token dispatch and combine; topologies::place_experts)
   ep_rail,    // the members of a GPU's EP group with its in-node index, one per node (DeepEP)
+  // Megatron-Core's expert-data-parallel group (tp x cp x dp / (etp x ep) ranks at stride
+  // etp x ep, topologies::place_experts): it reduces the routed experts' gradients and shards
+  // their optimizer states, as dp does the rest of a layer's.
+  expert_dp,
 };
 const char* to_string(Group g);
 inline bool is_expert_group(Group g) {
@@ -87,15 +91,17 @@ struct ParamGather {
   int id = 0;
   double params = 0;
   CommCall call;
+  Group group = Group::dp;  // dp, or expert_dp for the routed experts' buckets
   std::string label;
 };
 
 // The program of one GPU of pipeline rank `stage`.
 struct StageProgram {
   int stage = 0;
-  int layers = 0;     // Transformer layers on this rank (all chunks)
-  double params = 0;  // parameters on one GPU of this rank (before ZeRO sharding)
-  OpSequence ops;     // in program order, stored once per distinct pass (op_sequence.hpp)
+  int layers = 0;            // Transformer layers on this rank (all chunks)
+  double params = 0;         // parameters on one GPU of this rank (before ZeRO sharding)
+  double expert_params = 0;  // of params, the routed experts' (sharded over expert_dp)
+  OpSequence ops;            // in program order, stored once per distinct pass (op_sequence.hpp)
   std::vector<GradBucket> buckets;
   std::vector<ParamGather> gathers;
   double compute_s = 0;       // sum of compute op times on a healthy GPU

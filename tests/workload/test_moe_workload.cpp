@@ -338,3 +338,82 @@ TEST_CASE("The host waits for the token counts at the dispatch of an MoE forward
     for (const auto& seg : b.layer_forward()) CHECK_FALSE(seg.host_sync);
   }
 }
+
+namespace {
+
+// The optimizer op's time less its one kernel gap: proportional to the bytes Adam moves.
+double optimizer_time(const Workload& w, const models::ComputeCostModel& compute) {
+  double t = -1;
+  for (const auto& op : w.stages.at(0).ops) {
+    if (op.kind != OpKind::compute || op.compute != ComputeKind::optimizer) continue;
+    REQUIRE(t < 0);
+    t = op.time_s - compute.kernel_gap_s();
+  }
+  REQUIRE(t > 0);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "The routed experts' gradients are reduced and sharded over the expert-data-parallel "
+    "group",
+    "[workload][moe]") {
+  // 64 GPUs of data parallelism, ep 8: the expert-data-parallel group has 64 / 8 = 8 ranks.
+  Scenario s = moe_scenario(8);
+  s.parallelism.zero_stage = 1;
+  REQUIRE(s.parallelism.expert_dp() == 8);
+  const auto compute = clustersim::test::compute_model(s);
+  const Workload w = build_workload(s, compute);
+  const StageProgram& st = w.stages.at(0);
+  // 8 layers of 16 / 8 = 2 local experts of 2 h fe (GeLU, no biases).
+  const double experts = 8 * (E / 8) * 2 * h * fe;
+  CHECK(st.expert_params == Approx(experts).epsilon(1e-12));
+  double in_dp = 0, in_edp = 0;
+  for (const auto& b : st.buckets) {
+    (b.group == Group::expert_dp ? in_edp : in_dp) += b.params;
+    if (b.group == Group::expert_dp) CHECK(b.calls.at(0).kind == CollKind::reduce_scatter);
+  }
+  CHECK(in_edp == Approx(experts).epsilon(1e-12));
+  CHECK(in_dp == Approx(st.params - experts).epsilon(1e-12));
+  // ZeRO-1: each bucket's parameters are gathered over the bucket's own group.
+  REQUIRE(st.gathers.size() == st.buckets.size());
+  for (std::size_t i = 0; i < st.gathers.size(); ++i) {
+    CHECK(st.gathers[i].group == st.buckets[i].group);
+    CHECK(st.gathers[i].params == st.buckets[i].params);
+  }
+
+  SECTION("Adam updates 1/64 of the rest and 1/8 of the experts") {
+    Scenario dense = s;
+    dense.model.moe.reset();
+    dense.parallelism.ep = 1;
+    const Workload wd = build_workload(dense, compute);
+    CHECK(wd.stages.at(0).expert_params == 0);
+    CHECK(optimizer_time(w, compute) / optimizer_time(wd, compute) ==
+          Approx(((st.params - experts) / 64 + experts / 8) / (wd.stages.at(0).params / 64))
+              .epsilon(1e-9));
+  }
+  SECTION("ep 64 leaves each GPU the only holder of its experts") {
+    Scenario all = s;
+    all.model.moe->num_experts = 64;
+    all.parallelism.ep = 64;
+    REQUIRE(all.parallelism.expert_dp() == 1);
+    const Workload wa = build_workload(all, compute);
+    double edp_params = 0;
+    for (const auto& b : wa.stages.at(0).buckets) {
+      if (b.group == Group::expert_dp) edp_params += b.params;
+    }
+    // 64 / 64: one expert of 2 h fe per layer and GPU.
+    CHECK(edp_params == Approx(8 * 2 * h * fe).epsilon(1e-12));
+    bool noted = false;
+    for (const auto& n : wa.notes) noted = noted || n.find("group of 1 rank") != std::string::npos;
+    CHECK(noted);
+  }
+  SECTION("ZeRO-3 keeps its gathers and reductions over dp (expert sharding not modelled)") {
+    Scenario z3 = s;
+    z3.parallelism.zero_stage = 3;
+    for (const auto& b : build_workload(z3, compute).stages.at(0).buckets) {
+      CHECK(b.group != Group::expert_dp);
+    }
+  }
+}
