@@ -57,10 +57,15 @@ inline bool fused(AttentionKernel k) {
 //   deepep   - DeepEP's two-hop dispatch for DeepSeek-V3 (arXiv:2412.19437 §3.2.2): each token
 //              crosses InfiniBand once per destination node, to the GPU of the same in-node
 //              index, and is forwarded over NVLink there; the NVLink hop overlaps the
-//              InfiniBand one. Dispatch in FP8 under an FP8 recipe (§3.3.2), combine in BF16.
-enum class MoeDispatcher { alltoall, deepep };
+//              InfiniBand one. Dispatch in FP8 under an FP8 recipe (§3.3.2), combine in BF16;
+//   hybridep - NVIDIA's HybridEP (Megatron-Core's flex dispatcher, backend hybridep) inside one
+//              NVLink domain: each token sent once to each GPU holding one of its experts, in
+//              BF16, at the algorithm bandwidth NVIDIA measured for it with moe_comm_sms SMs
+//              (core/hybrid_ep.hpp).
+enum class MoeDispatcher { alltoall, deepep, hybridep };
 inline const NameTable<MoeDispatcher> kMoeDispatcherNames = {{MoeDispatcher::alltoall, "alltoall"},
-                                                             {MoeDispatcher::deepep, "deepep"}};
+                                                             {MoeDispatcher::deepep, "deepep"},
+                                                             {MoeDispatcher::hybridep, "hybridep"}};
 // How the local experts' GEMMs are launched (the time of the GEMMs is the same; the kernels are
 // not):
 //   per_expert - one GEMM per local expert and matrix, and under FP8 one quantization of each
@@ -538,7 +543,9 @@ struct Training {
   bool moe_comm_overlap = false;
   // SMs the dispatch and combine kernels hold while they overlap compute (DeepSeek-V3 §3.2.2:
   // 20 of the H800's 132 SMs keep InfiniBand and NVLink busy): with moe_comm_overlap the
-  // step's compute-bound kernels run on the other SMs. 0 = none.
+  // step's compute-bound kernels run on the other SMs. 0 = none. With the hybridep dispatcher
+  // they also set its measured bandwidth (Megatron-Core's --moe-hybridep-num-sms; 0 = its
+  // default, 16).
   int moe_comm_sms = 0;
   // Dtype of the Adam state: master copy of the weights, momentum and variance. FP32 in
   // Megatron-LM's and DeepSpeed's mixed-precision Adam; BF16 where a recipe sets Apex

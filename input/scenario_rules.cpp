@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/errors.hpp"
+#include "core/hybrid_ep.hpp"
 
 namespace clustersim {
 
@@ -138,6 +139,28 @@ void check_kernel_fusion(const Rules& r) {
   }
 }
 
+// HybridEP is timed at rates NVIDIA measured inside one NVLink domain, on Hopper and Blackwell
+// (core/hybrid_ep.hpp): the EP group's ep x etp consecutive ranks must lie in one node.
+void check_hybrid_ep(const Rules& r) {
+  const Parallelism& p = r.s.parallelism;
+  const GpuSpec& gpu = r.s.cluster.gpu;
+  if (!hybrid_ep_rate(gpu, r.s.training.moe_comm_sms)) {
+    r.fail("/training/moe_dispatcher", "\"hybridep\" has no measured bandwidth for the " +
+                                           std::string(kGpuArchNames.name(gpu.architecture)) +
+                                           " GPU " + gpu.name +
+                                           " (measured on Hopper and Blackwell only)");
+  }
+  const int span = p.ep * p.expert_tp();
+  const int gpn = r.s.cluster.gpus_per_node;
+  if (p.ep > 1 && (span > gpn || gpn % span != 0)) {
+    r.fail("/training/moe_dispatcher",
+           "\"hybridep\" is modelled inside one NVLink domain (its bandwidths were measured "
+           "there): an EP group of ep x etp = " +
+               std::to_string(span) + " GPUs does not fit in the cluster's " + std::to_string(gpn) +
+               "-GPU nodes");
+  }
+}
+
 // What the step simulator builds of an MoE model (workload/pass_builder.hpp): expert tensor
 // parallelism of 1 or tp (the TP group then all-gathers the dispatched tokens), no ZeRO-3
 // (Megatron-Core shards MoE models with its distributed optimizer).
@@ -157,10 +180,13 @@ void check_expert_simulation(const Rules& r) {
     }
   } else {
     const int sms = r.s.cluster.gpu.sm_count;
-    if (t.moe_comm_sms > 0 && !t.moe_comm_overlap) {
-      r.fail("/training/moe_comm_sms", "applies with \"moe_comm_overlap\": true only");
+    const bool hybrid = t.moe_dispatcher == MoeDispatcher::hybridep;
+    if (t.moe_comm_sms > 0 && !t.moe_comm_overlap && !hybrid) {
+      r.fail("/training/moe_comm_sms",
+             "applies with \"moe_comm_overlap\": true or the \"hybridep\" dispatcher only");
     }
-    if (t.moe_comm_sms > 0 && t.moe_comm_sms >= sms) {
+    if (hybrid) check_hybrid_ep(r);
+    if (t.moe_comm_sms > 0 && t.moe_comm_overlap && t.moe_comm_sms >= sms) {
       r.fail("/training/moe_comm_sms",
              std::to_string(t.moe_comm_sms) + " SMs leave none of the GPU's " +
                  (sms > 0 ? std::to_string(sms)

@@ -45,7 +45,9 @@ bool Replay::on_collective(ClassStage& me, const Op& op) {
   const double t0 = sim_.now();
   std::vector<sim::CollectiveHandle> hs;
   std::vector<std::pair<int, int>> pairs;
-  if (!opt_.free_communication && workload::is_expert_group(c.group)) {
+  if (!opt_.free_communication && c.measured_Bps > 0) {
+    sim_.sleep_for(c.bytes / c.measured_Bps);  // a measured rate (HybridEP), no flows
+  } else if (!opt_.free_communication && workload::is_expert_group(c.group)) {
     join_expert_exchange(me, op, hs);
   } else if (!opt_.free_communication) {
     for (int d : classes_[static_cast<std::size_t>(me.cls)].replicas) {

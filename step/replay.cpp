@@ -99,6 +99,10 @@ void Replay::cost_collectives() {
   for (std::size_t i = 0; i < w_.collectives.size(); ++i) {
     const auto& c = w_.collectives[i];
     if (opt_.free_communication) continue;
+    if (c.measured_Bps > 0) {  // timed at its measured rate, not simulated
+      coll_time_[i] = c.bytes / c.measured_Bps;
+      continue;
+    }
     nccl::CollectiveRequest req = tp_request(c, first.replicas.front(), 0, 0);
     req.contention_free = true;
     coll_time_[i] = sim_.uncontended_time_s(req);

@@ -245,14 +245,15 @@ BRIDGE_2511_CONFIGS = {
 # moe_preprocess), which the simulator does not model (only whole-step graphs): those kernels are
 # priced as launched one by one.
 def _bridge_hybridep(gpu):
-    """A GB200 or GB300 recipe's MoE settings: HybridEP, priced as the all-to-all."""
-    return ({"moe_dispatcher": "alltoall", "moe_comm_overlap": False},
+    """A GB200 or GB300 recipe's MoE settings: HybridEP with 32 SMs."""
+    return ({"moe_dispatcher": "hybridep", "moe_comm_sms": 32, "moe_comm_overlap": False},
             "HybridEP, the flex dispatcher the base config selects on a %s "
-            "(moe_flex_dispatcher_backend hybridep), not modelled: the nearest setting is the "
-            "all-to-all, which moves the same tokens over NVLink, the EP group lying inside one "
-            "NVLink domain; the exchanges not overlapped (moe_a2a_overlap False; "
-            "scripts/performance/utils/overrides.py gives HybridEP 32 SMs with a note to adjust "
-            "them once it overlaps computation)" % gpu, True)
+            "(moe_flex_dispatcher_backend hybridep), with the 32 SMs "
+            "scripts/performance/utils/overrides.py gives it (with a note to adjust them once it "
+            "overlaps computation), the EP group inside one NVLink domain: each token sent once to "
+            "each GPU holding one of its experts at the bandwidth Megatron-Core's GB200 guide "
+            "measured for HybridEP (docs/moe.md#hybridep); the exchanges not overlapped "
+            "(moe_a2a_overlap False)" % gpu, True)
 
 
 BRIDGE_2511_MOE = {

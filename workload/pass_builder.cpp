@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/hybrid_ep.hpp"
 #include "models/op_checkpoint.hpp"
 #include "workload/host_dispatch.hpp"
 #include "workload/kernel_traffic.hpp"
@@ -75,6 +76,22 @@ Dims dims_of(const Scenario& s) {
       }
       d.token_nodes = m * (1 - std::pow(1 - 1 / m, d.k));
     }
+    const auto rate = hybrid_ep_rate(s.cluster.gpu, s.training.moe_comm_sms);
+    d.hybrid_ep = s.training.moe_dispatcher == MoeDispatcher::hybridep && d.ep > 1 && rate;
+    if (d.hybrid_ep) {
+      // Group-limited routing: a token's experts lie in groups_per_token of the expert groups,
+      // on groups_per_token x ep / expert_groups GPUs (fewer GPUs than groups: ep at most).
+      double reachable = d.ep;
+      double candidates = d.E;
+      if (e.expert_groups > 0 && e.groups_per_token < e.expert_groups) {
+        candidates = d.E * e.groups_per_token / e.expert_groups;
+        reachable =
+            std::min(reachable, e.groups_per_token * std::max(1.0, reachable / e.expert_groups));
+      }
+      d.token_ranks = ranks_per_token(reachable, candidates / reachable, d.k);
+      d.hybrid_dispatch_Bps = rate->dispatch_Bps;
+      d.hybrid_combine_Bps = rate->combine_Bps;
+    }
   }
   if (m.mla) {
     d.mla = true;
@@ -109,12 +126,12 @@ PassBuilder::PassBuilder(const Scenario& s, const models::ComputeCostModel& c)
     : s_(s), c_(c), d_(dims_of(s)) {}
 
 int PassBuilder::collective(CollKind kind, Group group, double bytes, Dtype dtype,
-                            const std::string& label) {
-  const auto key = std::make_tuple(kind, group, bytes, dtype);
+                            const std::string& label, double measured_Bps) {
+  const auto key = std::make_tuple(kind, group, bytes, dtype, measured_Bps);
   const auto it = index_.find(key);
   if (it != index_.end()) return it->second;
   const int id = static_cast<int>(collectives_.size());
-  collectives_.push_back({kind, group, bytes, dtype, label});
+  collectives_.push_back({kind, group, bytes, dtype, label, measured_Bps});
   index_.emplace(key, id);
   return id;
 }

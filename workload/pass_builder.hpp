@@ -40,6 +40,10 @@ struct Dims {
   // crosses InfiniBand to `token_nodes` of them on average.
   bool two_hop = false;
   double ep_nodes = 1, token_nodes = 1;
+  // HybridEP in use: each token reaches token_ranks GPUs of its EP group on average, and the
+  // exchanges run at the measured rates (core/hybrid_ep.hpp).
+  bool hybrid_ep = false;
+  double token_ranks = 1, hybrid_dispatch_Bps = 0, hybrid_combine_Bps = 0;
   bool mla = false;
   double q_lora = 0, kv_lora = 0, d_nope = 0, d_rope = 0, d_v = 0;
 };
@@ -94,7 +98,9 @@ class PassBuilder {
   const Dims& dims() const { return d_; }
   const std::vector<Collective>& collectives() const { return collectives_; }
   // The index of a collective of this kind, group, size (bytes) and dtype, added if new.
-  int collective(CollKind kind, Group group, double bytes, Dtype dtype, const std::string& label);
+  // measured_Bps > 0 times it at that measured rate (Collective::measured_Bps).
+  int collective(CollKind kind, Group group, double bytes, Dtype dtype, const std::string& label,
+                 double measured_Bps = 0);
   // The TP all-gather that rebuilds a received pipeline message sent in 1/tp pieces
   // (parallelism.pipeline_scatter_gather without sequence parallelism); -1 when there is none.
   int message_gather();
@@ -294,7 +300,7 @@ class PassBuilder {
   const models::ComputeCostModel& c_;
   Dims d_;
   std::vector<Collective> collectives_;
-  std::map<std::tuple<CollKind, Group, double, Dtype>, int> index_;
+  std::map<std::tuple<CollKind, Group, double, Dtype, double>, int> index_;
 };
 
 }  // namespace clustersim::workload

@@ -146,10 +146,22 @@ void PassBuilder::expert_tp_exchange(Segments& out, bool gather) {
 // backward of combine) or back (combine, and the backward of dispatch), over the EP group:
 // one all-to-all of Ts k h, or DeepEP's InfiniBand hop of Ts x token_nodes x h among the GPUs
 // of the same in-node index, in FP8 towards the experts under an FP8 recipe (DeepSeek-V3
-// §3.3.2: dispatch and the gradients before the down-projection in FP8, combine in BF16).
+// §3.3.2: dispatch and the gradients before the down-projection in FP8, combine in BF16), or
+// HybridEP's exchange of Ts x token_ranks BF16 rows at its measured rate (dispatch-like towards
+// the experts, combine-like back; Megatron-Core's HybridEP has no FP8 dispatch: fused_a2a.py
+// asserts "HybridEP dispatcher does not support fp8 dispatch now").
 void PassBuilder::token_exchange(Segments& out, bool to_experts, const std::string& what) {
   const Dims& d = d_;
   if (d.ep <= 1) return;
+  if (d.hybrid_ep) {
+    const double bytes = d.Ts * d.token_ranks * d.h * kActivationBytes;
+    out.push_back(Segment{
+        true,
+        {},
+        collective(CollKind::all_to_all, Group::ep, bytes, Dtype::bf16, what + " (HybridEP)",
+                   to_experts ? d.hybrid_dispatch_Bps : d.hybrid_combine_Bps)});
+    return;
+  }
   if (!d.two_hop) {
     out.push_back(coll(CollKind::all_to_all, Group::ep, dispatch_elements(), what + " all-to-all"));
     return;

@@ -62,6 +62,9 @@ struct Collective {
   double bytes = 0;  // nccl-tests size: full buffer (all_reduce), gathered/scattered total
   Dtype dtype = Dtype::bf16;
   std::string label;  // e.g. "layer all-reduce"
+  // > 0: the exchange takes bytes / measured_Bps, a measured algorithm bandwidth per GPU
+  // (HybridEP, core/hybrid_ep.hpp), instead of NCCL's simulated time.
+  double measured_Bps = 0;
 };
 
 // One communication call of a gradient reduction (a bucket may need several: e.g. FP32 and

@@ -334,3 +334,21 @@ TEST_CASE("Recompute modules and the FP8 activation cache load and fail at their
   REQUIRE(none_dense.warnings.size() == 1);
   CHECK_THAT(none_dense.warnings[0], Catch::Contains("every layer of this model is an MoE layer"));
 }
+
+TEST_CASE(
+    "HybridEP loads inside one NVLink domain of a measured architecture, else fails at "
+    "its path",
+    "[input][moe]") {
+  json doc = moe_scenario();  // tp 2, ep 8 on 8-GPU H800 nodes
+  doc["training"]["moe_dispatcher"] = "hybridep";
+  doc["training"]["moe_comm_sms"] = 32;  // HybridEP's SMs: no moe_comm_overlap needed
+  // etp 2 (= tp, the default): an EP group spans 16 consecutive GPUs, two nodes.
+  expect_error(doc, "/training/moe_dispatcher", "one NVLink domain");
+  doc["parallelism"]["etp"] = 1;
+  const Scenario s = load(doc);
+  CHECK(s.training.moe_dispatcher == MoeDispatcher::hybridep);
+  CHECK(s.training.moe_comm_sms == 32);
+  json a100 = doc;
+  a100["cluster"] = "dgx-a100-sc21";
+  expect_error(a100, "/training/moe_dispatcher", "no measured bandwidth for the ampere GPU");
+}

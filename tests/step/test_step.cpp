@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "core/hybrid_ep.hpp"
 #include "core/nccl_settings.hpp"
 #include "step/simulate_step.hpp"
 #include "step/step_report.hpp"
@@ -661,4 +662,27 @@ TEST_CASE("The host's time with the GPU idle is reported as part of compute") {
   CHECK(b.host_s < b.compute_s);
   j["training"]["cuda_graphs"] = "full_iteration";
   CHECK(run(load(j)).ranks.at(0).breakdown.host_s == 0);
+}
+
+TEST_CASE("HybridEP's exchanges take their bytes over the measured rate") {
+  // 8 GPUs of one node, ep 8, the small MoE model: every MoE layer runs a dispatch and a
+  // combine per forward and their two conjugates per backward, none overlapped.
+  nlohmann::json j = small_scenario(8, 8, 1, 1);
+  j["training"]["global_batch"] = 16;
+  j["parallelism"]["ep"] = 8;
+  j["model"]["moe"] = test::small_moe();
+  j["training"]["moe_dispatcher"] = "hybridep";
+  j["training"]["moe_comm_sms"] = 8;
+  const Scenario s = load(j);
+  const auto rate = hybrid_ep_rate(s.cluster.gpu, 8);
+  REQUIRE(rate);
+  const auto w = workload::build_workload(s, test::compute_model(s));
+  const auto [fast, exact] = fast_and_exact(s);
+  // 16 experts over 8 GPUs, top-2; tokens of one micro-batch on one GPU.
+  const double ranks = 8 * (1 - (14.0 / 16) * (13.0 / 15));
+  const double bytes = s.training.micro_batch * s.training.seq_len * ranks * s.model.hidden * 2;
+  const double per_layer = 2 * bytes / rate->dispatch_Bps + 2 * bytes / rate->combine_Bps;
+  const double expected = s.model.num_layers * w.micro_batches * per_layer;
+  CHECK(fast.breakdown.ep_s == Approx(expected).epsilon(1e-9));
+  CHECK(exact.breakdown.ep_s == Approx(expected).epsilon(1e-9));
 }
