@@ -84,94 +84,92 @@ KeySpec recompute_modules() {
 
 ObjectSpec make_training() {
   const auto dtypes = [](std::initializer_list<Dtype> d) { return kDtypeNames.names_of(d); };
-  return {
-      "training",
-      "The batch, the sequence, the precision and the kernels of a training step",
-      {required(integer("global_batch", 1, std::int64_t(1) << 40, "sequences per step")),
-       required(integer("micro_batch", 1, std::int64_t(1) << 30, "sequences per micro-batch")),
-       required(integer("seq_len", 1, 1 << 26, "tokens per sequence")),
-       closed("tokens_total", 1.0, kMaxTokensTotal, "tokens of the whole run (time to train)"),
-       choice("precision", dtypes({Dtype::bf16, Dtype::fp16, Dtype::fp8}),
-              "compute precision; default bf16"),
-       choice("recompute", kRecomputeNames.names(), "activation recomputation; default none"),
-       integer("recompute_layers", 1, 1 << 20,
-               "with \"full\": recompute only the first N layers of each pipeline chunk"),
-       recompute_modules(),
-       flag("fp8_activation_cache",
-            "with precision fp8: attention output in 12-bit E5M6, MoE SwiGLU inputs in FP8 "
-            "(DeepSeek-V3); default false"),
-       flag("dropout",
-            "dropout masks are stored; default: the model's \"dropout\" (false "
-            "for Llama-style presets)"),
-       choice("attention", kAttentionNames.names(),
-              "flash (default: fused kernel) or unfused (stored scores)"),
-       flag("repeat_kv",
-            "K/V repeated to every query head before attention (torchtitan's Llama); "
-            "default false"),
-       choice("fp8_recipe", kFp8RecipeNames.names(),
-              "with precision fp8: delayed (default: amax history), current (each "
-              "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling) or mxfp8 "
-              "(a scale per 32 elements, Blackwell only: Transformer Engine's "
-              "MXFP8BlockScaling)"),
-       flag("fp8_gradient_gather",
-            "with precision fp8 and sequence parallelism: output gradients all-gathered in "
-            "FP8 (true: Transformer Engine, torchao's Float8RowwiseParallel) or BF16 (false: "
-            "cast in the matmul after the gather); default true"),
-       flag("fp8_param_gather",
-            "with precision fp8 and zero_stage >= 1: weights kept in FP8 and the parameter "
-            "all-gathers (ZeRO, FSDP, distributed optimizer) in FP8 (Megatron-Core "
-            "--fp8-param-gather, torchao's FSDP2 float8 all-gather); default false"),
-       choice("cross_entropy", kCrossEntropyNames.names(),
-              "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
-              "PyTorch ops over FP32 logits)"),
-       choice("grad_accumulation", kGradAccumulationNames.names(),
-              "how micro-batch gradients accumulate: fused (default: in the weight-gradient "
-              "GEMM), autograd (PyTorch adds each into .grad from the second micro-batch on) "
-              "or deepspeed-bf16 (cast to FP32 and added after every backward)"),
-       choice("optimizer_kernels", kOptimizerKernelsNames.names(),
-              "Adam and gradient clipping: fused (default: one multi-tensor kernel) or "
-              "foreach (PyTorch's AdamW foreach=True and clip_grad_norm_)"),
-       choice("kernel_fusion", kKernelFusionNames.names(),
-              "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
-              "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "
-              "Llama)"),
-       choice("cuda_graphs", kCudaGraphsNames.names(),
-              "none (default: kernels issued one by one) or full_iteration (every "
-              "micro-batch's passes replayed from one CUDA graph, Megatron-Core's "
-              "cuda_graph_scope full_iteration)"),
-       flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
-       choice("tp_comm_overlap_implementation", kTpOverlapImplementationNames.names(),
-              "with tp_comm_overlap: userbuffers (default: Transformer Engine, every TP "
-              "collective) or torch (PyTorch's async TP: not the backward's reduce-scatters "
-              "of summed input gradients)"),
-       object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
-              "SMs the forward reduce-scatters take from their GEMMs"),
-       flag("tp_async_backward",
-            "a column-parallel linear's backward runs its TP collectives beside its GEMMs "
-            "(Megatron-LM from 2021-08, Transformer Engine); default false"),
-       flag("overlap_p2p_comm",
-            "interleaved schedule: post each pipeline receive when the previous pass in its "
-            "direction ends (Megatron-Core overlap_p2p_comm); default false"),
-       flag("overlap_grad_reduce", "overlap the gradient reduction; default true"),
-       flag("overlap_param_gather", "overlap the parameter all-gather; default true"),
-       positive("grad_bucket_MiB",
-                "gradient bucket size in MiB; default max(40M, 1M x dp x cp) parameters in the "
-                "reduced gradient dtype, as Megatron-Core (40M with ZeRO-3)"),
-       choice("grad_reduce", {"per_step", "per_micro_batch"},
-              "reduce gradients once per step (default) or after every micro-batch"),
-       choice("optimizer_state_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
-              "Adam's master copy, momentum and variance; default fp32"),
-       choice("optimizer_moments_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
-              "Adam's momentum and variance alone; default optimizer_state_dtype"),
-       choice("moe_dispatcher", kMoeDispatcherNames.names(),
-              "how MoE tokens reach their experts; default alltoall"),
-       choice("moe_expert_gemm", kMoeExpertGemmNames.names(),
-              "the local experts' GEMMs launched per expert (Transformer Engine on Hopper, "
-              "the default) or as one grouped kernel"),
-       flag("moe_comm_overlap", "overlap the EP dispatch and combine with compute"),
-       integer("moe_comm_sms", 0, 1 << 16,
-               "SMs the EP exchanges take from compute (moe_comm_overlap); with hybridep also "
-               "its SMs per kernel, which set its measured bandwidth (0: Megatron-Core's 16)")}};
+  return {"training",
+          "The batch, the sequence, the precision and the kernels of a training step",
+          {required(integer("global_batch", 1, std::int64_t(1) << 40, "sequences per step")),
+           required(integer("micro_batch", 1, std::int64_t(1) << 30, "sequences per micro-batch")),
+           required(integer("seq_len", 1, 1 << 26, "tokens per sequence")),
+           closed("tokens_total", 1.0, kMaxTokensTotal, "tokens of the whole run (time to train)"),
+           choice("precision", dtypes({Dtype::bf16, Dtype::fp16, Dtype::fp8}),
+                  "compute precision; default bf16"),
+           choice("recompute", kRecomputeNames.names(), "activation recomputation; default none"),
+           integer("recompute_layers", 1, 1 << 20,
+                   "with \"full\": recompute only the first N layers of each pipeline chunk"),
+           recompute_modules(),
+           flag("fp8_activation_cache",
+                "with precision fp8: attention output in 12-bit E5M6, MoE SwiGLU inputs in FP8 "
+                "(DeepSeek-V3); default false"),
+           flag("dropout",
+                "dropout masks are stored; default: the model's \"dropout\" (false "
+                "for Llama-style presets)"),
+           choice("attention", kAttentionNames.names(),
+                  "flash (default: fused kernel) or unfused (stored scores)"),
+           flag("repeat_kv",
+                "K/V repeated to every query head before attention (torchtitan's Llama); "
+                "default false"),
+           choice("fp8_recipe", kFp8RecipeNames.names(),
+                  "with precision fp8: delayed (default: amax history), current (each "
+                  "tensor's own amax, Transformer Engine 2.x Float8CurrentScaling) or mxfp8 "
+                  "(a scale per 32 elements, Blackwell only: Transformer Engine's "
+                  "MXFP8BlockScaling)"),
+           flag("fp8_gradient_gather",
+                "with precision fp8 and sequence parallelism: output gradients all-gathered in "
+                "FP8 (true: Transformer Engine, torchao's Float8RowwiseParallel) or BF16 (false: "
+                "cast in the matmul after the gather); default true"),
+           flag("fp8_param_gather",
+                "with precision fp8 and zero_stage >= 1: weights kept in FP8 and the parameter "
+                "all-gathers (ZeRO, FSDP, distributed optimizer) in FP8 (Megatron-Core "
+                "--fp8-param-gather, torchao's FSDP2 float8 all-gather); default false"),
+           choice("cross_entropy", kCrossEntropyNames.names(),
+                  "fused (default) or unfused (Megatron-LM's vocab-parallel cross entropy in "
+                  "PyTorch ops over FP32 logits)"),
+           choice("grad_accumulation", kGradAccumulationNames.names(),
+                  "how micro-batch gradients accumulate: fused (default: in the weight-gradient "
+                  "GEMM), autograd (PyTorch adds each into .grad from the second micro-batch on) "
+                  "or deepspeed-bf16 (cast to FP32 and added after every backward)"),
+           choice("optimizer_kernels", kOptimizerKernelsNames.names(),
+                  "Adam and gradient clipping: fused (default: one multi-tensor kernel) or "
+                  "foreach (PyTorch's AdamW foreach=True and clip_grad_norm_)"),
+           choice("kernel_fusion", kKernelFusionNames.names(),
+                  "fused (default: one kernel per norm, activation, RoPE), compiled_blocks "
+                  "(torch.compile per block, eager loss) or eager (PyTorch ops of torchtitan's "
+                  "Llama)"),
+           choice("cuda_graphs", kCudaGraphsNames.names(),
+                  "none (default: kernels issued one by one) or full_iteration (every "
+                  "micro-batch's passes replayed from one CUDA graph, Megatron-Core's "
+                  "cuda_graph_scope full_iteration)"),
+           flag("tp_comm_overlap", "overlap TP communication with GEMMs; needs sequence_parallel"),
+           choice("tp_comm_overlap_implementation", kTpOverlapImplementationNames.names(),
+                  "with tp_comm_overlap: userbuffers (default: Transformer Engine, every TP "
+                  "collective) or torch (PyTorch's async TP: not the backward's reduce-scatters "
+                  "of summed input gradients)"),
+           object("tp_comm_overlap_sms", {"tp_comm_overlap_sms"},
+                  "SMs the forward reduce-scatters take from their GEMMs"),
+           flag("tp_async_backward",
+                "a column-parallel linear's backward runs its TP collectives beside its GEMMs "
+                "(Megatron-LM from 2021-08, Transformer Engine); default false"),
+           flag("overlap_p2p_comm",
+                "interleaved schedule: post each pipeline receive when the previous pass in its "
+                "direction ends (Megatron-Core overlap_p2p_comm); default false"),
+           flag("overlap_grad_reduce", "overlap the gradient reduction; default true"),
+           flag("overlap_param_gather", "overlap the parameter all-gather; default true"),
+           positive("grad_bucket_MiB",
+                    "gradient bucket size in MiB; default max(40M, 1M x dp x cp) parameters in the "
+                    "reduced gradient dtype, as Megatron-Core (40M with ZeRO-3)"),
+           choice("grad_reduce", {"per_step", "per_micro_batch"},
+                  "reduce gradients once per step (default) or after every micro-batch"),
+           choice("optimizer_state_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
+                  "Adam's master copy, momentum and variance; default fp32"),
+           choice("optimizer_moments_dtype", dtypes({Dtype::fp32, Dtype::bf16}),
+                  "Adam's momentum and variance alone; default optimizer_state_dtype"),
+           choice("moe_dispatcher", kMoeDispatcherNames.names(),
+                  "how MoE tokens reach their experts; default alltoall"),
+           choice("moe_expert_gemm", kMoeExpertGemmNames.names(),
+                  "the local experts' GEMMs launched per expert (Transformer Engine on Hopper, "
+                  "the default) or as one grouped kernel"),
+           flag("moe_comm_overlap", "overlap the EP dispatch and combine with compute"),
+           integer("moe_comm_sms", 0, 1 << 16,
+                   "SMs the EP exchanges take from compute; with hybridep, its SMs per kernel")}};
 }
 
 ObjectSpec make_tp_overlap_sms() {
