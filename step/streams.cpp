@@ -102,7 +102,8 @@ void Replay::launch(Stream& st, Instance& inst) {
 std::vector<std::vector<int>> Replay::groups_for(const Stream& st, Group g) const {
   if (g == Group::embedding) return embedding_groups_;
   const auto stage = static_cast<std::size_t>(st.stage);
-  const std::vector<int>& first = rails_.empty() ? std::vector<int>{} : first_rail_groups_[stage];
+  static const std::vector<int> no_rail;
+  const std::vector<int>& first = rails_.empty() ? no_rail : first_rail_groups_[stage];
   const auto on_first_rail = [&](int t) {
     return std::find(first.begin(), first.end(), t) != first.end();
   };

@@ -76,8 +76,10 @@ Dims dims_of(const Scenario& s) {
       }
       d.token_nodes = m * (1 - std::pow(1 - 1 / m, d.k));
     }
-    const auto rate = hybrid_ep_rate(s.cluster.gpu, s.training.moe_comm_sms);
-    d.hybrid_ep = s.training.moe_dispatcher == MoeDispatcher::hybridep && d.ep > 1 && rate;
+    const auto rate = s.training.moe_dispatcher == MoeDispatcher::hybridep && d.ep > 1
+                          ? hybrid_ep_rate(s.cluster.gpu, s.training.moe_comm_sms)
+                          : std::nullopt;
+    d.hybrid_ep = rate.has_value();
     if (d.hybrid_ep) {
       // Group-limited routing: a token's experts lie in groups_per_token of the expert groups,
       // on groups_per_token x ep / expert_groups GPUs (fewer GPUs than groups: ep at most).

@@ -615,7 +615,6 @@ void StageBuilder::tail() {
   }
 }
 
-// Adam over this GPU's shard of the parameters (sharded over dp x cp with ZeRO).
 // Adam over this GPU's shard: under ZeRO the routed experts' states are sharded over the
 // expert-data-parallel ranks (Megatron-Core's distributed optimizer; models/memory.cpp counts
 // them so), the rest over dp x cp.
