@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/data_root.hpp"
 
@@ -236,18 +238,26 @@ SystemCalibration load_system(const JsonNode& node) {
   return sys;
 }
 
+// {"file", "why"}: another calibration file, named relative to the directory of `file`, loaded;
+// `why` must say why its figures carry over (`why_missing` when it does not).
+JsonDocument named_calibration(const JsonNode& node, const std::string& file,
+                               const std::string& why_missing) {
+  node.require_object();
+  node.only_keys({"file", "why"});
+  const std::string name = node.string_at("file");
+  if (node.string_at("why").empty()) node.fail_at("why", why_missing);
+  const std::string path = (std::filesystem::path(file).parent_path() / name).string();
+  if (!std::filesystem::is_regular_file(path)) node.fail_at("file", "no such file: " + path);
+  return JsonDocument::load(path);
+}
+
 // `system_from`: {"file", "why"}. A GPU whose runs no other source measured (its calibration
 // holds no fit of its own) takes the fitted block of another calibration file, named relative
 // to its own: the same die and kernels fitted on other runs. The named file must hold a
 // `system` block itself (no chains).
 SystemCalibration borrowed_system(const JsonNode& node, const std::string& file) {
-  node.require_object();
-  node.only_keys({"file", "why"});
+  const JsonDocument document = named_calibration(node, file, "say why the fit carries over");
   const std::string name = node.string_at("file");
-  if (node.string_at("why").empty()) node.fail_at("why", "say why the fit carries over");
-  const std::string path = (std::filesystem::path(file).parent_path() / name).string();
-  if (!std::filesystem::is_regular_file(path)) node.fail_at("file", "no such file: " + path);
-  const JsonDocument document = JsonDocument::load(path);
   const JsonNode other = document.root();
   other.require_object();
   if (other.has("system_from")) {
@@ -262,26 +272,22 @@ SystemCalibration borrowed_system(const JsonNode& node, const std::string& file)
   return sys;
 }
 
-}  // namespace
-
-ComputeCalibration load_compute_calibration(const JsonDocument& document) {
-  const JsonNode root = document.root();
-  root.require_object();
-  root.only_keys({"description", "gemm", "attention", "memory", "system", "system_from"});
-  ComputeCalibration cal;
-  cal.file = document.file();
-
-  const JsonNode gemm = root.at("gemm");
+// The GEMM curves by dtype; a later section replaces an earlier one whole.
+void load_gemm_section(ComputeCalibration& cal, const JsonNode& gemm) {
   gemm.require_object();
   gemm.only_keys(kGemmDtypes);
+  cal.gemm.clear();
   for (const auto& [name, node] : gemm.members()) {
     cal.gemm[dtype_named(name)] = load_curve(node);
   }
   // FP8 is optional: a GPU without FP8 tensor cores (A100) has no FP8 curve, and a scenario
   // asking for FP8 GEMMs on it fails in gemm_efficiency() naming the file.
   if (!gemm.has("bf16")) gemm.fail_at("bf16", "missing required GEMM curve");
+}
 
-  const JsonNode attention = root.at("attention");
+// The fused attention kernel's figures; other_kernels, when given, replace the earlier ones
+// (a based file that measured only the calibration's own kernel keeps its base's others).
+void load_attention_section(ComputeCalibration& cal, const JsonNode& attention) {
   attention.require_object();
   attention.only_keys(
       {"kernel", "bf16", "fp16", "backward", "other_kernels", "fp8_training", "not_used"});
@@ -289,14 +295,16 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   if (const auto others = attention.find("other_kernels")) {
     others->require_object();
     others->only_keys(kOtherAttentionKernels);
+    cal.other_attention.clear();
     for (const auto& [name, node] : others->members()) {
       node.require_object();
       node.only_keys({"kernel", "bf16", "fp16", "backward"});
       cal.other_attention[name] = load_attention_figures(node);
     }
   }
+}
 
-  const JsonNode memory = root.at("memory");
+void load_memory_section(ComputeCalibration& cal, const JsonNode& memory) {
   memory.require_object();
   memory.only_keys({"hbm_efficiency", "element_wise"});
   const JsonNode hbm = memory.at("hbm_efficiency");
@@ -307,11 +315,13 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
   if (achieved > peak) hbm.fail_at("achieved_TBps", "exceeds peak_TBps");
   if (hbm.string_at("source").empty()) hbm.fail_at("source", "a citation is required");
   cal.hbm_efficiency = achieved / peak;
+  cal.hbm_measured = HbmMeasurement::stream_copy;
   if (hbm.has("measured")) {
     cal.hbm_measured =
         kHbmMeasurementNames.value(hbm.enum_at("measured", kHbmMeasurementNames.names()));
   }
   // {"share_of_copy": 0.61, "source": "..."}: measured element-wise kernels over the copy.
+  cal.element_wise_share.reset();
   if (const auto ew = memory.find("element_wise")) {
     ew->require_object();
     ew->only_keys({"share_of_copy", "source"});
@@ -322,6 +332,43 @@ ComputeCalibration load_compute_calibration(const JsonDocument& document) {
     if (ew->string_at("source").empty()) ew->fail_at("source", "a citation is required");
     cal.element_wise_share = share;
   }
+}
+
+// `base`: {"file", "why"}. A GPU measured only in part (a variant of another GPU's die) takes
+// every section its own file leaves out from the calibration file named, relative to its own:
+// GEMM curves, attention figures, memory, and the system block (its base's own fit, or the one
+// its base borrows). The named file must not be based on another (no chains).
+ComputeCalibration base_calibration(const JsonNode& node, const std::string& file) {
+  const JsonDocument document =
+      named_calibration(node, file, "say why the base's figures carry over");
+  const std::string name = node.string_at("file");
+  if (document.root().has("base")) {
+    node.fail_at("file", name + " is based on another file itself; name the file it is based on");
+  }
+  ComputeCalibration cal = load_compute_calibration(document);
+  if (cal.system.borrowed_from.empty() && !cal.system.values.empty()) {
+    cal.system.borrowed_from = name;
+  }
+  return cal;
+}
+
+}  // namespace
+
+ComputeCalibration load_compute_calibration(const JsonDocument& document) {
+  const JsonNode root = document.root();
+  root.require_object();
+  root.only_keys({"description", "base", "gemm", "attention", "memory", "system", "system_from"});
+  const auto base = root.find("base");
+  ComputeCalibration cal = base ? base_calibration(*base, document.file()) : ComputeCalibration{};
+  cal.file = document.file();
+  // Without a base every section is required (root.at names the missing one).
+  const auto section = [&](std::string_view key) -> std::optional<JsonNode> {
+    if (base) return root.find(key);
+    return root.at(key);
+  };
+  if (const auto gemm = section("gemm")) load_gemm_section(cal, *gemm);
+  if (const auto attention = section("attention")) load_attention_section(cal, *attention);
+  if (const auto memory = section("memory")) load_memory_section(cal, *memory);
   if (const auto system = root.find("system")) {
     cal.system = load_system(*system);
   } else if (const auto from = root.find("system_from")) {

@@ -109,7 +109,7 @@ TEST_CASE("the GB300 NVL72 cluster preset has the rack's published figures", "[i
   CHECK(c.gpu.hbm_bytes == near(288 * kGB));
   CHECK(c.gpu.hbm_Bps == near(8 * kTB));
   CHECK(c.nvlink_Bps == near(900 * kGB));  // 130 TB/s over 72 GPUs: 1.8 TB/s bidirectional
-  CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency-blackwell.json"));
+  CHECK(c.gpu.compute_calibration.ends_with("validation/data/compute_efficiency-gb300.json"));
   // The GB200 rack's layout with one 800 Gb/s ConnectX-8 per GPU.
   CHECK(c.gpus_per_node == 72);
   CHECK(c.nics_per_node == 72);

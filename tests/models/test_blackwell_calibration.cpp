@@ -60,3 +60,35 @@ TEST_CASE("Blackwell has FlashAttention-2 figures but no FlashAttention-3, which
   // No Blackwell run fitted its system parameters: the H100's fit, borrowed.
   CHECK(cal.system.borrowed_from == "compute_efficiency.json");
 }
+
+TEST_CASE("The GB300 prices attention at the speed-up NVIDIA measured over the GB200") {
+  const ComputeCostModel gb300 = on("gb300-nvl72-128x72-rail");
+  const ComputeCostModel gb200 = on("gb200-nvl72-128x72-rail");
+  // cuDNN 9.22 on both GPUs, causal BF16 (NVIDIA/cudnn-frontend 3929da2): forward at 8k 1.397 ms
+  // on the GB200, 1.185 on the GB300; backward 4.127 and 3.832. The GB300's points are the B200
+  // figures (forward 1,384.2, backward 994.9 TFLOPS at 8k, of 2,250) times that speed-up, written
+  // to 0.1 TFLOPS.
+  const double eps = 1e-4;
+  CHECK(gb300.attention_efficiency(Dtype::bf16, 8192) ==
+        Approx(1384.2 / 2250 * 1.397 / 1.185).epsilon(eps));
+  CHECK(gb300.attention_backward_efficiency(Dtype::bf16, 8192) ==
+        Approx(994.9 / 2250 * 4.127 / 3.832).epsilon(eps));
+  // Beyond the benchmark's 32k the 32k speed-up holds: forward 21.692 / 18.014 ms on the B200's
+  // 1,493.8 TFLOPS at 64k.
+  CHECK(gb300.attention_efficiency(Dtype::bf16, 65536) ==
+        Approx(1493.8 / 2250 * 21.692 / 18.014).epsilon(eps));
+  // The GB200 keeps the B200's figures.
+  CHECK(gb200.attention_efficiency(Dtype::bf16, 8192) == Approx(1384.2 / 2250));
+  // Everything else is the GB200's: GEMMs in BF16 and FP8, HBM.
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp8}) {
+    CHECK(gb300.gemm_efficiency({8192, 8192, 8192}, dtype) ==
+          gb200.gemm_efficiency({8192, 8192, 8192}, dtype));
+  }
+  CHECK(gb300.memory_op(1e9).memory_s == Approx(gb200.memory_op(1e9).memory_s));
+  ComputeCalibration cal = load_compute_calibration(
+      compute_calibration_path(load_cluster_preset("gb300-nvl72-128x72-rail").gpu));
+  CHECK(cal.system.borrowed_from == "compute_efficiency.json");
+  // FlashAttention-2 was not measured on a GB300: the B200's 399.9 TFLOPS forward at 8k.
+  REQUIRE(select_attention_kernel(cal, "flash2"));
+  CHECK(cal.attention.forward.at(Dtype::bf16).at(8192) == Approx(399.9 / 2250));
+}

@@ -239,6 +239,12 @@ struct CalibrationDir {
     std::ofstream(path) << root.dump();
     return path;
   }
+  // `text` as it is, written as `name`.
+  std::string write_raw(const std::string& name, const std::string& text) const {
+    const std::string path = (dir / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
 };
 
 const char* kFitted = R"({"system": {"parameters": {"tensor_sustained_fraction": 0.88,
@@ -303,4 +309,54 @@ TEST_CASE("The 500 W H100 has a fit of its own, cross-validated over its two sou
     for (const std::string& id : fold.held_out_cases)
       CHECK(id.rfind(fold.held_out_source + "_", 0) == 0);
   }
+}
+
+TEST_CASE("A calibration based on another takes every section it leaves out from it") {
+  const CalibrationDir d;
+  d.write("fitted.json", kFitted);
+  // Only the fused attention kernel measured apart: 500 of 1,000 TFLOPS at every length.
+  const ComputeCalibration based = load_compute_calibration(d.write_raw("based.json", R"({
+      "base": {"file": "fitted.json", "why": "the same die"},
+      "attention": {"kernel": "k", "bf16": {"tflops": 500, "peak_tflops": 1000,
+                                             "source": "a measurement"}}})"));
+  const ComputeCalibration shipped = load_compute_calibration(kCalibration);
+  const ComputeCostModel model(test::h100_like(), based);
+  const ComputeCostModel hopper(test::h100_like(), shipped);
+  CHECK(model.attention_efficiency(Dtype::bf16, 8192) == Approx(0.5));
+  CHECK(hopper.attention_efficiency(Dtype::bf16, 8192) != Approx(0.5));
+  // GEMM curves and memory are the base's (the shipped Hopper data).
+  for (const Dtype dtype : {Dtype::bf16, Dtype::fp8}) {
+    CHECK(model.gemm_efficiency({8192, 8192, 8192}, dtype) ==
+          hopper.gemm_efficiency({8192, 8192, 8192}, dtype));
+  }
+  CHECK(model.memory_op(1e9).memory_s == Approx(hopper.memory_op(1e9).memory_s));
+  // The base's other attention kernels stay, since the file names none of its own.
+  ComputeCalibration selectable = based;
+  CHECK(select_attention_kernel(selectable, "flash3"));
+  // The system block is the base's fit, named as taken from it.
+  CHECK(based.system.find(SystemParameterId::tensor_sustained_fraction) == 0.88);
+  CHECK(based.system.borrowed_from == "fitted.json");
+  CHECK(based.file == (d.dir / "based.json").string());
+}
+
+TEST_CASE("A base is refused at its JSON path when missing, based itself or unexplained") {
+  const CalibrationDir d;
+  d.write("fitted.json", kFitted);
+  d.write_raw("based.json", R"({"base": {"file": "fitted.json", "why": "x"}})");
+  const auto refused = [&](const std::string& text, const std::string& path,
+                           const std::string& why) {
+    try {
+      load_compute_calibration(d.write_raw("part.json", text));
+      FAIL("accepted " << text);
+    } catch (const ConfigError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("part.json"));
+      CHECK_THAT(e.what(), Catch::Contains(path));
+      CHECK_THAT(e.what(), Catch::Contains(why));
+    }
+  };
+  refused(R"({"base": {"file": "missing.json", "why": "x"}})", "/base", "no such file");
+  refused(R"({"base": {"file": "based.json", "why": "x"}})", "/base", "based on another");
+  refused(R"({"base": {"file": "fitted.json", "why": ""}})", "/base", "why");
+  // Without a base, every data section is required.
+  refused(R"({"attention": {}, "memory": {}})", "/gemm", "gemm");
 }
