@@ -5,8 +5,13 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "core/json_reader.hpp"
+#include "models/compute_cost.hpp"
 #include "validation/system_fit.hpp"
+#include "validation/system_fit_io.hpp"
 
 using namespace clustersim;
 using namespace clustersim::validation;
@@ -332,4 +337,27 @@ TEST_CASE("The host time per kernel is recovered from the runs that wait for the
     CHECK(fold.values.at(kHost) == Approx(40.0).epsilon(0.02));
   }
   CHECK(*fit.cross_validated_mape_pct < 0.5);
+}
+
+TEST_CASE("Writing a fit into a file based on another keeps the base and takes the fit") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "clustersim-test-system-block";
+  fs::create_directories(dir);
+  const fs::path hopper =
+      fs::path(CLUSTERSIM_SOURCE_DIR) / "validation/data/compute_efficiency.json";
+  fs::copy_file(hopper, dir / "hopper.json", fs::copy_options::overwrite_existing);
+  const std::string part = (dir / "part.json").string();
+  std::ofstream(part) << R"({"base": {"file": "hopper.json", "why": "the same die"}})";
+  SystemCalibration fitted;
+  fitted.values = {{kTensor, 0.85}};
+  fitted.fitted_on = {"a", "b"};
+  write_system_block(part, fitted, "test");
+  const JsonDocument written = JsonDocument::load(part);
+  CHECK(written.root().raw().at("base").at("file") == "hopper.json");
+  const models::ComputeCalibration cal = models::load_compute_calibration(part);
+  const models::ComputeCalibration base = models::load_compute_calibration(hopper.string());
+  CHECK(cal.system.find(kTensor) == 0.85);
+  CHECK(cal.system.borrowed_from.empty());
+  CHECK(cal.hbm_efficiency == base.hbm_efficiency);
+  fs::remove_all(dir);
 }
