@@ -367,6 +367,7 @@ TEST_CASE("A base is refused at its JSON path when missing, based itself or unex
   };
   refused(R"({"base": {"file": "missing.json", "why": "x"}})", "/base", "no such file");
   refused(R"({"base": {"file": "based.json", "why": "x"}})", "/base", "based on another");
+  refused(R"({"base": {"file": "part.json", "why": "x"}})", "/base", "based on another");
   refused(R"({"base": {"file": "fitted.json", "why": ""}})", "/base", "why");
   // Without a base, every data section is required.
   refused(R"({"attention": {}, "memory": {}})", "/gemm", "gemm");
