@@ -1,5 +1,6 @@
 #include "workload/workload.hpp"
 
+#include "workload/grad_buckets.hpp"
 #include "workload/pass_builder.hpp"
 #include "workload/stage_program.hpp"
 
@@ -45,7 +46,7 @@ std::vector<std::string> modelling_notes(const Scenario& s, bool compressed_phas
         "(FSDP no_sync); the memory model decides whether that fits");
   }
   const Parallelism& par = s.parallelism;
-  if (s.model.moe && par.zero_stage < 3 && !compressed_phase) {
+  if (reduction_plan(s, compressed_phase).expert_buckets) {
     notes.push_back(
         "the routed experts' gradients are reduced over their expert-data-parallel "
         "group of " +
