@@ -386,9 +386,11 @@ enum class CpImplementation {
   // merged into the running one; the backward passes K/V and the dK/dV accumulators round the
   // ring the same way (docs/context-parallel.md#p2p).
   p2p,
-  // K and V all-gathered over the CP group before the forward attention, dK and dV
-  // reduce-scattered after the backward, in the activation dtype (Megatron-Core's
-  // cp_comm_type "all_gather" volumes, nothing overlapped; Llama 3's all-gather CP).
+  // Transformer Engine's AttnFuncWithCPAndKVAllGather (Megatron-Core's cp_comm_type
+  // "all_gather", after Llama 3's all-gather CP): K and V all-gathered over the CP group before
+  // the forward attention and again before the backward, dK and dV reduce-scattered after it, in
+  // the activation dtype, nothing overlapped; the gathered K/V and dK/dV reordered, two attention
+  // calls per pass, their outputs copied (docs/context-parallel.md#all_gather).
   all_gather,
   // PyTorch's context_parallel (torch.distributed.tensor.experimental) with its all-gather
   // rotation, as torchtitan runs it: the forward all-gathers K and V once per attention call

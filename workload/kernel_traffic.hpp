@@ -147,6 +147,16 @@ constexpr double kTeCpStepMergeBytes = 2 + 2 + 2 + 2;
 // attention call and added (dq.add_, dk.add_, dv.add_: read both, write).
 constexpr double kTeCpGradFirstStepBytes = 2 + 2;
 constexpr double kTeCpGradStepAddBytes = 2 + 2 + 2 + 2;
+// Transformer Engine's all-gather context parallelism (CpImplementation::all_gather;
+// TransformerEngine v2.9 context_parallel.py AttnFuncWithCPAndKVAllGather), 16-bit, per element.
+// The gathered K and V of the whole sequence are put back in sequence order (torch.index_select
+// over the 2 cp chunks: read, write), in the forward and again in the backward, and so are the
+// whole sequence's dK and dV before their reduce-scatter. Each of the two attention calls (one per
+// local query chunk) writes its own output (dQ), copied into this rank's (copy_: read, write).
+// The backward's dK and dV accumulators over the whole sequence start as torch.zeros (write).
+constexpr double kTeCpKvReorderBytes = 2 + 2;
+constexpr double kTeCpChunkCopyBytes = 2 + 2;
+constexpr double kTeCpGradZeroBytes = 2;
 // Megatron-LM's unfused vocab-parallel cross entropy (CrossEntropy::unfused; Megatron-LM
 // f2e5db402c megatron/core/tensor_parallel/cross_entropy.py, the same ops as 2021's
 // megatron/mpu/cross_entropy.py after the model's output.float()), bytes per logit, one entry per

@@ -256,6 +256,7 @@ class PassBuilder {
   double attention_kv_heads() const;
   bool torch_cp() const;
   bool p2p_cp() const;
+  bool gather_cp() const;
   models::OpCost repeat_kv() const;
   // Element-wise work by training.kernel_fusion (kernel_traffic.hpp): fused kernels, or PyTorch's
   // eager ones of torchtitan's Llama. `in_block`: inside a Transformer block (compiled under
@@ -277,6 +278,8 @@ class PassBuilder {
   models::OpCost torch_cp_accumulate() const;
   models::OpCost p2p_cp_merge() const;
   models::OpCost p2p_cp_accumulate() const;
+  models::OpCost gather_cp_forward() const;
+  models::OpCost gather_cp_backward() const;
   // A collective of `elements` 16-bit activations (or of `dtype`).
   Segment coll(CollKind kind, Group group, double elements, const std::string& label,
                Dtype dtype = Dtype::bf16);

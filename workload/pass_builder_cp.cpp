@@ -27,6 +27,10 @@ bool PassBuilder::p2p_cp() const {
   return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::p2p;
 }
 
+bool PassBuilder::gather_cp() const {
+  return d_.cp > 1 && s_.parallelism.cp_implementation == CpImplementation::all_gather;
+}
+
 // The attention kernel's time that a P2P ring hides its transfers behind: each of the cp - 1
 // hops travels while the step before it computes (Transformer Engine posts the next step's
 // send/receive before launching the current step's attention), so cp - 1 of the cp steps.
@@ -55,13 +59,15 @@ void PassBuilder::context_attention_forward(Segments& out, OpCost& c) {
   c += attention;
   c += torch_cp_merge();
   c += p2p_cp_merge();
+  c += gather_cp_forward();
 }
 
 // The attention backward and the dK/dV exchange.
 void PassBuilder::context_attention_backward(Segments& out, OpCost& c) {
   const OpCost attention = attention_backward();
-  if (torch_cp()) {
-    // PyTorch's backward gathers K and V again rather than keeping the forward's.
+  if (torch_cp() || gather_cp()) {
+    // PyTorch's backward and Transformer Engine's all-gather backward gather K and V again
+    // rather than keeping the forward's (only this rank's chunk is saved).
     flush(out, c);
     out.push_back(
         coll(CollKind::all_gather, Group::cp, kv_bytes_elements(), "context KV all-gather"));
@@ -69,6 +75,7 @@ void PassBuilder::context_attention_backward(Segments& out, OpCost& c) {
   c += attention;
   c += torch_cp_accumulate();
   c += p2p_cp_accumulate();
+  c += gather_cp_backward();
   if (d_.cp > 1) {
     flush(out, c);
     out.push_back(context_dkv_exchange());
@@ -158,6 +165,42 @@ OpCost PassBuilder::p2p_cp_accumulate() const {
     c += c_.pytorch_op((cp_query_elements() + kv) * bytes);
     c += c_.launches(kTensorsPerStep - 1);
   }
+  return c;
+}
+
+// Transformer Engine's all-gather CP, forward: the gathered K and V reordered into sequence order
+// (one index_select each), a second attention call (one per local query chunk: rank r's chunks
+// r and 2 cp - 1 - r, whose FLOPs add up to the one call priced), and the two calls' outputs
+// copied into this rank's output.
+OpCost PassBuilder::gather_cp_forward() const {
+  if (!gather_cp()) return {};
+  OpCost c = c_.launches(1);  // the second attention call
+  c += c_.pytorch_op(kv_bytes_elements() * kTeCpKvReorderBytes);
+  c += c_.launches(1);  // K and V: one index_select each
+  c += c_.pytorch_op(cp_output_elements() * kTeCpChunkCopyBytes);
+  c += c_.launches(1);  // one copy per attention call
+  return c;
+}
+
+// Transformer Engine's all-gather CP, backward: the whole sequence's dK and dV zero-filled, the
+// gathered K and V reordered, a second attention backward call, the two calls' dQ copied into
+// this rank's, each call's dK and dV added into the accumulators over the keys it attended to
+// (chunks 0 .. r and 0 .. 2 cp - 1 - r: 2 cp + 1 of the 2 cp chunks of the sequence together),
+// and the accumulators reordered back before their reduce-scatter.
+OpCost PassBuilder::gather_cp_backward() const {
+  if (!gather_cp()) return {};
+  const double kv = kv_bytes_elements();
+  const double attended = (2.0 * d_.cp + 1) / (2.0 * d_.cp);
+  OpCost c = c_.launches(1);  // the second attention backward call
+  // One kernel per tensor: dK and dV zeroed, K and V reordered, the two dQ copies, dK and dV
+  // added for each of the two calls, dK and dV reordered; each pytorch_op counts one.
+  constexpr double kKernels = 2 + 2 + 2 + 4 + 2;
+  c += c_.pytorch_op(kv * kTeCpGradZeroBytes);
+  c += c_.pytorch_op(kv * kTeCpKvReorderBytes);
+  c += c_.pytorch_op(cp_query_elements() * kTeCpChunkCopyBytes);
+  c += c_.pytorch_op(kv * attended * kTeCpGradStepAddBytes);
+  c += c_.pytorch_op(kv * kTeCpKvReorderBytes);
+  c += c_.launches(kKernels - 5);
   return c;
 }
 
