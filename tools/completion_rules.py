@@ -278,8 +278,9 @@ def _llama3_t4_text(run, f):
                    "one-layer chunks in flight on the first rank; the paper does not give its N, "
                    "which sets how many it held)")
     f.notes.append("stated in section 3.3.2: gradients reduce-scattered in FP32; context "
-                   "parallelism all-gathers K and V (cp_implementation all_gather); Llama has "
-                   "no dropout")
+                   "parallelism all-gathers K and V (cp_implementation all_gather, run as "
+                   "Transformer Engine's AttnFuncWithCPAndKVAllGather, which cites that section: "
+                   "K and V gathered again for the backward); Llama has no dropout")
     f.notes.append("Table 4's TFLOPs follow PaLM's MFU (6N + 12LHQT per token, the paper cites "
                    "Chowdhery et al.); compared in Megatron-Core's count, which is the same but "
                    "for the input embedding's 6Vh (0.5% of the 405B's FLOPs per token)")
