@@ -9,6 +9,17 @@ namespace clustersim::workload {
 using namespace kernel_traffic;
 using models::OpCost;
 
+namespace {
+
+// `kernels` of PyTorch's eager kernels, one per tensor, moving `bytes` between them.
+OpCost pytorch_kernels(const models::ComputeCostModel& c, double bytes, double kernels) {
+  OpCost o = c.pytorch_op(bytes);
+  o += c.launches(kernels - 1);
+  return o;
+}
+
+}  // namespace
+
 // K and V of the whole sequence, gathered across the CP group (elements -> bytes).
 double PassBuilder::kv_bytes_elements() const {
   if (d_.mla) return d_.b * d_.S * d_.hl * (d_.d_nope + d_.d_rope + d_.d_v);
@@ -162,8 +173,7 @@ OpCost PassBuilder::p2p_cp_accumulate() const {
   OpCost c = c_.launches(d_.cp - 1);     // the further attention backward calls
   for (int i = 0; i < d_.cp; ++i) {
     const double bytes = i == 0 ? kTeCpGradFirstStepBytes : kTeCpGradStepAddBytes;
-    c += c_.pytorch_op((cp_query_elements() + kv) * bytes);
-    c += c_.launches(kTensorsPerStep - 1);
+    c += pytorch_kernels(c_, (cp_query_elements() + kv) * bytes, kTensorsPerStep);
   }
   return c;
 }
@@ -175,10 +185,8 @@ OpCost PassBuilder::p2p_cp_accumulate() const {
 OpCost PassBuilder::gather_cp_forward() const {
   if (!gather_cp()) return {};
   OpCost c = c_.launches(1);  // the second attention call
-  c += c_.pytorch_op(kv_bytes_elements() * kTeCpKvReorderBytes);
-  c += c_.launches(1);  // K and V: one index_select each
-  c += c_.pytorch_op(cp_output_elements() * kTeCpChunkCopyBytes);
-  c += c_.launches(1);  // one copy per attention call
+  c += pytorch_kernels(c_, kv_bytes_elements() * kTeCpKvReorderBytes, 2);   // K, V
+  c += pytorch_kernels(c_, cp_output_elements() * kTeCpChunkCopyBytes, 2);  // one per call
   return c;
 }
 
@@ -191,16 +199,12 @@ OpCost PassBuilder::gather_cp_backward() const {
   if (!gather_cp()) return {};
   const double kv = kv_bytes_elements();
   const double attended = (2.0 * d_.cp + 1) / (2.0 * d_.cp);
-  OpCost c = c_.launches(1);  // the second attention backward call
-  // One kernel per tensor: dK and dV zeroed, K and V reordered, the two dQ copies, dK and dV
-  // added for each of the two calls, dK and dV reordered; each pytorch_op counts one.
-  constexpr double kKernels = 2 + 2 + 2 + 4 + 2;
-  c += c_.pytorch_op(kv * kTeCpGradZeroBytes);
-  c += c_.pytorch_op(kv * kTeCpKvReorderBytes);
-  c += c_.pytorch_op(cp_query_elements() * kTeCpChunkCopyBytes);
-  c += c_.pytorch_op(kv * attended * kTeCpGradStepAddBytes);
-  c += c_.pytorch_op(kv * kTeCpKvReorderBytes);
-  c += c_.launches(kKernels - 5);
+  OpCost c = c_.launches(1);                              // the second attention backward call
+  c += pytorch_kernels(c_, kv * kTeCpGradZeroBytes, 2);   // dK, dV zeroed
+  c += pytorch_kernels(c_, kv * kTeCpKvReorderBytes, 2);  // K, V reordered
+  c += pytorch_kernels(c_, cp_query_elements() * kTeCpChunkCopyBytes, 2);  // one dQ per call
+  c += pytorch_kernels(c_, kv * attended * kTeCpGradStepAddBytes, 4);      // dK, dV per call
+  c += pytorch_kernels(c_, kv * kTeCpKvReorderBytes, 2);                   // dK, dV reordered
   return c;
 }
 
