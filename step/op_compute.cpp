@@ -37,7 +37,7 @@ bool Replay::on_compute(ClassStage& me, const Op& op) {
   blk.name = name;
   if (op.kind == workload::OpKind::compute) {
     const bool opt = op.compute == ComputeKind::optimizer || op.compute == ComputeKind::compression;
-    blk.parts.push_back({false, false, opt, op.time_s, op.host_s, -1, op.flops});
+    blk.parts.push_back({false, false, opt, op.time_s, op.host_s, -1, op.flops, false, op.kernels});
   } else {
     const double comm = coll_time_[static_cast<std::size_t>(op.index)];
     if (workload::is_expert_group(w_.collectives[static_cast<std::size_t>(op.index)].group)) {
@@ -149,6 +149,7 @@ void Replay::account(ClassStage& me, double start, const std::vector<double>& en
         me.b.nccl_sm_s += to - on_gpu(from, part, slow, nullptr);
       if (part.nccl_sms) me.b.nccl_sm_s += part.seconds;
       if (!part.optimizer) me.b.host_s += part.host_s;
+      me.b.kernels += part.kernels;
     }
     if (opt_.record_trace) trace_part(me, part, from, to, inside);
     from = to;

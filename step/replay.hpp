@@ -141,6 +141,7 @@ struct Block {
     int collective = -1;    // tp: the collective (Workload::collectives), for the trace
     double flops = 0;       // compute: the kernels' FLOPs, for the trace
     bool nccl_sms = false;  // compute: a GEMM's time lost to the SMs of a TP call beside it
+    double kernels = 0;     // compute: kernel launches
   };
   std::vector<Part> parts;
   std::string name;

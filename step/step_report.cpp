@@ -22,7 +22,8 @@ nlohmann::json breakdown_json(const TimeBreakdown& b) {
           {"optimizer_s", b.optimizer_s},
           {"idle_s", b.idle_s},
           {"nccl_sm_s", b.nccl_sm_s},
-          {"host_s", b.host_s}};
+          {"host_s", b.host_s},
+          {"kernels", b.kernels}};
 }
 
 TimeBreakdown breakdown_from(const nlohmann::json& j) {
@@ -37,6 +38,7 @@ TimeBreakdown breakdown_from(const nlohmann::json& j) {
   b.idle_s = j.at("idle_s").get<double>();
   b.nccl_sm_s = j.value("nccl_sm_s", 0.0);  // absent in reports before NCCL took SMs
   b.host_s = j.value("host_s", 0.0);        // absent in reports before the host's time was kept
+  b.kernels = j.value("kernels", 0.0);      // absent in reports before kernels were counted
   return b;
 }
 

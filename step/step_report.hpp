@@ -29,6 +29,9 @@ struct TimeBreakdown {
   // Part of compute_s: the host's time with the GPU idle, a pass waiting for the host to issue
   // its kernels (docs/system-calibration.md#host-dispatch) and DeepSpeed 2021's host loops.
   double host_s = 0;
+  // Kernels the rank launched on its compute stream (optimizer included): with the calibration's
+  // host time per kernel, the host's time to issue them, of which host_s was not hidden.
+  double kernels = 0;
   double total() const;
   double comm() const { return tp_s + ep_s + pp_s + dp_s; }
 };

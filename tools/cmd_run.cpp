@@ -115,13 +115,31 @@ std::string replicas_text(const std::vector<int>& r) {
   return std::to_string(r.size()) + " replicas";
 }
 
-void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step) {
+// The kernels the critical path launched and the host's time to issue them at `host_per_kernel_s`
+// (0 when replayed from a CUDA graph); the GPU hid all of it but what "of which the host" shows.
+void kernels_row(std::ostream& os, const step::TimeBreakdown& b, double step,
+                 double host_per_kernel_s) {
+  if (!(b.kernels > 0)) return;
+  std::string text = fixed(b.kernels, 0) + " (";
+  if (host_per_kernel_s > 0) {
+    const double issue_s = b.kernels * host_per_kernel_s;
+    text += fixed(host_per_kernel_s * 1e6, 1) + " us of host time each: " + human_seconds(issue_s) +
+            ", " + (step > 0 ? pct(issue_s / step) : std::string("-")) + " of the step)";
+  } else {
+    text += "replayed from a CUDA graph)";
+  }
+  row(os, "  kernels issued", text);
+}
+
+void print_breakdown(std::ostream& os, const step::TimeBreakdown& b, double step,
+                     double host_per_kernel_s) {
   auto line = [&](const char* name, double v) {
     row(os, name, human_seconds(v) + "  " + (step > 0 ? pct(v / step) : std::string("-")));
   };
   line("compute", b.compute_s);
   if (b.nccl_sm_s > 0) line("  of which NCCL's SMs", b.nccl_sm_s);
   if (b.host_s > 0) line("  of which the host", b.host_s);
+  kernels_row(os, b, step, host_per_kernel_s);
   line("TP comm (exposed)", b.tp_s);
   if (b.ep_s > 0) line("EP comm (exposed)", b.ep_s);
   line("PP comm (exposed)", b.pp_s);
@@ -189,7 +207,11 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
 
   os << "\nWhere the time goes (critical path: pipeline stage " << r.critical_stage
      << ", replica class " << r.critical_class << ")\n";
-  print_breakdown(os, r.breakdown, r.step_time_s);
+  const double host_per_kernel_s =
+      s.training.cuda_graphs == CudaGraphs::full_iteration
+          ? 0
+          : models::ComputeCostModel(s.cluster.gpu, compute).host_per_kernel_s();
+  print_breakdown(os, r.breakdown, r.step_time_s, host_per_kernel_s);
   row(os, "communication share",
       pct(r.comm_fraction) + " of the step (exposed TP + " + (s.model.moe ? "EP + " : "") +
           "PP + DP)");

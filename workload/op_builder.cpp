@@ -20,6 +20,7 @@ void OpBuilder::compute(ComputeKind kind, const models::OpCost& cost, const OpSi
   op.time_s = cost.time_s;
   op.host_s = cost.host_s;
   op.flops = cost.flops;
+  op.kernels = cost.kernels;
   program_.compute_s += op.time_s;
   program_.executed_flops += op.flops;
 }

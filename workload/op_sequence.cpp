@@ -25,9 +25,9 @@ std::uint64_t bits(double x) {
 bool same(const Op& a, const Op& b) {
   return a.kind == b.kind && a.compute == b.compute && a.pass == b.pass &&
          bits(a.time_s) == bits(b.time_s) && bits(a.host_s) == bits(b.host_s) &&
-         bits(a.flops) == bits(b.flops) && bits(a.bytes) == bits(b.bytes) && a.index == b.index &&
-         a.micro_batch == b.micro_batch && a.chunk == b.chunk &&
-         a.virtual_stage == b.virtual_stage && a.layer == b.layer &&
+         bits(a.flops) == bits(b.flops) && bits(a.kernels) == bits(b.kernels) &&
+         bits(a.bytes) == bits(b.bytes) && a.index == b.index && a.micro_batch == b.micro_batch &&
+         a.chunk == b.chunk && a.virtual_stage == b.virtual_stage && a.layer == b.layer &&
          bits(a.overlap_s) == bits(b.overlap_s) && a.beside == b.beside;
 }
 
@@ -55,6 +55,7 @@ std::uint64_t hash(const std::vector<Op>& ops) {
     mix(h, bits(op.time_s));
     mix(h, bits(op.host_s));
     mix(h, bits(op.flops));
+    mix(h, bits(op.kernels));
     mix(h, bits(op.bytes));
     mix(h, bits(op.overlap_s));
     mix(h, op.beside ? 1 : 0);

@@ -51,10 +51,11 @@ struct Op {
   ComputeKind compute = ComputeKind::forward;
   PassKind pass = PassKind::forward;  // the pass an op belongs to
   double time_s = 0;                  // compute: duration on a healthy GPU
-  double host_s = 0;  // compute: of time_s, CPU time with the GPU idle (OpCost::host_s)
-  double flops = 0;   // compute: FLOPs the kernels execute
-  double bytes = 0;   // send/recv: bytes each TP rank sends
-  int index = -1;     // collective: Workload::collectives; grad_*: bucket; gather_*: gather
+  double host_s = 0;   // compute: of time_s, CPU time with the GPU idle (OpCost::host_s)
+  double flops = 0;    // compute: FLOPs the kernels execute
+  double kernels = 0;  // compute: kernel launches (OpCost::kernels)
+  double bytes = 0;    // send/recv: bytes each TP rank sends
+  int index = -1;      // collective: Workload::collectives; grad_*: bucket; gather_*: gather
   int micro_batch = -1;
   int chunk = -1;          // model chunk on this pipeline rank
   int virtual_stage = -1;  // of this op (send/recv: the receiving virtual stage)

@@ -664,6 +664,34 @@ TEST_CASE("The host's time with the GPU idle is reported as part of compute") {
   CHECK(run(load(j)).ranks.at(0).breakdown.host_s == 0);
 }
 
+TEST_CASE("The report counts the kernels its critical path launched") {
+  // One GPU, no pipeline: the step launches the program's kernels, a fixed number per
+  // micro-batch plus the optimizer's once. Counted, 8, 16 and 24 micro-batches give
+  // K(m) = c + m k with the same k each time and c > 0; and the count is the program's.
+  nlohmann::json j = small_scenario(1, 1, 1, 1);
+  j["training"]["micro_batch"] = 1;
+  std::vector<double> kernels;
+  for (int m : {8, 16, 24}) {
+    j["training"]["global_batch"] = m;
+    const step::StepReport r = run(load(j));
+    REQUIRE(r.completed);
+    kernels.push_back(r.ranks.at(0).breakdown.kernels);
+  }
+  const double per_8 = kernels[1] - kernels[0];
+  REQUIRE(per_8 > 0);
+  CHECK(kernels[2] - kernels[1] == Approx(per_8).epsilon(1e-12));
+  CHECK(kernels[0] - per_8 > 0);  // the optimizer's, launched once a step
+
+  const Scenario s = load(j);
+  double program_kernels = 0;
+  const workload::Workload w = workload::build_workload(
+      s, models::ComputeCostModel(s.cluster.gpu, cli::load_step_calibrations(s).compute));
+  for (const workload::Op& op : w.stages.at(0).ops.to_vector()) {
+    if (op.kind == workload::OpKind::compute) program_kernels += op.kernels;
+  }
+  CHECK(kernels[2] == Approx(program_kernels).epsilon(1e-12));
+}
+
 TEST_CASE("HybridEP's exchanges take their bytes over the measured rate") {
   // 8 GPUs of one node, ep 8, the small MoE model: every MoE layer runs a dispatch and a
   // combine per forward and their two conjugates per backward, none overlapped.
