@@ -22,6 +22,7 @@
 #include "tools/load.hpp"
 #include "tools/output.hpp"
 #include "tools/work_budget.hpp"
+#include "workload/workload.hpp"
 
 namespace clustersim::cli {
 
@@ -208,9 +209,8 @@ void print_report(std::ostream& os, const Scenario& s, const step::StepReport& r
   os << "\nWhere the time goes (critical path: pipeline stage " << r.critical_stage
      << ", replica class " << r.critical_class << ")\n";
   const double host_per_kernel_s =
-      s.training.cuda_graphs == CudaGraphs::full_iteration
-          ? 0
-          : models::ComputeCostModel(s.cluster.gpu, compute).host_per_kernel_s();
+      workload::as_launched(s, models::ComputeCostModel(s.cluster.gpu, compute))
+          .host_per_kernel_s();
   print_breakdown(os, r.breakdown, r.step_time_s, host_per_kernel_s);
   row(os, "communication share",
       pct(r.comm_fraction) + " of the step (exposed TP + " + (s.model.moe ? "EP + " : "") +

@@ -153,15 +153,9 @@ double onebit_payload_bytes(double elements, int n) {
   return elements / kBitsPerByte + kScaleBytes * n;
 }
 
-namespace {
-
-// The GPU's kernels issued as the scenario issues them: replayed from a CUDA graph when
-// training.cuda_graphs says so, else one by one.
 models::ComputeCostModel as_launched(const Scenario& s, const models::ComputeCostModel& c) {
   return s.training.cuda_graphs == CudaGraphs::full_iteration ? c.replayed_from_cuda_graph() : c;
 }
-
-}  // namespace
 
 LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel& compute) {
   const models::ComputeCostModel launched = as_launched(scenario, compute);

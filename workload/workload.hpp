@@ -154,6 +154,10 @@ struct LayerCosts {
 };
 LayerCosts layer_costs(const Scenario& scenario, const models::ComputeCostModel& compute);
 
+// The GPU's kernels issued as the scenario issues them: replayed from a CUDA graph when
+// training.cuda_graphs says so, else one by one.
+models::ComputeCostModel as_launched(const Scenario& s, const models::ComputeCostModel& c);
+
 // Exposed time of a TP collective of `comm_s` pipelined in `tp` chunks with a GEMM of `gemm_s`
 // (Transformer Engine userbuffers: chunk i's transfer overlaps chunk i-1's GEMM). The pair
 // takes (comm + gemm) / tp + max(comm, gemm) (tp - 1) / tp; the GEMM is counted as compute,
