@@ -30,7 +30,8 @@ struct TimeBreakdown {
   // its kernels (docs/system-calibration.md#host-dispatch) and DeepSpeed 2021's host loops.
   double host_s = 0;
   // Kernels the rank launched on its compute stream (optimizer included): with the calibration's
-  // host time per kernel, the host's time to issue them, of which host_s was not hidden.
+  // host time per kernel, the host's time to issue them (host_s holds the part the GPU waited
+  // for, with DeepSpeed 2021's host loops besides).
   double kernels = 0;
   double total() const;
   double comm() const { return tp_s + ep_s + pp_s + dp_s; }

@@ -117,7 +117,7 @@ std::string replicas_text(const std::vector<int>& r) {
 }
 
 // The kernels the critical path launched and the host's time to issue them at `host_per_kernel_s`
-// (0 when replayed from a CUDA graph); the GPU hid all of it but what "of which the host" shows.
+// (0 when replayed from a CUDA graph); what the GPU waited for of it is in "of which the host".
 void kernels_row(std::ostream& os, const step::TimeBreakdown& b, double step,
                  double host_per_kernel_s) {
   if (!(b.kernels > 0)) return;
